@@ -1,0 +1,19 @@
+//! Butler's channel seam: the platform-independent types every channel adapter speaks.
+//!
+//! A channel adapter (Telegram, Slack, Discord, the web chat, the terminal) turns platform
+//! traffic into [`InboundEvent`]s, hands them to an [`Ingress`] and acknowledges the platform only
+//! after the ingress says the event is durable. It delivers [`Outbound`] messages through the
+//! [`Channel`] trait and describes what it can do as data ([`Caps`]).
+//!
+//! This crate must never depend on a platform SDK, a database, Redis or an LLM: it is the
+//! vocabulary shared by adapters that must not know each other.
+
+mod channel;
+mod chunk;
+mod event;
+mod outbound;
+
+pub use channel::{Accepted, Caps, Channel, ChannelError, Ingress, IngressError, TextFormat};
+pub use chunk::{chunk_text, ChunkLimit};
+pub use event::{Actor, ConversationKind, ConversationRef, EventBody, EventId, Identity, InboundEvent};
+pub use outbound::{Button, ButtonStyle, MessageRef, Outbound};

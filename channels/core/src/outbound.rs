@@ -1,0 +1,57 @@
+//! Outbound side: what Butler says and the buttons it offers.
+
+use crate::ConversationRef;
+use serde::{Deserialize, Serialize};
+
+/// A button. `action` is an opaque id (never raw tool arguments); a click comes back as
+/// [`crate::EventBody::Action`] carrying the same id.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Button {
+    pub label: String,
+    pub action: String,
+    #[serde(default)]
+    pub style: ButtonStyle,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ButtonStyle {
+    #[default]
+    Default,
+    Primary,
+    Danger,
+}
+
+impl Button {
+    pub fn new(label: impl Into<String>, action: impl Into<String>, style: ButtonStyle) -> Self {
+        Self { label: label.into(), action: action.into(), style }
+    }
+}
+
+/// One message to deliver. `text` is Markdown as the agent wrote it; each adapter renders it
+/// for its platform.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Outbound {
+    pub conversation: ConversationRef,
+    pub text: String,
+    #[serde(default)]
+    pub buttons: Vec<Button>,
+    /// The platform message id this answers, if the platform threads replies.
+    pub reply_to: Option<String>,
+    /// True while a reply is still streaming; adapters may skip persisting drafts.
+    #[serde(default)]
+    pub draft: bool,
+}
+
+impl Outbound {
+    pub fn text(conversation: ConversationRef, text: impl Into<String>) -> Self {
+        Self { conversation, text: text.into(), buttons: Vec::new(), reply_to: None, draft: false }
+    }
+}
+
+/// A message as the platform knows it, for later edits.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MessageRef {
+    pub conversation: ConversationRef,
+    pub id: String,
+}

@@ -1,0 +1,242 @@
+//! Configuration: the TOML file, `${VAR}` interpolation, `BUTLER_<SECTION>__<KEY>` overrides,
+//! validation with errors that name the key and the file, and a masked print for
+//! `butler config check`.
+//!
+//! Every key lives in a struct below with `deny_unknown_fields`; `config/butler.example.toml`
+//! documents each one. This module must never print or log a [`Secret`]'s value.
+
+mod load;
+mod secret;
+mod validate;
+
+pub use load::{ConfigError, Loaded};
+pub use secret::Secret;
+
+use butler_channel::Identity;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Config {
+    pub server: ServerConfig,
+    pub database: DatabaseConfig,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub redis: Option<RedisConfig>,
+    pub llm: LlmConfig,
+    pub channels: ChannelsConfig,
+    pub access: AccessConfig,
+    pub agent: AgentConfig,
+    pub memory: MemoryConfig,
+    pub limits: LimitsConfig,
+}
+
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ServerConfig {
+    /// Address of the one HTTP server (web chat, API, webhooks, health, metrics).
+    pub listen: String,
+    /// Largest request body accepted, in bytes.
+    pub max_body_bytes: usize,
+    /// On SIGTERM/Ctrl-C: how long running turns may take to finish or park.
+    pub shutdown_grace_secs: u64,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        Self { listen: "127.0.0.1:8080".into(), max_body_bytes: 1 << 20, shutdown_grace_secs: 10 }
+    }
+}
+
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct DatabaseConfig {
+    /// `sqlite://data/butler.db` (default) or `postgres://user:pass@host/db`.
+    pub url: Secret,
+    pub max_connections: u32,
+}
+
+impl Default for DatabaseConfig {
+    fn default() -> Self {
+        Self { url: Secret::new("sqlite://data/butler.db"), max_connections: 8 }
+    }
+}
+
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RedisConfig {
+    pub url: Secret,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ProviderKind {
+    #[default]
+    Openai,
+    Anthropic,
+}
+
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct LlmConfig {
+    pub provider: ProviderKind,
+    /// Defaults: `https://api.openai.com/v1` or `https://api.anthropic.com`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub base_url: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub api_key: Option<Secret>,
+    /// Empty means "not configured" unless the environment supplies one.
+    pub model: String,
+    pub connect_timeout_secs: u64,
+    /// Time to the first byte of the response.
+    pub first_byte_timeout_secs: u64,
+    /// Longest silence between two stream events.
+    pub idle_timeout_secs: u64,
+    pub max_retries: u32,
+    pub max_tokens: u32,
+    /// The model's context window in tokens (drives compaction thresholds).
+    pub context_window: u32,
+    /// USD per million input tokens, for cost records.
+    pub input_price_per_mtok: f64,
+    pub output_price_per_mtok: f64,
+    /// Tried in order when the primary fails with a transient error before streaming.
+    pub fallback: Vec<LlmFallback>,
+}
+
+impl Default for LlmConfig {
+    fn default() -> Self {
+        Self {
+            provider: ProviderKind::Openai,
+            base_url: None,
+            api_key: None,
+            model: String::new(),
+            connect_timeout_secs: 10,
+            first_byte_timeout_secs: 60,
+            idle_timeout_secs: 60,
+            max_retries: 3,
+            max_tokens: 4096,
+            context_window: 128_000,
+            input_price_per_mtok: 0.0,
+            output_price_per_mtok: 0.0,
+            fallback: Vec::new(),
+        }
+    }
+}
+
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct LlmFallback {
+    pub provider: ProviderKind,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub base_url: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub api_key: Option<Secret>,
+    pub model: String,
+}
+
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ChannelsConfig {
+    pub web: WebConfig,
+}
+
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct WebConfig {
+    pub enabled: bool,
+    /// A single token for the owner (identity `web:owner`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub token: Option<Secret>,
+    /// One token per web user: `{ alice = "${ALICE_WEB_TOKEN}" }` -> identity `web:alice`.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub tokens: BTreeMap<String, Secret>,
+}
+
+impl Default for WebConfig {
+    fn default() -> Self {
+        Self { enabled: true, token: None, tokens: BTreeMap::new() }
+    }
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AccessPolicy {
+    /// Unknown people get a pairing code the owner approves.
+    #[default]
+    Pairing,
+    /// Only owners and `allow` may talk; others are ignored after one short reply.
+    Allowlist,
+    /// Anyone may talk (warned about at start).
+    Open,
+}
+
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct AccessConfig {
+    pub policy: AccessPolicy,
+    pub owners: Vec<Identity>,
+    pub allow: Vec<Identity>,
+}
+
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct AgentConfig {
+    /// The assistant's name in its system prompt.
+    pub name: String,
+    /// Extra instructions appended to the built-in system prompt.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub instructions: Option<String>,
+    /// Default IANA time zone for users who have not set one.
+    pub timezone: String,
+}
+
+impl Default for AgentConfig {
+    fn default() -> Self {
+        Self { name: "Butler".into(), instructions: None, timezone: "UTC".into() }
+    }
+}
+
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct MemoryConfig {
+    /// The remember / recall / forget tools.
+    pub enabled: bool,
+    /// Most memories a `recall` returns.
+    pub recall_limit: usize,
+}
+
+impl Default for MemoryConfig {
+    fn default() -> Self {
+        Self { enabled: true, recall_limit: 8 }
+    }
+}
+
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct LimitsConfig {
+    /// LLM calls in one turn before it is stopped with a message.
+    pub max_iterations: u32,
+    /// Longest a single tool call may run.
+    pub tool_timeout_secs: u64,
+    /// Longer tool results are cut, with a marker saying so.
+    pub max_tool_result_chars: usize,
+    /// Messages waiting for one session before new ones are deferred.
+    pub session_mailbox: usize,
+    /// An idle session's actor is dropped after this long (it is rehydrated from the store).
+    pub session_idle_secs: u64,
+    /// Transcript messages sent to the model per turn (the most recent ones).
+    pub history_messages: usize,
+}
+
+impl Default for LimitsConfig {
+    fn default() -> Self {
+        Self {
+            max_iterations: 10,
+            tool_timeout_secs: 60,
+            max_tool_result_chars: 16_000,
+            session_mailbox: 32,
+            session_idle_secs: 600,
+            history_messages: 200,
+        }
+    }
+}

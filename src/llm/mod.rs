@@ -1,0 +1,68 @@
+//! LLM providers: OpenAI Chat Completions and Anthropic Messages, both streamed over SSE,
+//! behind one small [`Provider`] trait.
+//!
+//! Any server speaking one of the two protocols works through `base_url` (OpenAI, Ollama, vLLM,
+//! llama.cpp server, OpenRouter, Anthropic). Requests are retried with backoff on 429 and 5xx
+//! before the stream starts, honouring `Retry-After`. This module must never log an API key or
+//! put one in an error, and never retry once a stream has started delivering tokens.
+
+mod types;
+
+pub use types::*;
+
+use async_trait::async_trait;
+use futures::Stream;
+use std::pin::Pin;
+use std::time::Duration;
+
+/// The events of one streamed completion.
+pub type LlmStream = Pin<Box<dyn Stream<Item = Result<StreamEvent, LlmError>> + Send>>;
+
+/// A language model endpoint.
+#[async_trait]
+pub trait Provider: Send + Sync {
+    /// `openai`, `anthropic`, or `none`.
+    fn name(&self) -> &str;
+    fn model(&self) -> &str;
+    /// Starts a streamed completion. Retries (429/5xx, before any byte of the body) happen inside.
+    async fn stream(&self, req: &ChatRequest) -> Result<LlmStream, LlmError>;
+}
+
+/// What went wrong talking to the model, by what the caller (and the user) should do.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum LlmError {
+    #[error(
+        "no language model is configured: set OPENAI_API_KEY (and optionally OPENAI_BASE_URL, BUTLER_MODEL), \
+         or ANTHROPIC_API_KEY, or the [llm] section of the config file"
+    )]
+    NotConfigured,
+    #[error("the model provider refused the API key ({0}); check [llm] api_key")]
+    Auth(String),
+    #[error("the model provider does not know the model `{0}`; check [llm] model")]
+    UnknownModel(String),
+    #[error("the conversation is too long for the model's context window: {0}")]
+    ContextTooLong(String),
+    #[error("the model provider did not answer in time ({0})")]
+    Timeout(String),
+    #[error("the model provider is rate limiting Butler{}", retry_hint(.retry_after))]
+    RateLimited { retry_after: Option<Duration> },
+    #[error("the model provider failed with HTTP {status}: {message}")]
+    Server { status: u16, message: String },
+    #[error("the model provider rejected the request: {0}")]
+    BadRequest(String),
+    #[error("cannot reach the model provider at {0}")]
+    Unreachable(String),
+    #[error("the model provider sent a stream Butler cannot read: {0}")]
+    Protocol(String),
+}
+
+fn retry_hint(d: &Option<Duration>) -> String {
+    d.map(|d| format!("; retry after {}s", d.as_secs().max(1))).unwrap_or_default()
+}
+
+impl LlmError {
+    /// Whether the same request may succeed later (used by retries and fallbacks).
+    pub fn is_transient(&self) -> bool {
+        matches!(self, Self::RateLimited { .. } | Self::Server { .. } | Self::Timeout(_) | Self::Unreachable(_))
+    }
+}

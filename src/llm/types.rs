@@ -1,0 +1,127 @@
+//! Provider-neutral request, stream event and assembled-response types.
+
+use serde::{Deserialize, Serialize};
+
+/// A tool the model may call.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ToolDef {
+    pub name: String,
+    pub description: String,
+    /// JSON Schema of the arguments object.
+    pub parameters: serde_json::Value,
+}
+
+/// One tool call requested by the model. `arguments` is the raw JSON text the model produced.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToolCall {
+    pub id: String,
+    pub name: String,
+    pub arguments: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "role", rename_all = "snake_case")]
+pub enum ChatMessage {
+    User {
+        content: String,
+        /// The speaker in a group conversation.
+        name: Option<String>,
+    },
+    Assistant {
+        content: String,
+        tool_calls: Vec<ToolCall>,
+    },
+    Tool {
+        call_id: String,
+        content: String,
+        is_error: bool,
+    },
+}
+
+#[derive(Clone, Debug, PartialEq, Default, Serialize, Deserialize)]
+pub struct ChatRequest {
+    /// Byte-stable for a session; never carries per-turn context.
+    pub system: String,
+    pub messages: Vec<ChatMessage>,
+    pub tools: Vec<ToolDef>,
+    pub max_tokens: Option<u32>,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Usage {
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    pub cache_read_tokens: u64,
+    pub cache_write_tokens: u64,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FinishReason {
+    Stop,
+    ToolCalls,
+    Length,
+    Other(String),
+}
+
+/// One event of a streamed completion, the same for every provider.
+#[derive(Clone, Debug, PartialEq)]
+pub enum StreamEvent {
+    /// A piece of the assistant's text.
+    Text(String),
+    /// A tool call begins. `index` is the call's 0-based position among this response's tool
+    /// calls (parsers map a provider's own block indices to it).
+    ToolCallStart { index: usize, id: String, name: String },
+    /// More of a tool call's JSON arguments.
+    ToolCallArgs { index: usize, delta: String },
+    /// Token counts; later events overwrite earlier non-zero counts.
+    Usage(Usage),
+    Finish(FinishReason),
+}
+
+/// The whole response, assembled from the stream.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Assembled {
+    pub text: String,
+    pub tool_calls: Vec<ToolCall>,
+    pub usage: Usage,
+    pub finish: Option<FinishReason>,
+}
+
+impl Assembled {
+    /// Folds one stream event into the response.
+    pub fn push(&mut self, ev: &StreamEvent) {
+        match ev {
+            StreamEvent::Text(t) => self.text.push_str(t),
+            StreamEvent::ToolCallStart { index, id, name } => {
+                let slot = self.slot(*index);
+                if !id.is_empty() {
+                    slot.id.clone_from(id);
+                }
+                if !name.is_empty() {
+                    slot.name.clone_from(name);
+                }
+            }
+            StreamEvent::ToolCallArgs { index, delta } => self.slot(*index).arguments.push_str(delta),
+            StreamEvent::Usage(u) => {
+                let merge = |old: &mut u64, new: u64| {
+                    if new > 0 {
+                        *old = new;
+                    }
+                };
+                merge(&mut self.usage.input_tokens, u.input_tokens);
+                merge(&mut self.usage.output_tokens, u.output_tokens);
+                merge(&mut self.usage.cache_read_tokens, u.cache_read_tokens);
+                merge(&mut self.usage.cache_write_tokens, u.cache_write_tokens);
+            }
+            StreamEvent::Finish(f) => self.finish = Some(f.clone()),
+        }
+    }
+
+    fn slot(&mut self, index: usize) -> &mut ToolCall {
+        while self.tool_calls.len() <= index {
+            self.tool_calls.push(ToolCall { id: String::new(), name: String::new(), arguments: String::new() });
+        }
+        &mut self.tool_calls[index]
+    }
+}

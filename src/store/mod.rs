@@ -1,0 +1,184 @@
+//! Storage: one [`Store`] trait, two real implementations (SQLite, the zero-setup default, and
+//! Postgres for production), migrations per backend under `migrations/`.
+//!
+//! `Store` is the union of small traits, one per concern, so that each stays readable and a
+//! caller can ask for only what it needs. Every row type here is plain data. The store must
+//! never call out to the network other than its database, and never log secrets (the URL's
+//! password included).
+
+mod records;
+mod sql;
+
+pub use records::*;
+
+use async_trait::async_trait;
+use butler_channel::{Identity, InboundEvent};
+use std::sync::Arc;
+
+pub type Result<T, E = StoreError> = std::result::Result<T, E>;
+
+/// Errors the store reports, by what the caller does next.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// The database cannot be reached or is overloaded: retry later, do not acknowledge.
+    #[error("database unavailable: {0}")]
+    Unavailable(String),
+    /// A compare-and-swap lost, or a uniqueness rule refused the write.
+    #[error("conflict: {0}")]
+    Conflict(String),
+    /// The URL or options are wrong; the operator must fix the config.
+    #[error("bad database configuration: {0}")]
+    Config(String),
+    /// Applying migrations failed.
+    #[error("migration failed: {0}")]
+    Migration(String),
+    /// Stored data could not be decoded (a bug, or a newer schema).
+    #[error("corrupt stored data: {0}")]
+    Corrupt(String),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Backend {
+    Sqlite,
+    Postgres,
+}
+
+/// The inbox: every inbound event, stored under its stable id before it is acknowledged.
+#[async_trait]
+pub trait InboxStore {
+    /// Stores the event; `false` when its id was already stored (a redelivery).
+    async fn inbox_insert(&self, event: &InboundEvent) -> Result<bool>;
+    /// Claims up to `limit` pending, due events of the given channels, oldest first, marking them
+    /// `processing` by `worker`.
+    async fn inbox_claim(&self, channels: &[String], worker: &str, limit: usize) -> Result<Vec<InboxRow>>;
+    /// Ends an event: done, dropped or failed (with the error).
+    async fn inbox_finish(&self, id: &str, status: InboxStatus, error: Option<&str>) -> Result<()>;
+    /// Puts a claimed event back to `pending`, due again after `delay_ms`.
+    async fn inbox_retry(&self, id: &str, delay_ms: i64, error: Option<&str>) -> Result<()>;
+    /// Single-node start-up: events left `processing` by a dead process become `pending`.
+    async fn inbox_recover(&self, channels: &[String]) -> Result<u64>;
+    async fn inbox_get(&self, id: &str) -> Result<Option<InboxRow>>;
+}
+
+/// Sessions and their transcripts. The transcript is append-only.
+#[async_trait]
+pub trait SessionStore {
+    /// The open session for a key, if any.
+    async fn session_active(&self, key: &str) -> Result<Option<SessionRow>>;
+    /// Opens a session for `new.key`; if one is already open (a race), returns that one.
+    async fn session_open(&self, new: &NewSession) -> Result<SessionRow>;
+    /// Closes a session (`/new`); its transcript stays.
+    async fn session_close(&self, id: &str) -> Result<()>;
+    /// The last `limit` messages of a session, oldest first.
+    async fn messages_recent(&self, session_id: &str, limit: usize) -> Result<Vec<StoredMessage>>;
+    /// Appends messages in order (bumping the session version) and returns the last seq.
+    async fn messages_append(&self, session_id: &str, msgs: &[NewMessage]) -> Result<i64>;
+    /// Whether the user message of an inbound event is already in the session (a re-run turn).
+    async fn message_seq_for_event(&self, session_id: &str, event_id: &str) -> Result<Option<i64>>;
+}
+
+/// Ending an event atomically: transcript, reply, usage and inbox status in one transaction.
+#[async_trait]
+pub trait TurnStore {
+    /// Applies a [`TurnCommit`] in one transaction; returns the outbox row id of the reply.
+    async fn finish_event(&self, commit: &TurnCommit) -> Result<Option<i64>>;
+    /// Tokens and cost of one user since `since_ms`.
+    async fn usage_since(&self, user_id: &str, since_ms: i64) -> Result<UsageTotals>;
+}
+
+/// The outbox: replies are written here before they are sent.
+#[async_trait]
+pub trait OutboxStore {
+    /// The row for `key`, creating a `draft` row (for streaming) if there is none.
+    async fn outbox_draft(&self, new: &NewOutbox) -> Result<OutboxRow>;
+    /// Adds a `pending` reply (no-op returning the existing row if the key exists and is not a draft).
+    async fn outbox_enqueue(&self, new: &NewOutbox) -> Result<OutboxRow>;
+    /// Records delivery progress: platform ids of the chunks sent so far.
+    async fn outbox_progress(&self, id: i64, platform_ids: &[String]) -> Result<()>;
+    /// Pending rows of the given channels due at `now_ms`, oldest first.
+    async fn outbox_due(&self, channels: &[String], now_ms: i64, limit: usize) -> Result<Vec<OutboxRow>>;
+    /// Marks a row sent or failed, or reschedules it (`Pending` with `next_attempt_ms`).
+    async fn outbox_mark(&self, id: i64, mark: &OutboxMark) -> Result<()>;
+    async fn outbox_get(&self, key: &str) -> Result<Option<OutboxRow>>;
+}
+
+/// Long-term memory, always scoped to one user.
+#[async_trait]
+pub trait MemoryStore {
+    async fn memory_add(&self, user_id: &str, text: &str, source: Option<&str>) -> Result<MemoryRow>;
+    /// Full-text search ranked by relevance, then recency.
+    async fn memory_search(&self, user_id: &str, query: &str, limit: usize) -> Result<Vec<MemoryRow>>;
+    /// Most recent first.
+    async fn memory_list(&self, user_id: &str, limit: usize) -> Result<Vec<MemoryRow>>;
+    /// `false` when the id does not exist for this user.
+    async fn memory_forget(&self, user_id: &str, id: i64) -> Result<bool>;
+}
+
+/// People, their identities on each channel, and conversations.
+#[async_trait]
+pub trait UserStore {
+    async fn identity_user(&self, identity: &Identity) -> Result<Option<UserRow>>;
+    /// Returns the user of `identity`, creating `new` and linking the identity if it has none.
+    async fn user_ensure(&self, identity: &Identity, new: &NewUser) -> Result<UserRow>;
+    async fn conversation_get(&self, id: &str) -> Result<Option<ConversationRow>>;
+    /// Returns the conversation, creating it with `new` as its first state if it does not exist.
+    async fn conversation_ensure(&self, new: &ConversationRow) -> Result<ConversationRow>;
+}
+
+/// The web chat's own message log (its "platform" side).
+#[async_trait]
+pub trait WebStore {
+    /// Inserts a message; idempotent on `key` (returns the existing row).
+    async fn web_insert(&self, new: &NewWebMessage) -> Result<WebMessage>;
+    async fn web_update(&self, id: i64, text: &str, buttons: &[butler_channel::Button]) -> Result<Option<WebMessage>>;
+    /// Messages with id greater than `after_id`, oldest first.
+    async fn web_list(&self, conversation: &str, after_id: i64, limit: usize) -> Result<Vec<WebMessage>>;
+}
+
+/// Everything Butler persists. Two implementations: [`sql::SqliteStore`] and [`sql::PgStore`].
+#[async_trait]
+pub trait Store:
+    InboxStore + SessionStore + TurnStore + OutboxStore + MemoryStore + UserStore + WebStore + Send + Sync
+{
+    fn backend(&self) -> Backend;
+    /// Applies pending migrations of this backend.
+    async fn migrate(&self) -> Result<()>;
+    /// A cheap round trip, for readiness and `doctor`.
+    async fn ping(&self) -> Result<()>;
+    /// Closes the pool, waiting for in-flight queries.
+    async fn close(&self);
+}
+
+pub use sql::{PgStore, SqliteStore};
+
+/// Connects to `url` (`sqlite://path` or `postgres://...`). Does not migrate.
+pub async fn connect(url: &str, max_connections: u32) -> Result<Arc<dyn Store>> {
+    if url.starts_with("sqlite:") {
+        Ok(Arc::new(SqliteStore::connect(url, max_connections).await?))
+    } else if url.starts_with("postgres:") || url.starts_with("postgresql:") {
+        Ok(Arc::new(PgStore::connect(url, max_connections).await?))
+    } else {
+        Err(StoreError::Config(format!(
+            "database.url must start with sqlite:// or postgres://, got `{}`",
+            redact_url(url)
+        )))
+    }
+}
+
+/// `postgres://user:secret@host/db` -> `postgres://user:***@host/db`, for messages and logs.
+pub fn redact_url(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else { return url.to_string() };
+    let Some((creds, host)) = rest.rsplit_once('@') else { return url.to_string() };
+    match creds.split_once(':') {
+        Some((user, _)) => format!("{scheme}://{user}:***@{host}"),
+        None => url.to_string(),
+    }
+}
+
+/// Milliseconds since the Unix epoch, the one time unit stored everywhere.
+pub fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
+}

@@ -1,0 +1,337 @@
+//! Plain rows the store reads and writes. Times are Unix milliseconds.
+
+use crate::llm::ToolCall;
+use butler_channel::{Button, ConversationKind, InboundEvent};
+use serde::{Deserialize, Serialize};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum InboxStatus {
+    Pending,
+    Processing,
+    Done,
+    Dropped,
+    Failed,
+}
+
+impl InboxStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Pending => "pending",
+            Self::Processing => "processing",
+            Self::Done => "done",
+            Self::Dropped => "dropped",
+            Self::Failed => "failed",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        Some(match s {
+            "pending" => Self::Pending,
+            "processing" => Self::Processing,
+            "done" => Self::Done,
+            "dropped" => Self::Dropped,
+            "failed" => Self::Failed,
+            _ => return None,
+        })
+    }
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct InboxRow {
+    pub seq: i64,
+    pub event: InboundEvent,
+    pub status: InboxStatus,
+    pub attempts: i32,
+    pub error: Option<String>,
+    pub created_ms: i64,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SessionRow {
+    pub id: String,
+    pub key: String,
+    pub user_id: String,
+    pub conversation: String,
+    /// Built once when the session opens and sent byte-for-byte on every turn.
+    pub system_prompt: String,
+    pub version: i64,
+    pub created_ms: i64,
+    pub updated_ms: i64,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NewSession {
+    pub id: String,
+    pub key: String,
+    pub user_id: String,
+    pub conversation: String,
+    pub system_prompt: String,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Role {
+    User,
+    Assistant,
+    Tool,
+}
+
+impl Role {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::User => "user",
+            Self::Assistant => "assistant",
+            Self::Tool => "tool",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        Some(match s {
+            "user" => Self::User,
+            "assistant" => Self::Assistant,
+            "tool" => Self::Tool,
+            _ => return None,
+        })
+    }
+}
+
+/// One transcript entry: a user message, an assistant message (text and/or tool calls) or a
+/// tool result.
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub struct NewMessage {
+    pub role: Option<Role>,
+    pub content: String,
+    /// Speaker's name for user messages in groups.
+    pub name: Option<String>,
+    pub tool_calls: Vec<ToolCall>,
+    /// For tool results: the call they answer.
+    pub tool_call_id: Option<String>,
+    /// For tool results: whether the tool failed.
+    pub is_error: bool,
+    /// For user messages: the inbound event they came from.
+    pub event_id: Option<String>,
+}
+
+impl NewMessage {
+    pub fn user(content: impl Into<String>, name: Option<String>, event_id: Option<String>) -> Self {
+        Self { role: Some(Role::User), content: content.into(), name, event_id, ..Self::default() }
+    }
+
+    pub fn assistant(content: impl Into<String>, tool_calls: Vec<ToolCall>) -> Self {
+        Self { role: Some(Role::Assistant), content: content.into(), tool_calls, ..Self::default() }
+    }
+
+    pub fn tool(call_id: impl Into<String>, content: impl Into<String>, is_error: bool) -> Self {
+        Self {
+            role: Some(Role::Tool),
+            content: content.into(),
+            tool_call_id: Some(call_id.into()),
+            is_error,
+            ..Self::default()
+        }
+    }
+
+    pub fn role(&self) -> Role {
+        self.role.unwrap_or(Role::User)
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StoredMessage {
+    pub seq: i64,
+    pub msg: NewMessage,
+    pub created_ms: i64,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct UsageRecord {
+    pub user_id: String,
+    pub session_id: String,
+    pub event_id: String,
+    pub model: String,
+    pub input_tokens: i64,
+    pub output_tokens: i64,
+    pub cost_usd: f64,
+    pub iterations: i32,
+}
+
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct UsageTotals {
+    pub turns: i64,
+    pub input_tokens: i64,
+    pub output_tokens: i64,
+    pub cost_usd: f64,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OutboxStatus {
+    /// Streaming: the text is not final yet.
+    Draft,
+    Pending,
+    Sent,
+    Failed,
+}
+
+impl OutboxStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Draft => "draft",
+            Self::Pending => "pending",
+            Self::Sent => "sent",
+            Self::Failed => "failed",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        Some(match s {
+            "draft" => Self::Draft,
+            "pending" => Self::Pending,
+            "sent" => Self::Sent,
+            "failed" => Self::Failed,
+            _ => return None,
+        })
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NewOutbox {
+    /// Idempotency key: the same logical reply always has the same key.
+    pub key: String,
+    /// `channel:conversation[/thread]`.
+    pub conversation: String,
+    pub text: String,
+    pub buttons: Vec<Button>,
+    pub reply_to: Option<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OutboxRow {
+    pub id: i64,
+    pub key: String,
+    pub channel: String,
+    pub conversation: String,
+    pub text: String,
+    pub buttons: Vec<Button>,
+    pub reply_to: Option<String>,
+    pub status: OutboxStatus,
+    /// Platform message ids of the chunks delivered so far (the first is the streamed draft).
+    pub platform_ids: Vec<String>,
+    pub attempts: i32,
+    pub next_attempt_ms: i64,
+    pub last_error: Option<String>,
+    pub created_ms: i64,
+    pub updated_ms: i64,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum OutboxMark {
+    Sent,
+    Failed { error: String },
+    /// Try again at `next_attempt_ms`; `count_attempt` is false for rate limits.
+    Retry { next_attempt_ms: i64, error: String, count_attempt: bool },
+}
+
+/// What ends one inbound event, applied in one transaction.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TurnCommit {
+    pub inbox_id: String,
+    pub inbox_status: InboxStatus,
+    /// Transcript entries to append (may be empty, e.g. for a command).
+    pub session_id: Option<String>,
+    pub messages: Vec<NewMessage>,
+    /// The reply; if a draft with the same key exists it becomes this final text, `pending`.
+    pub reply: Option<NewOutbox>,
+    pub usage: Option<UsageRecord>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MemoryRow {
+    pub id: i64,
+    pub user_id: String,
+    pub text: String,
+    pub source: Option<String>,
+    pub created_ms: i64,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, PartialOrd, Ord)]
+#[serde(rename_all = "snake_case")]
+pub enum UserRole {
+    Guest,
+    Member,
+    Owner,
+}
+
+impl UserRole {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Guest => "guest",
+            Self::Member => "member",
+            Self::Owner => "owner",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        Some(match s {
+            "guest" => Self::Guest,
+            "member" => Self::Member,
+            "owner" => Self::Owner,
+            _ => return None,
+        })
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UserRow {
+    pub id: String,
+    pub display_name: Option<String>,
+    pub role: UserRole,
+    /// IANA zone, e.g. `Europe/Berlin`.
+    pub timezone: String,
+    pub created_ms: i64,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NewUser {
+    pub id: String,
+    pub display_name: Option<String>,
+    pub role: UserRole,
+    pub timezone: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ConversationRow {
+    /// `channel:id[/thread]`.
+    pub id: String,
+    pub kind: ConversationKind,
+    /// The identity that created it (`web:alice`); for web chat, the only one who may use it.
+    pub owner: String,
+    pub created_ms: i64,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NewWebMessage {
+    pub conversation: String,
+    /// Idempotency key (event id for user messages, outbox key + chunk for replies).
+    pub key: String,
+    /// `user` or `assistant`.
+    pub role: String,
+    pub author: String,
+    pub text: String,
+    pub buttons: Vec<Button>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct WebMessage {
+    pub id: i64,
+    pub conversation: String,
+    #[serde(skip)]
+    pub key: String,
+    pub role: String,
+    pub author: String,
+    pub text: String,
+    pub buttons: Vec<Button>,
+    pub created_ms: i64,
+    pub updated_ms: i64,
+}

@@ -1,0 +1,3 @@
+//! Shared test support: fake servers and test databases. Each test binary includes this with
+//! `#[path = "../support/mod.rs"] mod support;`.
+#![allow(dead_code)]
