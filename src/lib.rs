@@ -1,15 +1,31 @@
 //! Butler: a personal AI assistant in the chat apps people already use.
 //!
-//! Module map (the path of one message, in order):
-//! - [`config`]: the TOML file, env overrides, validation.
+//! Module map, in the order one message travels:
+//! - [`web`] (and the channel crates): platform traffic -> `InboundEvent`.
+//! - [`ingress`]: the inbox (durable before acknowledged) and the dispatcher.
+//! - [`triage`]: who is speaking, is it for us, commands, button clicks.
+//! - [`session`]: one actor per session, bounded mailbox, one turn at a time.
+//! - [`agent`]: the turn loop; [`llm`] the model providers; [`tools`] what it can do.
+//! - [`outbox`]: persisted replies, delivery, streaming by editing in place.
 //! - [`store`]: the one `Store` trait over SQLite and Postgres.
-//! - [`llm`]: OpenAI and Anthropic streaming providers.
+//! - [`config`], [`http`], [`metrics`], [`app`] (the composition root), [`cli`].
 //!
 //! Channel adapters live in their own crates (`channels/*`) and meet the core only through
-//! `butler_channel`. This crate must never import a channel crate outside `app`.
+//! `butler_channel`; only [`app`] may name a channel crate.
 
+pub mod agent;
+pub mod app;
+pub mod cli;
 pub mod config;
+pub mod http;
+pub mod ingress;
 pub mod llm;
+pub mod metrics;
+pub mod outbox;
+pub mod session;
 pub mod store;
+pub mod tools;
+pub mod triage;
+pub mod web;
 
 pub use butler_channel as channel;

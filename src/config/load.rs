@@ -1,7 +1,207 @@
-//! Placeholder: replaced by the config loader.
-#[derive(Debug, thiserror::Error)]
-pub enum ConfigError {
-    #[error("{0}")]
-    Invalid(String),
+//! Loading the configuration: pick the file, parse the TOML, expand `${VAR}`, apply
+//! `BUTLER_<SECTION>__<KEY>` overrides, deserialize (unknown keys are errors), fill the LLM from
+//! `OPENAI_*` / `ANTHROPIC_*` / `BUTLER_MODEL` when the config leaves it unset, and validate.
+//!
+//! Order of precedence, lowest first: built-in defaults, the file, `${VAR}` inside the file,
+//! `BUTLER_*__*` overrides, then (only for an LLM left entirely unset) the LLM variables.
+//!
+//! Everything here reads the environment through an [`Env`] snapshot, so tests never touch the
+//! process environment or working directory. This module must never print, log or put into an
+//! error the value of a variable or of a secret key.
+
+mod deser;
+mod interpolate;
+mod llm_env;
+mod overrides;
+
+use super::error::ConfigError;
+use super::error::FileFrom;
+use super::Config;
+pub use llm_env::{DEFAULT_ANTHROPIC_MODEL, DEFAULT_OPENAI_MODEL};
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+/// The file looked for when neither `--config` nor `BUTLER_CONFIG` names one.
+pub const DEFAULT_PATH: &str = "config/butler.toml";
+
+/// What [`load`] found: the effective configuration and the file it came from (`None` when no
+/// file was used and everything is the embedded default plus the environment).
+#[derive(Debug)]
+pub struct Loaded {
+    pub config: Config,
+    pub source: Option<PathBuf>,
 }
-pub struct Loaded;
+
+/// A snapshot of environment variables. [`Env::process`] reads the real environment; tests
+/// build one with [`Env::from_pairs`]. Its `Debug` prints names only, never values.
+#[derive(Clone, Default)]
+pub struct Env {
+    vars: BTreeMap<String, String>,
+}
+
+impl Env {
+    /// The process environment (variables that are not valid UTF-8 are skipped).
+    pub fn process() -> Self {
+        Self::from_pairs(
+            std::env::vars_os()
+                .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?))),
+        )
+    }
+
+    pub fn from_pairs<I, K, V>(pairs: I) -> Self
+    where
+        I: IntoIterator<Item = (K, V)>,
+        K: Into<String>,
+        V: Into<String>,
+    {
+        Self {
+            vars: pairs
+                .into_iter()
+                .map(|(k, v)| (k.into(), v.into()))
+                .collect(),
+        }
+    }
+
+    pub fn get(&self, name: &str) -> Option<&str> {
+        self.vars.get(name).map(String::as_str)
+    }
+
+    /// Set and not empty (an empty `OPENAI_API_KEY=` counts as unset).
+    pub fn non_empty(&self, name: &str) -> Option<&str> {
+        self.get(name).filter(|v| !v.is_empty())
+    }
+
+    /// All variables, sorted by name.
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.vars.iter().map(|(k, v)| (k.as_str(), v.as_str()))
+    }
+}
+
+impl fmt::Debug for Env {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_set().entries(self.vars.keys()).finish()
+    }
+}
+
+/// Loads, checks and returns the configuration for this process: the file from `explicit`
+/// (`--config`), else `BUTLER_CONFIG`, else `config/butler.toml` if it exists, else none;
+/// relative paths are relative to the working directory. Calls [`Config::validate`].
+pub fn load(explicit: Option<&Path>) -> Result<Loaded, ConfigError> {
+    load_from(explicit, &Env::process(), Path::new(""))
+}
+
+/// [`load`] with the environment and the directory relative paths start from given, for tests.
+pub fn load_from(
+    explicit: Option<&Path>,
+    env: &Env,
+    base_dir: &Path,
+) -> Result<Loaded, ConfigError> {
+    let source = select_file(explicit, env, base_dir)?;
+    let (text, origin) = match &source {
+        Some(path) => {
+            let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+                path: path.clone(),
+                source,
+            })?;
+            (text, path.display().to_string())
+        }
+        None => (String::new(), NO_FILE.to_string()),
+    };
+    let config = parse_str(&text, &origin, env)?;
+    config.validate().map_err(|e| with_origin(e, &origin))?;
+    Ok(Loaded { config, source })
+}
+
+/// What error messages say instead of a file name when no file is used.
+pub const NO_FILE: &str = "built-in defaults (no config file)";
+
+/// Which file to read: `explicit`, else `BUTLER_CONFIG` (empty counts as unset), else
+/// `config/butler.toml` under `base_dir` if it exists, else `None`. A named file that does not
+/// exist is an error naming it.
+pub fn select_file(
+    explicit: Option<&Path>,
+    env: &Env,
+    base_dir: &Path,
+) -> Result<Option<PathBuf>, ConfigError> {
+    let named = match explicit {
+        Some(p) => Some((p.to_path_buf(), FileFrom::Flag)),
+        None => env
+            .non_empty("BUTLER_CONFIG")
+            .map(|p| (PathBuf::from(p), FileFrom::EnvVar)),
+    };
+    if let Some((path, from)) = named {
+        let path = base_dir.join(path);
+        return if path.exists() {
+            Ok(Some(path))
+        } else {
+            Err(ConfigError::NotFound { path, from })
+        };
+    }
+    let default = base_dir.join(DEFAULT_PATH);
+    Ok(default.is_file().then_some(default))
+}
+
+/// Parses `text` (the contents of `origin`, used in messages) into a [`Config`]: TOML, then
+/// `${VAR}`, then `BUTLER_<SECTION>__<KEY>` overrides from `env`, then deserialization, then the
+/// LLM environment defaults. Does not validate; [`load_from`] does.
+///
+/// LLM environment defaults, used only when `llm.model`, `llm.api_key` and `llm.base_url` are
+/// all unset after the file and the overrides:
+/// - `OPENAI_API_KEY` and/or `OPENAI_BASE_URL` set: provider `openai` with those; the model is
+///   `BUTLER_MODEL`, else [`DEFAULT_OPENAI_MODEL`] when a key is set, else empty (a local server
+///   with `OPENAI_BASE_URL` needs `BUTLER_MODEL`);
+/// - else `ANTHROPIC_API_KEY` and/or `ANTHROPIC_BASE_URL`: provider `anthropic`, model
+///   `BUTLER_MODEL`, else [`DEFAULT_ANTHROPIC_MODEL`] when a key is set.
+///
+/// Empty variables count as unset; when the file (or an override) sets `llm.provider`, only
+/// that provider's variables are used; `BUTLER_MODEL` alone configures nothing.
+pub fn parse_str(text: &str, origin: &str, env: &Env) -> Result<Config, ConfigError> {
+    let mut table: toml::Table = text
+        .parse()
+        .map_err(|e: toml::de::Error| syntax_error(text, origin, &e))?;
+    interpolate::expand_table(&mut table, origin, env)?;
+    let applied = overrides::apply(&mut table, env)?;
+    let provider_set = table
+        .get("llm")
+        .and_then(|llm| llm.get("provider"))
+        .is_some();
+    let mut config = deser::deserialize(table, text, origin, applied)?;
+    llm_env::apply_defaults(&mut config.llm, provider_set, env);
+    Ok(config)
+}
+
+/// Puts the real origin into a validation error (which does not know the file).
+fn with_origin(err: ConfigError, origin: &str) -> ConfigError {
+    match err {
+        ConfigError::Invalid { problems, .. } => ConfigError::Invalid {
+            origin: origin.to_string(),
+            problems,
+        },
+        other => other,
+    }
+}
+
+/// A syntax error with line and column but without toml's source excerpt, which could show a
+/// secret written on the failing line.
+fn syntax_error(text: &str, origin: &str, err: &toml::de::Error) -> ConfigError {
+    let (line, column) = err
+        .span()
+        .map(|s| line_col(text, s.start))
+        .unwrap_or((1, 1));
+    ConfigError::Syntax {
+        file: origin.to_string(),
+        line,
+        column,
+        message: err.message().trim().to_string(),
+    }
+}
+
+/// 1-based line and column (in characters) of byte `offset` in `text`.
+pub(crate) fn line_col(text: &str, offset: usize) -> (usize, usize) {
+    let offset = offset.min(text.len());
+    let before = text.get(..offset).unwrap_or(text);
+    let line = before.matches('\n').count() + 1;
+    let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+    (line, column)
+}

@@ -5,11 +5,19 @@
 //! Every key lives in a struct below with `deny_unknown_fields`; `config/butler.example.toml`
 //! documents each one. This module must never print or log a [`Secret`]'s value.
 
+mod error;
 mod load;
+mod masked;
 mod secret;
+#[cfg(test)]
+mod tests;
 mod validate;
 
-pub use load::{ConfigError, Loaded};
+pub use error::{ConfigError, FileFrom, Problem};
+pub use load::{
+    load, load_from, parse_str, select_file, Env, Loaded, DEFAULT_ANTHROPIC_MODEL,
+    DEFAULT_OPENAI_MODEL, DEFAULT_PATH, NO_FILE,
+};
 pub use secret::Secret;
 
 use butler_channel::Identity;

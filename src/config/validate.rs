@@ -1,1 +1,243 @@
-//! Placeholder: replaced by validation.
+//! Checks on values that parse but make no sense: addresses, URL schemes, time zones, limits
+//! that cannot be zero, and a web chat that would be open to the network without a token.
+//!
+//! Every problem names its key and says what to do. A message here must never contain a secret
+//! (tokens, keys, database and Redis URLs): it may name the scheme of a URL, never the rest.
+
+use super::error::{ConfigError, Problem};
+use super::Config;
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+
+impl Config {
+    /// All problems at once, as [`ConfigError::Invalid`] (origin `config`; `load` puts the file
+    /// name in).
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let mut p = Problems::default();
+        self.check_server(&mut p);
+        self.check_stores(&mut p);
+        self.check_llm(&mut p);
+        self.check_web(&mut p);
+        self.check_rest(&mut p);
+        if p.0.is_empty() {
+            Ok(())
+        } else {
+            Err(ConfigError::Invalid {
+                origin: "config".into(),
+                problems: p.0,
+            })
+        }
+    }
+
+    fn check_server(&self, p: &mut Problems) {
+        if self.server.listen.parse::<SocketAddr>().is_err() {
+            p.add(
+                "server.listen",
+                "must be an IP address and port such as 127.0.0.1:8080 (this machine only) or \
+                 0.0.0.0:8080 (all interfaces); host names are not accepted",
+            );
+        }
+        if self.server.max_body_bytes < 1024 {
+            p.add(
+                "server.max_body_bytes",
+                "must be at least 1024 (bytes); the default is 1048576",
+            );
+        }
+    }
+
+    fn check_stores(&self, p: &mut Problems) {
+        let db = self.database.url.expose();
+        if !["sqlite://", "postgres://", "postgresql://"]
+            .iter()
+            .any(|s| db.starts_with(s))
+        {
+            p.add(
+                "database.url",
+                format!(
+                    "{}; use sqlite://data/butler.db or postgres://user:password@host/db",
+                    scheme_note(db)
+                ),
+            );
+        }
+        positive(p, "database.max_connections", self.database.max_connections);
+        if let Some(redis) = &self.redis {
+            let url = redis.url.expose();
+            if !url.starts_with("redis://") && !url.starts_with("rediss://") {
+                p.add(
+                    "redis.url",
+                    format!(
+                        "{}; use redis://host:6379 or rediss:// for TLS, or remove [redis] to run one process",
+                        scheme_note(url)
+                    ),
+                );
+            }
+        }
+    }
+
+    fn check_llm(&self, p: &mut Problems) {
+        let llm = &self.llm;
+        if let Some(url) = &llm.base_url {
+            http_url(p, "llm.base_url", url);
+        }
+        positive(p, "llm.connect_timeout_secs", llm.connect_timeout_secs);
+        positive(
+            p,
+            "llm.first_byte_timeout_secs",
+            llm.first_byte_timeout_secs,
+        );
+        positive(p, "llm.idle_timeout_secs", llm.idle_timeout_secs);
+        positive(p, "llm.max_tokens", llm.max_tokens);
+        positive(p, "llm.context_window", llm.context_window);
+        if llm.max_tokens >= llm.context_window && llm.context_window > 0 {
+            p.add(
+                "llm.max_tokens",
+                "must be smaller than llm.context_window, or no room is left for the prompt",
+            );
+        }
+        for (key, price) in [
+            ("llm.input_price_per_mtok", llm.input_price_per_mtok),
+            ("llm.output_price_per_mtok", llm.output_price_per_mtok),
+        ] {
+            if !price.is_finite() || price < 0.0 {
+                p.add(key, "must be a number of US dollars, 0 or more");
+            }
+        }
+        for (i, fb) in llm.fallback.iter().enumerate() {
+            if fb.model.trim().is_empty() {
+                p.add(format!("llm.fallback[{i}].model"), "must name a model");
+            }
+            if let Some(url) = &fb.base_url {
+                http_url(p, &format!("llm.fallback[{i}].base_url"), url);
+            }
+        }
+    }
+
+    fn check_web(&self, p: &mut Problems) {
+        let web = &self.channels.web;
+        if web
+            .token
+            .as_ref()
+            .is_some_and(|t| t.expose().trim().is_empty())
+        {
+            p.add(
+                "channels.web.token",
+                "is empty; set a long random value (e.g. from `openssl rand -hex 32`), or remove the key",
+            );
+        }
+        let mut seen: BTreeMap<&str, &str> = BTreeMap::new();
+        if let Some(t) = web.token.as_ref().filter(|t| !t.is_empty()) {
+            seen.insert(t.expose(), "owner");
+        }
+        for (name, token) in &web.tokens {
+            let key = format!("channels.web.tokens.{name}");
+            if !is_simple_name(name) {
+                p.add(
+                    format!("channels.web.tokens.{name:?}"),
+                    "a web user name must be 1-64 letters, digits, `_`, `-` or `.` (it becomes the identity web:NAME)",
+                );
+            }
+            if name == "owner" && web.token.is_some() {
+                p.add(key.clone(), "`owner` is the identity of channels.web.token; use another name or drop one of them");
+            }
+            if token.expose().trim().is_empty() {
+                p.add(
+                    key,
+                    "is empty; set a long random value (e.g. from `openssl rand -hex 32`)",
+                );
+            } else if let Some(other) = seen.insert(token.expose(), name) {
+                p.add(
+                    key,
+                    format!("has the same token as `{other}`; each web user needs their own token"),
+                );
+            }
+        }
+        let has_token = web.token.is_some() || !web.tokens.is_empty();
+        let listen = self.server.listen.parse::<SocketAddr>();
+        if web.enabled && !has_token && listen.is_ok_and(|a| !a.ip().is_loopback()) {
+            p.add(
+                "channels.web.token",
+                format!(
+                    "is not set while server.listen ({}) is not a loopback address: without a token the \
+                     web chat would be open to the network, and anyone could talk as any user; set \
+                     [channels.web] token (or tokens), listen on 127.0.0.1, or set [channels.web] \
+                     enabled = false",
+                    self.server.listen
+                ),
+            );
+        }
+    }
+
+    fn check_rest(&self, p: &mut Problems) {
+        if self.agent.name.trim().is_empty() {
+            p.add(
+                "agent.name",
+                "must not be empty; it is the assistant's name in its prompt",
+            );
+        }
+        if self.agent.timezone.parse::<chrono_tz::Tz>().is_err() {
+            p.add(
+                "agent.timezone",
+                format!(
+                    "`{}` is not an IANA time zone; use a name such as UTC, Europe/Berlin or America/New_York",
+                    self.agent.timezone
+                ),
+            );
+        }
+        positive(p, "memory.recall_limit", self.memory.recall_limit);
+        let l = &self.limits;
+        positive(p, "limits.max_iterations", l.max_iterations);
+        positive(p, "limits.tool_timeout_secs", l.tool_timeout_secs);
+        positive(p, "limits.max_tool_result_chars", l.max_tool_result_chars);
+        positive(p, "limits.session_mailbox", l.session_mailbox);
+        positive(p, "limits.session_idle_secs", l.session_idle_secs);
+        positive(p, "limits.history_messages", l.history_messages);
+    }
+}
+
+#[derive(Default)]
+struct Problems(Vec<Problem>);
+
+impl Problems {
+    fn add(&mut self, key: impl Into<String>, message: impl Into<String>) {
+        self.0.push(Problem {
+            key: key.into(),
+            message: message.into(),
+        });
+    }
+}
+
+fn positive<N: PartialEq + Default>(p: &mut Problems, key: &str, n: N) {
+    if n == N::default() {
+        p.add(key, "must be greater than 0");
+    }
+}
+
+fn http_url(p: &mut Problems, key: &str, url: &str) {
+    if !url.starts_with("http://") && !url.starts_with("https://") {
+        p.add(
+            key,
+            format!("{}; use an http:// or https:// URL", scheme_note(url)),
+        );
+    }
+}
+
+/// "has scheme `mysql://`" or "has no scheme": says what is wrong without showing the URL.
+fn scheme_note(url: &str) -> String {
+    match url.split_once("://") {
+        Some((scheme, _))
+            if scheme
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c)) =>
+        {
+            format!("has the unsupported scheme `{scheme}://`")
+        }
+        _ => "does not start with a scheme such as `name://`".into(),
+    }
+}
+
+fn is_simple_name(name: &str) -> bool {
+    (1..=64).contains(&name.len())
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '.')
+}

@@ -6,8 +6,21 @@
 //! before the stream starts, honouring `Retry-After`. This module must never log an API key or
 //! put one in an error, and never retry once a stream has started delivering tokens.
 
+mod anthropic;
+mod build;
+pub mod decode;
+mod errors;
+mod http;
+mod openai;
+pub mod sse;
 mod types;
 
+pub use anthropic::{AnthropicDecoder, ANTHROPIC_VERSION};
+pub use build::{from_config, Fallback, Unavailable, ANTHROPIC_DEFAULT_BASE_URL, OPENAI_DEFAULT_BASE_URL};
+pub use decode::{decode_chunks, Decode, Flow};
+pub use http::{parse_retry_after, Timeouts, MAX_RETRY_WAIT};
+pub use openai::OpenAiDecoder;
+pub use sse::{SseEvent, SseParser};
 pub use types::*;
 
 use async_trait::async_trait;

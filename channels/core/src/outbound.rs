@@ -41,11 +41,16 @@ pub struct Outbound {
     /// True while a reply is still streaming; adapters may skip persisting drafts.
     #[serde(default)]
     pub draft: bool,
+    /// Idempotency key of this message (outbox key and chunk number). Platforms that support
+    /// idempotent sends (Discord nonces, Butler's own web chat) use it so a retried send after
+    /// a crash does not show the message twice.
+    #[serde(default)]
+    pub key: Option<String>,
 }
 
 impl Outbound {
     pub fn text(conversation: ConversationRef, text: impl Into<String>) -> Self {
-        Self { conversation, text: text.into(), buttons: Vec::new(), reply_to: None, draft: false }
+        Self { conversation, text: text.into(), buttons: Vec::new(), reply_to: None, draft: false, key: None }
     }
 }
 

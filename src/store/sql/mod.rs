@@ -1,80 +1,108 @@
-//! Placeholder: replaced by the SQLite and Postgres implementations.
-#![allow(dead_code, unused)]
-use super::*;
-pub struct SqliteStore;
-pub struct PgStore;
-impl SqliteStore {
-    pub async fn connect(_url: &str, _max: u32) -> Result<Self> {
-        Err(StoreError::Config("placeholder".into()))
-    }
+//! The two SQL implementations of [`Store`](crate::store::Store): [`SqliteStore`] (embedded,
+//! zero setup) and [`PgStore`] (production, several replicas).
+//!
+//! Every query is written once. The per-concern modules (`inbox`, `sessions`, `turn`,
+//! `outbox`, `memory`, `users`, `web`) each hold a `macro_rules!` that expands the shared method
+//! bodies for a concrete store type and its `sqlx` database; `sqlx` accepts `$1` placeholders on
+//! both backends. A backend supplies only what differs: its pools, how a write transaction
+//! begins, how a list of channels is bound (`channel_sql!`), and its full-text search.
+//!
+//! Contract for a store type `S` the macros expand for:
+//! - `fn reader(&self) -> &Pool<DB>` for reads, `fn writer(&self) -> &Pool<DB>` for writes;
+//! - `async fn begin_write(&self) -> Result<Transaction<'static, DB>>`;
+//! - `fn channels_arg(&[String]) -> impl Encode` and the `SQL_*` constants of `channel_sql!`;
+//! - `SQL_MEMORY_SEARCH` (`$1` user, `$2` query, `$3` limit) and `fn fts_query(&[String])`;
+//! - `BACKEND`, `fn migrator()`, `async fn close_pools(&self)`.
+//!
+//! This module must never build SQL from user input (only from the fixed fragments here and
+//! `QueryBuilder` placeholders), never log or return a database password, and never hold a
+//! transaction open across anything but its own statements.
+
+mod error;
+mod inbox;
+mod memory;
+mod outbox;
+mod postgres;
+mod rows;
+mod sessions;
+mod sqlite;
+mod turn;
+mod users;
+mod web;
+
+pub use postgres::PgStore;
+pub use sqlite::SqliteStore;
+
+/// The statements that filter on a list of channels, built from the backend's predicate
+/// `$channel_in` (binding the list as `$1`) and the row-locking clause for claims.
+macro_rules! channel_sql {
+    ($channel_in:literal, $claim_lock:literal) => {
+        /// `$1` channels, `$2` worker, `$3` now, `$4` limit.
+        const SQL_INBOX_CLAIM: &'static str = concat!(
+            "UPDATE inbox SET status = 'processing', claimed_by = $2, attempts = attempts + 1, updated_ms = $3 \
+             WHERE seq IN (SELECT seq FROM inbox WHERE status = 'pending' AND next_attempt_ms <= $3 AND ",
+            $channel_in,
+            " ORDER BY seq LIMIT $4",
+            $claim_lock,
+            ") RETURNING ",
+            $crate::store::sql::rows::cols!(inbox)
+        );
+        /// `$1` channels, `$2` now.
+        const SQL_INBOX_RECOVER: &'static str = concat!(
+            "UPDATE inbox SET status = 'pending', claimed_by = NULL, updated_ms = $2 \
+             WHERE status = 'processing' AND ",
+            $channel_in
+        );
+        /// `$1` channels, `$2` now, `$3` limit.
+        const SQL_OUTBOX_DUE: &'static str = concat!(
+            "SELECT ",
+            $crate::store::sql::rows::cols!(outbox),
+            " FROM outbox WHERE status = 'pending' AND next_attempt_ms <= $2 AND ",
+            $channel_in,
+            " ORDER BY id LIMIT $3"
+        );
+    };
 }
-impl PgStore {
-    pub async fn connect(_url: &str, _max: u32) -> Result<Self> {
-        Err(StoreError::Config("placeholder".into()))
-    }
-}
-macro_rules! placeholder_impls {
-    ($t:ty) => {
-        #[async_trait]
-        impl InboxStore for $t {
-            async fn inbox_insert(&self, _: &InboundEvent) -> Result<bool> { unimplemented!() }
-            async fn inbox_claim(&self, _: &[String], _: &str, _: usize) -> Result<Vec<InboxRow>> { unimplemented!() }
-            async fn inbox_finish(&self, _: &str, _: InboxStatus, _: Option<&str>) -> Result<()> { unimplemented!() }
-            async fn inbox_retry(&self, _: &str, _: i64, _: Option<&str>) -> Result<()> { unimplemented!() }
-            async fn inbox_recover(&self, _: &[String]) -> Result<u64> { unimplemented!() }
-            async fn inbox_get(&self, _: &str) -> Result<Option<InboxRow>> { unimplemented!() }
-        }
-        #[async_trait]
-        impl SessionStore for $t {
-            async fn session_active(&self, _: &str) -> Result<Option<SessionRow>> { unimplemented!() }
-            async fn session_open(&self, _: &NewSession) -> Result<SessionRow> { unimplemented!() }
-            async fn session_close(&self, _: &str) -> Result<()> { unimplemented!() }
-            async fn messages_recent(&self, _: &str, _: usize) -> Result<Vec<StoredMessage>> { unimplemented!() }
-            async fn messages_append(&self, _: &str, _: &[NewMessage]) -> Result<i64> { unimplemented!() }
-            async fn message_seq_for_event(&self, _: &str, _: &str) -> Result<Option<i64>> { unimplemented!() }
-        }
-        #[async_trait]
-        impl TurnStore for $t {
-            async fn finish_event(&self, _: &TurnCommit) -> Result<Option<i64>> { unimplemented!() }
-            async fn usage_since(&self, _: &str, _: i64) -> Result<UsageTotals> { unimplemented!() }
-        }
-        #[async_trait]
-        impl OutboxStore for $t {
-            async fn outbox_draft(&self, _: &NewOutbox) -> Result<OutboxRow> { unimplemented!() }
-            async fn outbox_enqueue(&self, _: &NewOutbox) -> Result<OutboxRow> { unimplemented!() }
-            async fn outbox_progress(&self, _: i64, _: &[String]) -> Result<()> { unimplemented!() }
-            async fn outbox_due(&self, _: &[String], _: i64, _: usize) -> Result<Vec<OutboxRow>> { unimplemented!() }
-            async fn outbox_mark(&self, _: i64, _: &OutboxMark) -> Result<()> { unimplemented!() }
-            async fn outbox_get(&self, _: &str) -> Result<Option<OutboxRow>> { unimplemented!() }
-        }
-        #[async_trait]
-        impl MemoryStore for $t {
-            async fn memory_add(&self, _: &str, _: &str, _: Option<&str>) -> Result<MemoryRow> { unimplemented!() }
-            async fn memory_search(&self, _: &str, _: &str, _: usize) -> Result<Vec<MemoryRow>> { unimplemented!() }
-            async fn memory_list(&self, _: &str, _: usize) -> Result<Vec<MemoryRow>> { unimplemented!() }
-            async fn memory_forget(&self, _: &str, _: i64) -> Result<bool> { unimplemented!() }
-        }
-        #[async_trait]
-        impl UserStore for $t {
-            async fn identity_user(&self, _: &Identity) -> Result<Option<UserRow>> { unimplemented!() }
-            async fn user_ensure(&self, _: &Identity, _: &NewUser) -> Result<UserRow> { unimplemented!() }
-            async fn conversation_get(&self, _: &str) -> Result<Option<ConversationRow>> { unimplemented!() }
-            async fn conversation_ensure(&self, _: &ConversationRow) -> Result<ConversationRow> { unimplemented!() }
-        }
-        #[async_trait]
-        impl WebStore for $t {
-            async fn web_insert(&self, _: &NewWebMessage) -> Result<WebMessage> { unimplemented!() }
-            async fn web_update(&self, _: i64, _: &str, _: &[butler_channel::Button]) -> Result<Option<WebMessage>> { unimplemented!() }
-            async fn web_list(&self, _: &str, _: i64, _: usize) -> Result<Vec<WebMessage>> { unimplemented!() }
-        }
-        #[async_trait]
-        impl Store for $t {
-            fn backend(&self) -> Backend { unimplemented!() }
-            async fn migrate(&self) -> Result<()> { unimplemented!() }
-            async fn ping(&self) -> Result<()> { unimplemented!() }
-            async fn close(&self) {}
+pub(crate) use channel_sql;
+
+/// Implements every store trait (and `Store` itself) for `$store` over database `$db`.
+macro_rules! impl_store {
+    ($store:ty, $db:ty) => {
+        $crate::store::sql::inbox::impl_inbox!($store, $db);
+        $crate::store::sql::sessions::impl_sessions!($store, $db);
+        $crate::store::sql::turn::impl_turn!($store, $db);
+        $crate::store::sql::outbox::impl_outbox!($store, $db);
+        $crate::store::sql::memory::impl_memory!($store, $db);
+        $crate::store::sql::users::impl_users!($store, $db);
+        $crate::store::sql::web::impl_web!($store, $db);
+
+        #[async_trait::async_trait]
+        impl $crate::store::Store for $store {
+            fn backend(&self) -> $crate::store::Backend {
+                Self::BACKEND
+            }
+
+            /// Applies this backend's pending migrations (`migrations/<backend>/`).
+            async fn migrate(&self) -> $crate::store::Result<()> {
+                Self::migrator()
+                    .run(self.writer())
+                    .await
+                    .map_err(|e| $crate::store::StoreError::Migration(e.to_string()))
+            }
+
+            /// `SELECT 1`.
+            async fn ping(&self) -> $crate::store::Result<()> {
+                sqlx::query("SELECT 1")
+                    .execute(self.reader())
+                    .await
+                    .map_err($crate::store::sql::error::db_err)?;
+                Ok(())
+            }
+
+            async fn close(&self) {
+                self.close_pools().await;
+            }
         }
     };
 }
-placeholder_impls!(SqliteStore);
-placeholder_impls!(PgStore);
+pub(crate) use impl_store;

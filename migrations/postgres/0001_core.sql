@@ -1,0 +1,134 @@
+-- Butler core schema, Postgres flavour. Same shape as migrations/sqlite/0001_core.sql.
+-- Times are BIGINT Unix milliseconds; JSON is stored as TEXT. Rows of messages are never deleted.
+-- Never edit an applied migration: add a new numbered file instead.
+
+CREATE TABLE users (
+    id           TEXT PRIMARY KEY,
+    display_name TEXT,
+    role         TEXT NOT NULL,
+    timezone     TEXT NOT NULL,
+    created_ms   BIGINT NOT NULL
+);
+
+CREATE TABLE identities (
+    channel          TEXT NOT NULL,
+    platform_user_id TEXT NOT NULL,
+    user_id          TEXT NOT NULL REFERENCES users (id),
+    created_ms       BIGINT NOT NULL,
+    PRIMARY KEY (channel, platform_user_id)
+);
+CREATE INDEX identities_user ON identities (user_id);
+
+CREATE TABLE conversations (
+    id         TEXT PRIMARY KEY,
+    kind       TEXT NOT NULL CHECK (kind IN ('direct', 'group')),
+    owner      TEXT NOT NULL,
+    created_ms BIGINT NOT NULL
+);
+
+CREATE TABLE sessions (
+    id            TEXT PRIMARY KEY,
+    key           TEXT NOT NULL,
+    user_id       TEXT NOT NULL,
+    conversation  TEXT NOT NULL,
+    system_prompt TEXT NOT NULL,
+    version       BIGINT NOT NULL DEFAULT 0,
+    created_ms    BIGINT NOT NULL,
+    updated_ms    BIGINT NOT NULL,
+    closed_ms     BIGINT
+);
+-- At most one open session per key.
+CREATE UNIQUE INDEX sessions_open_key ON sessions (key) WHERE closed_ms IS NULL;
+CREATE INDEX sessions_user ON sessions (user_id);
+
+CREATE TABLE messages (
+    session_id   TEXT NOT NULL REFERENCES sessions (id),
+    seq          BIGINT NOT NULL,
+    role         TEXT NOT NULL,
+    content      TEXT NOT NULL,
+    name         TEXT,
+    tool_calls   TEXT,
+    tool_call_id TEXT,
+    is_error     BOOLEAN NOT NULL DEFAULT FALSE,
+    event_id     TEXT,
+    created_ms   BIGINT NOT NULL,
+    PRIMARY KEY (session_id, seq)
+);
+-- Finding the user message of an event (covering; SQLite prefers it even without statistics).
+CREATE INDEX messages_event ON messages (session_id, event_id, role, seq) WHERE event_id IS NOT NULL;
+
+CREATE TABLE inbox (
+    seq             BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    id              TEXT NOT NULL UNIQUE,
+    channel         TEXT NOT NULL,
+    conversation    TEXT NOT NULL,
+    event           TEXT NOT NULL,
+    status          TEXT NOT NULL DEFAULT 'pending',
+    attempts        INTEGER NOT NULL DEFAULT 0,
+    claimed_by      TEXT,
+    next_attempt_ms BIGINT NOT NULL DEFAULT 0,
+    error           TEXT,
+    created_ms      BIGINT NOT NULL,
+    updated_ms      BIGINT NOT NULL
+);
+-- Claiming reads only pending rows of some channels in seq order; recovery only processing ones.
+CREATE INDEX inbox_claim ON inbox (channel, seq) WHERE status = 'pending';
+CREATE INDEX inbox_processing ON inbox (channel) WHERE status = 'processing';
+
+CREATE TABLE outbox (
+    id              BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    key             TEXT NOT NULL UNIQUE,
+    channel         TEXT NOT NULL,
+    conversation    TEXT NOT NULL,
+    text            TEXT NOT NULL,
+    buttons         TEXT NOT NULL DEFAULT '[]',
+    reply_to        TEXT,
+    status          TEXT NOT NULL,
+    platform_ids    TEXT NOT NULL DEFAULT '[]',
+    attempts        INTEGER NOT NULL DEFAULT 0,
+    next_attempt_ms BIGINT NOT NULL DEFAULT 0,
+    last_error      TEXT,
+    created_ms      BIGINT NOT NULL,
+    updated_ms      BIGINT NOT NULL
+);
+CREATE INDEX outbox_due ON outbox (channel, next_attempt_ms) WHERE status = 'pending';
+
+CREATE TABLE usage (
+    id            BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    user_id       TEXT NOT NULL,
+    session_id    TEXT NOT NULL,
+    event_id      TEXT NOT NULL,
+    model         TEXT NOT NULL,
+    input_tokens  BIGINT NOT NULL,
+    output_tokens BIGINT NOT NULL,
+    cost_usd      DOUBLE PRECISION NOT NULL,
+    iterations    INTEGER NOT NULL,
+    created_ms    BIGINT NOT NULL
+);
+CREATE INDEX usage_user_time ON usage (user_id, created_ms);
+
+CREATE TABLE memories (
+    id         BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    user_id    TEXT NOT NULL,
+    text       TEXT NOT NULL,
+    source     TEXT,
+    created_ms BIGINT NOT NULL,
+    updated_ms BIGINT NOT NULL,
+    -- Full-text index over text (English stemming, like SQLite's porter tokenizer).
+    tsv        tsvector GENERATED ALWAYS AS (to_tsvector('english', text)) STORED
+);
+CREATE INDEX memories_user_time ON memories (user_id, created_ms);
+CREATE INDEX memories_tsv ON memories USING GIN (tsv);
+
+CREATE TABLE web_messages (
+    id           BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    conversation TEXT NOT NULL,
+    key          TEXT NOT NULL UNIQUE,
+    role         TEXT NOT NULL,
+    author       TEXT NOT NULL,
+    text         TEXT NOT NULL,
+    buttons      TEXT NOT NULL DEFAULT '[]',
+    created_ms   BIGINT NOT NULL,
+    updated_ms   BIGINT NOT NULL
+);
+CREATE INDEX web_messages_conversation ON web_messages (conversation, id);

@@ -1,0 +1,143 @@
+//! Running one round of tool calls: all at once, each isolated in its own task with a timeout,
+//! so a failing, hanging or panicking tool never takes the others down and every call gets
+//! exactly one result, in the order the model asked. Oversized results are cut with a marker.
+//! Nothing here may outlive the turn: the tasks live in a JoinSet dropped with it.
+
+use crate::llm::ToolCall;
+use crate::tools::{validate_args, ToolCtx, ToolError, Tools};
+use serde_json::Value;
+use std::time::Duration;
+use tokio::task::JoinSet;
+use tracing::{info_span, Instrument};
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ToolResult {
+    pub call_id: String,
+    pub content: String,
+    pub is_error: bool,
+}
+
+/// Cuts `text` to at most `max` characters, saying how much was left out.
+pub fn truncate_result(text: String, max: usize) -> String {
+    let total = text.chars().count();
+    if total <= max {
+        return text;
+    }
+    let cut = text.char_indices().nth(max).map_or(text.len(), |(i, _)| i);
+    format!("{}\n[... truncated: showing {max} of {total} characters]", &text[..cut])
+}
+
+fn panic_message(e: tokio::task::JoinError) -> String {
+    if !e.is_panic() {
+        return "was cancelled".into();
+    }
+    let p = e.into_panic();
+    let msg = p
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| p.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "unknown panic".into());
+    format!("crashed: {msg}")
+}
+
+/// Runs every call concurrently and returns one result per call, in call order.
+pub async fn run_calls(
+    tools: &Tools,
+    ctx: &ToolCtx,
+    calls: &[ToolCall],
+    timeout: Duration,
+    max_chars: usize,
+) -> Vec<ToolResult> {
+    let mut results: Vec<Option<ToolResult>> = vec![None; calls.len()];
+    let mut set = JoinSet::new();
+    let mut index_of = std::collections::HashMap::new();
+    for (i, call) in calls.iter().enumerate() {
+        let prepared = prepare(tools, call);
+        let ctx = ctx.clone();
+        let name = call.name.clone();
+        let span = info_span!("tool", tool = %name, call_id = %call.id);
+        let handle = set.spawn(
+            async move {
+                let outcome = match prepared {
+                    Err(e) => Err(e),
+                    Ok((tool, args)) => match tokio::time::timeout(timeout, tool.call(&ctx, args)).await {
+                        Ok(r) => r,
+                        Err(_) => Err(ToolError::Failed(format!("timed out after {}s", timeout.as_secs()))),
+                    },
+                };
+                if let Err(e) = &outcome {
+                    tracing::info!(error = %e, "tool call failed");
+                }
+                (i, outcome)
+            }
+            .instrument(span),
+        );
+        index_of.insert(handle.id(), i);
+    }
+    while let Some(joined) = set.join_next_with_id().await {
+        match joined {
+            Ok((_, (i, outcome))) => {
+                let (content, is_error) = match outcome {
+                    Ok(text) => (text, false),
+                    Err(e) => (format!("error: {e}"), true),
+                };
+                results[i] = Some(ToolResult {
+                    call_id: calls[i].id.clone(),
+                    content: truncate_result(content, max_chars),
+                    is_error,
+                });
+            }
+            Err(e) => {
+                // The task died (a panic): its call still gets a result naming the failure.
+                if let Some(&i) = index_of.get(&e.id()) {
+                    let call = &calls[i];
+                    let content = format!("error: tool `{}` {}", call.name, panic_message(e));
+                    results[i] = Some(ToolResult { call_id: call.id.clone(), content, is_error: true });
+                }
+            }
+        }
+    }
+    results
+        .into_iter()
+        .zip(calls)
+        .map(|(r, call)| {
+            r.unwrap_or_else(|| ToolResult {
+                call_id: call.id.clone(),
+                content: format!("error: tool `{}` produced no result", call.name),
+                is_error: true,
+            })
+        })
+        .collect()
+}
+
+type Prepared = (std::sync::Arc<dyn crate::tools::Tool>, Value);
+
+/// Looks the tool up, parses and validates its arguments.
+fn prepare(tools: &Tools, call: &ToolCall) -> Result<Prepared, ToolError> {
+    let tool = tools
+        .get(&call.name)
+        .ok_or_else(|| ToolError::Failed(format!("unknown tool `{}`; available: {}", call.name, tools.names().join(", "))))?;
+    let raw = if call.arguments.trim().is_empty() { "{}" } else { call.arguments.as_str() };
+    let args: Value = serde_json::from_str(raw)
+        .map_err(|e| ToolError::InvalidArgs(format!("arguments are not valid JSON ({e})")))?;
+    validate_args(&tool.spec().parameters, &args).map_err(ToolError::InvalidArgs)?;
+    Ok((tool.clone(), args))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn truncation_table() {
+        let cases = [
+            ("short", 10, "short".to_string()),
+            ("exactly", 7, "exactly".to_string()),
+            ("abcdefghij", 4, "abcd\n[... truncated: showing 4 of 10 characters]".to_string()),
+            ("ééééé", 2, "éé\n[... truncated: showing 2 of 5 characters]".to_string()),
+        ];
+        for (input, max, want) in cases {
+            assert_eq!(truncate_result(input.to_string(), max), want);
+        }
+    }
+}

@@ -1,0 +1,342 @@
+//! The turn loop: model -> tools -> model ... -> final reply, with limits, stop and resume.
+
+use super::{build_messages, dangling_results, run_calls, SessionState};
+use crate::config::LimitsConfig;
+use crate::llm::{Assembled, ChatRequest, LlmError, Provider, StreamEvent, Usage};
+use crate::store::{InboxStatus, NewMessage, NewOutbox, Role, Store, StoreError, TurnCommit, UsageRecord, UserRow};
+use crate::tools::{ToolCtx, Tools};
+use butler_channel::{ConversationKind, InboundEvent};
+use futures::StreamExt;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio_util::sync::CancellationToken;
+
+/// Sees a turn's progress, to stream it to the user. Called often; must not block.
+pub trait TurnObserver: Send {
+    /// The whole reply text so far (not a delta).
+    fn text(&mut self, full: &str);
+    /// Tools now running (empty when none).
+    fn tools(&mut self, names: &[String]);
+}
+
+/// An observer for channels that cannot show progress.
+pub struct NullObserver;
+
+impl TurnObserver for NullObserver {
+    fn text(&mut self, _full: &str) {}
+    fn tools(&mut self, _names: &[String]) {}
+}
+
+/// Everything a turn needs that outlives it.
+#[derive(Clone)]
+pub struct Agent {
+    pub store: Arc<dyn Store>,
+    pub llm: Arc<dyn Provider>,
+    pub tools: Tools,
+    pub limits: LimitsConfig,
+    pub max_tokens: u32,
+    /// USD per million input / output tokens.
+    pub prices: (f64, f64),
+    pub recall_limit: usize,
+}
+
+pub struct TurnInput<'a> {
+    pub session: &'a mut SessionState,
+    pub event: &'a InboundEvent,
+    pub user: &'a UserRow,
+    /// `/stop`: end at the next safe point and say so.
+    pub stop: CancellationToken,
+    /// Shutdown past the grace period: stop now, commit nothing (the event is retried later).
+    pub abort: CancellationToken,
+}
+
+#[derive(Debug, PartialEq)]
+pub enum TurnOutcome {
+    /// The turn ended; commit it with [`Agent::commit`] once streaming has stopped.
+    Finished(Box<TurnCommit>),
+    /// Aborted by shutdown; nothing committed, the event must be retried.
+    Parked,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum TurnError {
+    /// The store failed: the event stays in the inbox and is retried; the transcript holds
+    /// whatever was recorded, and the retry resumes from there.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// The idempotency key of the reply to an event.
+pub fn reply_key(event_id: &str) -> String {
+    format!("{event_id}:reply")
+}
+
+/// Why the loop ended, when it did not end with a plain answer.
+enum Ending {
+    Answer,
+    Stopped,
+    Limit,
+    Failed(LlmError),
+}
+
+struct Progress {
+    /// Text shown so far in this turn, across model calls.
+    shown: String,
+    usage: Usage,
+    iterations: u32,
+}
+
+impl Progress {
+    fn join(&self, more: &str) -> String {
+        match (self.shown.is_empty(), more.is_empty()) {
+            (true, _) => more.to_string(),
+            (_, true) => self.shown.clone(),
+            _ => format!("{}\n\n{more}", self.shown),
+        }
+    }
+}
+
+/// What the user sees for a model failure.
+pub fn explain(e: &LlmError) -> String {
+    match e {
+        LlmError::NotConfigured => "⚠️ Butler has no language model configured yet. Set OPENAI_API_KEY (and optionally \
+             OPENAI_BASE_URL and BUTLER_MODEL), or ANTHROPIC_API_KEY, or the [llm] section of the config file, then \
+             restart Butler."
+            .to_string(),
+        _ => format!("⚠️ {e}"),
+    }
+}
+
+impl Agent {
+    /// Runs one turn for `input.event`. Progress (tool rounds) is persisted as it happens; the
+    /// ending is returned for the caller to commit.
+    #[tracing::instrument(skip_all, fields(event = %input.event.id, session = %input.session.row.id))]
+    pub async fn run(&self, input: TurnInput<'_>, obs: &mut dyn TurnObserver) -> Result<TurnOutcome, TurnError> {
+        let TurnInput { session, event, user, stop, abort } = input;
+        let sid = session.row.id.clone();
+        let mut progress = Progress { shown: String::new(), usage: Usage::default(), iterations: 0 };
+        self.start_or_resume(session, event, &mut progress).await?;
+
+        let tool_ctx = ToolCtx {
+            user: user.clone(),
+            identity: event.actor.identity.clone(),
+            session_id: sid.clone(),
+            conversation: event.conversation.clone(),
+            store: self.store.clone(),
+            cancel: stop.child_token(),
+            recall_limit: self.recall_limit,
+        };
+        let defs = self.tools.defs();
+        let mut window = self.limits.history_messages.max(2);
+        let mut compacted = false;
+
+        let (ending, last_text) = loop {
+            if stop.is_cancelled() {
+                break (Ending::Stopped, String::new());
+            }
+            if progress.iterations >= self.limits.max_iterations {
+                break (Ending::Limit, String::new());
+            }
+            progress.iterations += 1;
+            let start = session.history.len().saturating_sub(window);
+            let req = ChatRequest {
+                system: session.row.system_prompt.clone(),
+                messages: build_messages(&session.history[start..]),
+                tools: defs.clone(),
+                max_tokens: Some(self.max_tokens),
+            };
+            let mut stream = tokio::select! {
+                r = self.llm.stream(&req) => match r {
+                    Ok(s) => s,
+                    Err(LlmError::ContextTooLong(_)) if !compacted => {
+                        // One forced shrink of the window, then one retry.
+                        compacted = true;
+                        window = (window / 2).max(2);
+                        progress.iterations -= 1;
+                        continue;
+                    }
+                    Err(e) => break (Ending::Failed(e), String::new()),
+                },
+                _ = stop.cancelled() => break (Ending::Stopped, String::new()),
+                _ = abort.cancelled() => return self.park(),
+            };
+            let mut asm = Assembled::default();
+            let mut failed = None;
+            let mut stopped = false;
+            loop {
+                tokio::select! {
+                    ev = stream.next() => match ev {
+                        Some(Ok(ev)) => {
+                            asm.push(&ev);
+                            if let StreamEvent::Text(_) = ev {
+                                obs.text(&progress.join(&asm.text));
+                            }
+                        }
+                        Some(Err(e)) => { failed = Some(e); break; }
+                        None => break,
+                    },
+                    _ = stop.cancelled() => { stopped = true; break; }
+                    _ = abort.cancelled() => return self.park(),
+                }
+            }
+            add_usage(&mut progress.usage, &asm.usage);
+            if let Some(e) = failed {
+                break (Ending::Failed(e), asm.text);
+            }
+            if stopped {
+                break (Ending::Stopped, asm.text);
+            }
+            if asm.tool_calls.is_empty() {
+                break (Ending::Answer, asm.text);
+            }
+            // Record the calls before running them, so a crash mid-tools resumes correctly.
+            let calls = asm.tool_calls.clone();
+            self.append(session, vec![NewMessage::assistant(asm.text.clone(), calls.clone())]).await?;
+            progress.shown = progress.join(&asm.text);
+            obs.tools(&calls.iter().map(|c| c.name.clone()).collect::<Vec<_>>());
+            let timeout = Duration::from_secs(self.limits.tool_timeout_secs);
+            let results = tokio::select! {
+                r = run_calls(&self.tools, &tool_ctx, &calls, timeout, self.limits.max_tool_result_chars) => r,
+                _ = abort.cancelled() => return self.park(),
+            };
+            obs.tools(&[]);
+            let msgs = results.into_iter().map(|r| NewMessage::tool(r.call_id, r.content, r.is_error)).collect();
+            self.append(session, msgs).await?;
+        };
+
+        let note = match &ending {
+            Ending::Answer => None,
+            Ending::Stopped => Some("⏹ Stopped.".to_string()),
+            Ending::Limit => Some(format!(
+                "⚠️ I stopped after {} steps without finishing (limit: [limits] max_iterations).",
+                self.limits.max_iterations
+            )),
+            Ending::Failed(e) => Some(explain(e)),
+        };
+        if let Ending::Failed(e) = &ending {
+            tracing::warn!(error = %e, "model call failed");
+        }
+        let final_text = match &note {
+            None => last_text.clone(),
+            Some(n) if last_text.is_empty() => n.clone(),
+            Some(n) => format!("{last_text}\n\n{n}"),
+        };
+        let mut reply = progress.join(&final_text);
+        if reply.trim().is_empty() {
+            reply = "(The model returned an empty answer.)".into();
+        }
+        let final_msg = NewMessage::assistant(final_text, vec![]);
+        let (pi, po) = self.prices;
+        let usage = UsageRecord {
+            user_id: user.id.clone(),
+            session_id: sid.clone(),
+            event_id: event.id.0.clone(),
+            model: self.llm.model().to_string(),
+            input_tokens: progress.usage.input_tokens as i64,
+            output_tokens: progress.usage.output_tokens as i64,
+            cost_usd: progress.usage.input_tokens as f64 * pi / 1e6 + progress.usage.output_tokens as f64 * po / 1e6,
+            iterations: progress.iterations as i32,
+        };
+        let commit = TurnCommit {
+            inbox_id: event.id.0.clone(),
+            inbox_status: InboxStatus::Done,
+            session_id: Some(sid),
+            messages: vec![final_msg],
+            reply: Some(NewOutbox {
+                key: reply_key(&event.id.0),
+                conversation: event.conversation.to_string(),
+                text: reply,
+                buttons: vec![],
+                reply_to: event.message_id.clone(),
+            }),
+            usage: Some(usage),
+        };
+        tracing::info!(
+            iterations = progress.iterations,
+            input_tokens = progress.usage.input_tokens,
+            output_tokens = progress.usage.output_tokens,
+            "turn finished"
+        );
+        Ok(TurnOutcome::Finished(Box::new(commit)))
+    }
+
+    /// Commits a finished turn (after its streaming has stopped) and keeps the session's cached
+    /// transcript in step with the store.
+    pub async fn commit(&self, session: &mut SessionState, commit: &TurnCommit) -> Result<(), StoreError> {
+        self.store.finish_event(commit).await?;
+        session.history.extend(commit.messages.iter().cloned());
+        let keep = self.limits.history_messages.max(2) * 2;
+        if session.history.len() > keep {
+            let cut = session.history.len() - keep / 2;
+            session.history.drain(..cut);
+        }
+        Ok(())
+    }
+
+    fn park(&self) -> Result<TurnOutcome, TurnError> {
+        tracing::info!("turn parked by shutdown");
+        Ok(TurnOutcome::Parked)
+    }
+
+    async fn append(&self, session: &mut SessionState, msgs: Vec<NewMessage>) -> Result<(), StoreError> {
+        if msgs.is_empty() {
+            return Ok(());
+        }
+        self.store.messages_append(&session.row.id, &msgs).await?;
+        session.history.extend(msgs);
+        Ok(())
+    }
+
+    /// Appends the user message, or, when this event's message is already in the transcript
+    /// (the turn is being re-run after a crash or a retry), repairs the transcript and restores
+    /// the text shown so far.
+    async fn start_or_resume(
+        &self,
+        session: &mut SessionState,
+        event: &InboundEvent,
+        progress: &mut Progress,
+    ) -> Result<(), StoreError> {
+        let eid = event.id.0.as_str();
+        let found = session.history.iter().rposition(|m| m.event_id.as_deref() == Some(eid));
+        let found = match found {
+            Some(i) => Some(i),
+            None if self.store.message_seq_for_event(&session.row.id, eid).await?.is_some() => {
+                // In the store but outside the cached window: reload the tail.
+                let recent = self.store.messages_recent(&session.row.id, self.limits.history_messages).await?;
+                session.history = recent.into_iter().map(|m| m.msg).collect();
+                session.history.iter().rposition(|m| m.event_id.as_deref() == Some(eid))
+            }
+            None => None,
+        };
+        match found {
+            None => {
+                let text = event.text().unwrap_or_default();
+                let (content, name) = match event.kind {
+                    ConversationKind::Group => (format!("[{}] {text}", event.actor.name()), Some(event.actor.name().to_string())),
+                    ConversationKind::Direct => (text.to_string(), None),
+                };
+                self.append(session, vec![NewMessage::user(content, name, Some(eid.to_string()))]).await
+            }
+            Some(i) => {
+                tracing::info!(event = eid, "resuming a turn cut off earlier");
+                for m in &session.history[i + 1..] {
+                    if m.role() == Role::Assistant && !m.content.is_empty() {
+                        progress.shown = progress.join(&m.content);
+                    }
+                    if m.role() == Role::Assistant {
+                        progress.iterations += 1;
+                    }
+                }
+                let fixes = dangling_results(&session.history[i..]);
+                self.append(session, fixes).await
+            }
+        }
+    }
+}
+
+fn add_usage(total: &mut Usage, u: &Usage) {
+    total.input_tokens += u.input_tokens;
+    total.output_tokens += u.output_tokens;
+    total.cache_read_tokens += u.cache_read_tokens;
+    total.cache_write_tokens += u.cache_write_tokens;
+}

@@ -1,0 +1,222 @@
+//! The composition root: builds every component from the config, starts the tasks, and stops
+//! them in order. This is the only place that knows all the parts; it must stay free of
+//! business logic.
+
+use crate::agent::Agent;
+use crate::config::Config;
+use crate::http::{self, Health};
+use crate::ingress::{Dispatcher, InboxIngress};
+use crate::llm::Provider;
+use crate::outbox::{Channels, Deliverer, DeliveryConfig};
+use crate::session::{SessionDeps, Sessions};
+use crate::store::{self, Store, StoreError};
+use crate::tools::{Tool, Tools};
+use crate::triage::{Access, Triage};
+use crate::web;
+use butler_channel::{Channel, Identity, Ingress};
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+/// What to run besides the core.
+pub struct AppOptions {
+    pub config: Config,
+    /// Serve HTTP (health, metrics, web chat). `butler chat` runs without it.
+    pub http: bool,
+    /// Channels beyond the configured ones (the terminal, test channels).
+    pub extra_channels: Vec<Arc<dyn Channel>>,
+    /// Tools beyond the built-in ones.
+    pub extra_tools: Vec<Arc<dyn Tool>>,
+}
+
+impl AppOptions {
+    pub fn serve(config: Config) -> Self {
+        Self { config, http: true, extra_channels: vec![], extra_tools: vec![] }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum AppError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("cannot listen on {addr}: {source}; is another process using it? change [server] listen")]
+    Bind { addr: String, source: std::io::Error },
+}
+
+/// A running Butler.
+pub struct App {
+    pub store: Arc<dyn Store>,
+    pub ingress: Arc<dyn Ingress>,
+    pub sessions: Sessions,
+    pub llm: Arc<dyn Provider>,
+    /// Where the HTTP server listens, when it runs.
+    pub addr: Option<SocketAddr>,
+    deliverer: Arc<Deliverer>,
+    ready: Arc<AtomicBool>,
+    grace: Duration,
+    /// Stops intake: HTTP, channel receivers, the dispatcher.
+    intake: CancellationToken,
+    intake_tasks: TaskTracker,
+    /// Stops the delivery loop (after the sessions have drained).
+    delivery: CancellationToken,
+    delivery_tasks: TaskTracker,
+}
+
+impl App {
+    pub async fn start(opts: AppOptions) -> Result<Self, AppError> {
+        let cfg = opts.config;
+        let store = store::connect(cfg.database.url.expose(), cfg.database.max_connections).await?;
+        store.migrate().await?;
+        let llm = crate::llm::from_config(&cfg.llm);
+
+        let web_auth = web::WebAuth::from_config(&cfg.channels.web);
+        let hub = Arc::new(web::WebHub::default());
+        let mut channels = Channels::default();
+        let web_on = opts.http && cfg.channels.web.enabled;
+        if web_on {
+            channels.add(Arc::new(web::WebChannel::new(store.clone(), hub.clone())));
+        }
+        for ch in opts.extra_channels {
+            channels.add(ch);
+        }
+        let names = channels.names();
+        // Without Redis this is the only process for these channels: whatever a dead process
+        // left half-done is ours to redo.
+        let recovered = store.inbox_recover(&names).await?;
+        if recovered > 0 {
+            tracing::info!(recovered, "resuming events interrupted by an earlier stop");
+        }
+
+        let mut tools = Tools::builtin(&cfg);
+        for t in opts.extra_tools {
+            tools.add(t);
+        }
+        let agent = Agent {
+            store: store.clone(),
+            llm: llm.clone(),
+            tools,
+            limits: cfg.limits.clone(),
+            max_tokens: cfg.llm.max_tokens,
+            prices: (cfg.llm.input_price_per_mtok, cfg.llm.output_price_per_mtok),
+            recall_limit: cfg.memory.recall_limit,
+        };
+        let deliverer = Deliverer::new(store.clone(), channels.clone(), DeliveryConfig::default());
+        let sessions = Sessions::new(SessionDeps {
+            agent,
+            channels: channels.clone(),
+            deliverer: deliverer.clone(),
+            agent_cfg: cfg.agent.clone(),
+            limits: cfg.limits.clone(),
+        });
+        let mut local = vec![Identity::new("cli", "local")];
+        if web_auth.is_local() {
+            local.push(Identity::new(web::CHANNEL, web::LOCAL_USER));
+        }
+        if cfg.channels.web.token.is_some() {
+            local.push(Identity::new(web::CHANNEL, "owner"));
+        }
+        if cfg.access.policy == crate::config::AccessPolicy::Open {
+            tracing::warn!("[access] policy = \"open\": anyone who can reach Butler can use it");
+        }
+        let access = Arc::new(Access::new(&cfg.access, local, &cfg.agent.timezone));
+        let wake = Arc::new(Notify::new());
+        let ingress: Arc<dyn Ingress> = Arc::new(InboxIngress::new(store.clone(), wake.clone()));
+        let triage = Triage { store: store.clone(), access, sessions: sessions.clone(), model: llm.model().to_string() };
+
+        let intake = CancellationToken::new();
+        let intake_tasks = TaskTracker::new();
+        let delivery = CancellationToken::new();
+        let delivery_tasks = TaskTracker::new();
+        delivery_tasks.spawn(deliverer.clone().run(delivery.clone()));
+
+        let dispatcher = Dispatcher {
+            store: store.clone(),
+            triage,
+            deliverer: deliverer.clone(),
+            wake,
+            channels: names,
+            worker: format!("{}-{}", std::process::id(), uuid::Uuid::new_v4().simple()),
+        };
+        intake_tasks.spawn(dispatcher.run(intake.clone()));
+        for ch in channels.iter() {
+            let (ch, ingress, cancel) = (ch.clone(), ingress.clone(), intake.clone());
+            intake_tasks.spawn(async move {
+                if let Err(e) = ch.run(ingress, cancel).await {
+                    tracing::error!(channel = ch.name(), error = %e, "channel receiver stopped");
+                }
+            });
+        }
+
+        let ready = Arc::new(AtomicBool::new(false));
+        let mut addr = None;
+        if opts.http {
+            let listener = tokio::net::TcpListener::bind(&cfg.server.listen)
+                .await
+                .map_err(|source| AppError::Bind { addr: cfg.server.listen.clone(), source })?;
+            addr = listener.local_addr().ok();
+            let extra = if web_on {
+                web::routes(web::WebState {
+                    store: store.clone(),
+                    ingress: ingress.clone(),
+                    hub,
+                    auth: web_auth,
+                    info: web::PageInfo {
+                        llm_configured: !cfg.llm.model.is_empty(),
+                        provider: llm.name().to_string(),
+                        model: llm.model().to_string(),
+                    },
+                    shutdown: intake.clone(),
+                })
+            } else {
+                axum::Router::new()
+            };
+            let health = Health { store: store.clone(), ready: ready.clone() };
+            let router = http::router(health, extra, cfg.server.max_body_bytes);
+            let stop = intake.clone();
+            intake_tasks.spawn(async move {
+                let serve = axum::serve(listener, router).with_graceful_shutdown(stop.cancelled_owned());
+                if let Err(e) = serve.await {
+                    tracing::error!(error = %e, "HTTP server failed");
+                }
+            });
+        }
+        ready.store(true, Ordering::Release);
+        Ok(Self {
+            store,
+            ingress,
+            sessions,
+            llm,
+            addr,
+            deliverer,
+            ready,
+            grace: Duration::from_secs(cfg.server.shutdown_grace_secs),
+            intake,
+            intake_tasks,
+            delivery,
+            delivery_tasks,
+        })
+    }
+
+    /// Graceful stop: no new work, running turns finish or park within the grace period, the
+    /// outbox is flushed, the store closed.
+    pub async fn shutdown(self) {
+        tracing::info!("shutting down");
+        self.ready.store(false, Ordering::Release);
+        self.intake.cancel();
+        self.intake_tasks.close();
+        self.intake_tasks.wait().await;
+        let started = tokio::time::Instant::now();
+        self.sessions.shutdown(self.grace).await;
+        self.delivery.cancel();
+        self.delivery_tasks.close();
+        self.delivery_tasks.wait().await;
+        let left = self.grace.saturating_sub(started.elapsed()).max(Duration::from_secs(2));
+        self.deliverer.clone().flush(left).await;
+        self.store.close().await;
+        tracing::info!("stopped");
+    }
+}

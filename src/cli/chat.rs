@@ -1,0 +1,173 @@
+//! `butler chat`: a terminal conversation as `cli:local`, through the same ingress, triage,
+//! sessions, outbox and store as every other channel. Replies stream in as they are written;
+//! Ctrl-C stops the running turn; Ctrl-D (end of input) waits for outstanding replies and exits.
+
+use crate::app::{App, AppOptions};
+use crate::config::Config;
+use crate::store::{InboxStatus, OutboxStatus};
+use async_trait::async_trait;
+use butler_channel::{
+    Accepted, Actor, Caps, Channel, ChannelError, ConversationKind, ConversationRef, EventBody, EventId, Identity,
+    InboundEvent, MessageRef, Outbound, TextFormat,
+};
+use std::collections::HashMap;
+use std::io::Write;
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::io::{AsyncBufReadExt, BufReader};
+
+const CHANNEL: &str = "cli";
+const PROMPT: &str = "› ";
+
+/// Prints replies to stdout. A terminal cannot edit what it printed, so each edit prints only
+/// what was added; the status line of running tools is left out.
+#[derive(Default)]
+pub struct Terminal {
+    next_id: AtomicU64,
+    printed: Mutex<HashMap<String, String>>,
+}
+
+/// The part of a draft worth printing: without the trailing "running tools" line.
+fn visible(text: &str) -> &str {
+    match text.rfind("\n\n_⚙ running") {
+        Some(i) => &text[..i],
+        None if text.starts_with("_⚙ running") => "",
+        None => text,
+    }
+}
+
+impl Terminal {
+    fn show(&self, id: &str, msg: &Outbound) {
+        let text = if msg.draft { visible(&msg.text) } else { msg.text.as_str() };
+        let mut printed = self.printed.lock().unwrap_or_else(|p| p.into_inner());
+        let before = printed.entry(id.to_string()).or_default();
+        let mut out = std::io::stdout().lock();
+        match text.strip_prefix(before.as_str()) {
+            Some(added) => {
+                let _ = out.write_all(added.as_bytes());
+            }
+            None => {
+                let _ = write!(out, "\n{text}");
+            }
+        }
+        *before = text.to_string();
+        if !msg.draft {
+            let _ = write!(out, "\n\n{PROMPT}");
+        }
+        let _ = out.flush();
+    }
+}
+
+#[async_trait]
+impl Channel for Terminal {
+    fn name(&self) -> &str {
+        CHANNEL
+    }
+
+    fn caps(&self) -> Caps {
+        Caps {
+            buttons: false,
+            edit: true,
+            max_len: 1_000_000,
+            typing: false,
+            min_edit_interval: Duration::from_millis(30),
+            format: TextFormat::Markdown,
+        }
+    }
+
+    async fn send(&self, msg: &Outbound) -> Result<MessageRef, ChannelError> {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed).to_string();
+        self.show(&id, msg);
+        Ok(MessageRef { conversation: msg.conversation.clone(), id })
+    }
+
+    async fn edit(&self, target: &MessageRef, msg: &Outbound) -> Result<(), ChannelError> {
+        self.show(&target.id, msg);
+        Ok(())
+    }
+}
+
+pub async fn run(mut cfg: Config) -> Result<ExitCode, ExitCode> {
+    cfg.channels.web.enabled = false;
+    let terminal = Arc::new(Terminal::default());
+    let opts = AppOptions { config: cfg, http: false, extra_channels: vec![terminal], extra_tools: vec![] };
+    let app = App::start(opts).await.map_err(|e| super::fail(1, e))?;
+    if app.llm.model().is_empty() {
+        eprintln!("note: {}", crate::llm::LlmError::NotConfigured);
+    }
+    eprintln!("Butler chat as cli:local. Ctrl-C stops a reply, Ctrl-D exits.");
+    print!("{PROMPT}");
+    let _ = std::io::stdout().flush();
+
+    let conversation = ConversationRef::new(CHANNEL, "local");
+    let key = format!("dm:{conversation}:local");
+    let mut lines = BufReader::new(tokio::io::stdin()).lines();
+    let mut sent: Vec<String> = Vec::new();
+    loop {
+        tokio::select! {
+            line = lines.next_line() => match line {
+                Ok(Some(line)) if line.trim().is_empty() => {}
+                Ok(Some(line)) => {
+                    let id = format!("{CHANNEL}:{}", uuid::Uuid::new_v4());
+                    let ev = InboundEvent {
+                        id: EventId(id.clone()),
+                        actor: Actor::new(Identity::new(CHANNEL, "local")),
+                        conversation: conversation.clone(),
+                        kind: ConversationKind::Direct,
+                        addressed: true,
+                        reply_to: None,
+                        message_id: None,
+                        body: EventBody::Message { text: line },
+                        at_ms: crate::store::now_ms(),
+                    };
+                    match app.ingress.accept(ev).await {
+                        Ok(Accepted::New) => sent.push(id),
+                        Ok(Accepted::Duplicate) => {}
+                        Err(e) => eprintln!("error: {e}"),
+                    }
+                }
+                Ok(None) | Err(_) => break,
+            },
+            _ = tokio::signal::ctrl_c() => {
+                if app.sessions.stop(&key, None) {
+                    eprintln!("\n(stopping…)");
+                } else {
+                    eprint!("\n(nothing is running; Ctrl-D exits)\n{PROMPT}");
+                }
+            }
+        }
+    }
+    wait_for_replies(&app, &sent).await;
+    app.shutdown().await;
+    println!();
+    Ok(ExitCode::SUCCESS)
+}
+
+/// After end of input: waits until every message typed has been answered and delivered
+/// (Ctrl-C gives up waiting).
+async fn wait_for_replies(app: &App, sent: &[String]) {
+    let settled = async {
+        for id in sent {
+            loop {
+                let done = match app.store.inbox_get(id).await {
+                    Ok(Some(row)) => !matches!(row.status, InboxStatus::Pending | InboxStatus::Processing),
+                    Ok(None) | Err(_) => true,
+                };
+                let delivered = match app.store.outbox_get(&crate::agent::reply_key(id)).await {
+                    Ok(Some(row)) => matches!(row.status, OutboxStatus::Sent | OutboxStatus::Failed),
+                    Ok(None) | Err(_) => true,
+                };
+                if done && delivered {
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        }
+    };
+    tokio::select! {
+        _ = settled => {}
+        _ = tokio::signal::ctrl_c() => {}
+    }
+}

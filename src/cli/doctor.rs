@@ -1,0 +1,141 @@
+//! `butler doctor`: checks everything Butler depends on, prints one line per check and, for
+//! each failure, what to do. Exit code 0 only when every check passes. Never prints a secret.
+
+use crate::config::{self, Config};
+use crate::llm::{ChatMessage, ChatRequest};
+use futures::StreamExt;
+use std::path::Path;
+use std::time::Duration;
+
+struct Report {
+    failures: usize,
+}
+
+impl Report {
+    fn ok(&self, what: &str, detail: impl std::fmt::Display) {
+        println!("[ ok ] {what}: {detail}");
+    }
+
+    fn fail(&mut self, what: &str, problem: impl std::fmt::Display, fix: &str) {
+        self.failures += 1;
+        println!("[FAIL] {what}: {problem}");
+        if !fix.is_empty() {
+            println!("       fix: {fix}");
+        }
+    }
+}
+
+/// Runs every check; true when all pass.
+pub async fn run(explicit: Option<&Path>) -> bool {
+    let mut r = Report { failures: 0 };
+    let cfg = match config::load(explicit) {
+        Ok(loaded) => {
+            let src = loaded.source.map_or_else(|| "built-in defaults (no config file)".to_string(), |p| p.display().to_string());
+            r.ok("config", src);
+            loaded.config
+        }
+        Err(e) => {
+            r.fail("config", e, "correct the key named above, then run `butler config check`");
+            println!("\n1 check failed; the others need a valid config.");
+            return false;
+        }
+    };
+    database(&mut r, &cfg).await;
+    redis(&mut r, &cfg).await;
+    llm(&mut r, &cfg).await;
+    web(&mut r, &cfg);
+    if r.failures == 0 {
+        println!("\nall checks passed");
+    } else {
+        println!("\n{} check(s) failed", r.failures);
+    }
+    r.failures == 0
+}
+
+async fn database(r: &mut Report, cfg: &Config) {
+    let url = cfg.database.url.expose();
+    let shown = crate::store::redact_url(url);
+    let connected = tokio::time::timeout(Duration::from_secs(10), crate::store::connect(url, 1)).await;
+    match connected {
+        Ok(Ok(store)) => {
+            match store.ping().await {
+                Ok(()) => r.ok("database", &shown),
+                Err(e) => r.fail("database", e, "check that the database server is running and reachable"),
+            }
+            store.close().await;
+        }
+        Ok(Err(e)) => r.fail(
+            "database",
+            e,
+            "check [database] url (sqlite://path/to/file.db or postgres://user:password@host/db) and that the server is up",
+        ),
+        Err(_) => r.fail("database", format!("no answer from {shown} within 10s"), "check the host and port in [database] url"),
+    }
+}
+
+async fn redis(r: &mut Report, cfg: &Config) {
+    let Some(redis) = &cfg.redis else { return };
+    let url = redis.url.expose();
+    let hostport = url
+        .split("://")
+        .nth(1)
+        .map(|rest| rest.rsplit('@').next().unwrap_or(rest))
+        .map(|rest| rest.split('/').next().unwrap_or(rest).to_string())
+        .unwrap_or_default();
+    let hostport = if hostport.contains(':') { hostport } else { format!("{hostport}:6379") };
+    let probe = async {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let mut s = tokio::net::TcpStream::connect(&hostport).await?;
+        s.write_all(b"PING\r\n").await?;
+        let mut buf = [0u8; 64];
+        let n = s.read(&mut buf).await?;
+        Ok::<String, std::io::Error>(String::from_utf8_lossy(&buf[..n]).trim().to_string())
+    };
+    match tokio::time::timeout(Duration::from_secs(5), probe).await {
+        Ok(Ok(reply)) if reply == "+PONG" || reply.starts_with("-NOAUTH") => r.ok("redis", &hostport),
+        Ok(Ok(reply)) => r.fail("redis", format!("unexpected answer `{reply}` from {hostport}"), "check [redis] url"),
+        Ok(Err(e)) => r.fail("redis", format!("{hostport}: {e}"), "start Redis or fix [redis] url (or remove [redis] to run one process)"),
+        Err(_) => r.fail("redis", format!("no answer from {hostport} within 5s"), "check [redis] url"),
+    }
+}
+
+async fn llm(r: &mut Report, cfg: &Config) {
+    let provider = crate::llm::from_config(&cfg.llm);
+    let req = ChatRequest {
+        system: "You are a health check.".into(),
+        messages: vec![ChatMessage::User { content: "Reply with the word OK.".into(), name: None }],
+        tools: vec![],
+        max_tokens: Some(5),
+    };
+    let what = format!("model ({} {})", provider.name(), if provider.model().is_empty() { "-" } else { provider.model() });
+    let check = async {
+        let mut stream = provider.stream(&req).await?;
+        while let Some(ev) = stream.next().await {
+            ev?;
+        }
+        Ok::<(), crate::llm::LlmError>(())
+    };
+    match tokio::time::timeout(Duration::from_secs(60), check).await {
+        Ok(Ok(())) => r.ok(&what, "answered a test request"),
+        Ok(Err(e)) => {
+            let fix = match e {
+                crate::llm::LlmError::NotConfigured => "set OPENAI_API_KEY (+ BUTLER_MODEL), ANTHROPIC_API_KEY, or [llm] in the config",
+                crate::llm::LlmError::Auth(_) => "set a valid key in [llm] api_key (or OPENAI_API_KEY / ANTHROPIC_API_KEY)",
+                crate::llm::LlmError::UnknownModel(_) => "set [llm] model (or BUTLER_MODEL) to a model this endpoint serves",
+                crate::llm::LlmError::Unreachable(_) => "check [llm] base_url and that the model server is running",
+                _ => "check [llm] and the provider's status",
+            };
+            r.fail(&what, e, fix)
+        }
+        Err(_) => r.fail(&what, "no complete answer within 60s", "check [llm] base_url and the model server"),
+    }
+}
+
+fn web(r: &mut Report, cfg: &Config) {
+    let web = &cfg.channels.web;
+    if !web.enabled {
+        return;
+    }
+    let mode = if web.token.is_some() || !web.tokens.is_empty() { "token auth" } else { "local only, no token" };
+    r.ok("web chat", format!("http://{} ({mode})", cfg.server.listen));
+}

@@ -1,0 +1,137 @@
+//! The `butler` command line: serve, chat, migrate, doctor, config check.
+//!
+//! Each command prints errors that name what is wrong and what to do, and returns an exit code
+//! (0 success, 1 a check or run failed, 2 bad usage or configuration). Only this module and
+//! `main` may print to the terminal.
+
+mod chat;
+mod doctor;
+
+use crate::app::{App, AppOptions};
+use crate::config::{self, Config};
+use clap::{Parser, Subcommand};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(Parser, Debug)]
+#[command(name = "butler", version, about = "A personal AI assistant in the chat apps you already use")]
+pub struct Cli {
+    /// Config file (default: $BUTLER_CONFIG, else config/butler.toml if present, else built-in defaults)
+    #[arg(long, global = true, value_name = "PATH")]
+    pub config: Option<PathBuf>,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Run Butler: the HTTP server (web chat, API, health, metrics) and every configured channel
+    Serve,
+    /// Chat with Butler in this terminal, through the same pipeline and store (as `cli:local`)
+    Chat,
+    /// Apply database migrations and exit
+    Migrate,
+    /// Check the config, the database, the model endpoint and each channel; exit 0 only if all pass
+    Doctor,
+    /// Configuration commands
+    Config {
+        #[command(subcommand)]
+        command: ConfigCommand,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+pub enum ConfigCommand {
+    /// Validate the config and print the effective values with secrets masked
+    Check,
+}
+
+/// Parses arguments, runs the command, returns the process exit code.
+pub async fn main() -> ExitCode {
+    let cli = Cli::parse();
+    init_tracing(matches!(cli.command, Command::Chat));
+    match run(cli).await {
+        Ok(code) => code,
+        Err(code) => code,
+    }
+}
+
+fn init_tracing(quiet: bool) {
+    let default = if quiet { "warn" } else { "info,sqlx=warn,hyper=warn" };
+    let filter =
+        tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    let _ = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).try_init();
+}
+
+fn fail(code: u8, msg: impl std::fmt::Display) -> ExitCode {
+    eprintln!("error: {msg}");
+    ExitCode::from(code)
+}
+
+fn load_config(cli: &Cli) -> Result<config::Loaded, ExitCode> {
+    config::load(cli.config.as_deref()).map_err(|e| fail(2, e))
+}
+
+async fn run(cli: Cli) -> Result<ExitCode, ExitCode> {
+    match &cli.command {
+        Command::Config { command: ConfigCommand::Check } => {
+            let loaded = load_config(&cli)?;
+            match &loaded.source {
+                Some(p) => eprintln!("config: {} is valid", p.display()),
+                None => eprintln!("config: no file found; using the built-in defaults"),
+            }
+            print!("{}", loaded.config.to_masked_toml());
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Migrate => {
+            let cfg = load_config(&cli)?.config;
+            let url = cfg.database.url.expose();
+            let store = crate::store::connect(url, 2).await.map_err(|e| fail(1, e))?;
+            store.migrate().await.map_err(|e| fail(1, e))?;
+            store.close().await;
+            println!("migrations applied to {}", crate::store::redact_url(url));
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Doctor => {
+            let ok = doctor::run(cli.config.as_deref()).await;
+            Ok(if ok { ExitCode::SUCCESS } else { ExitCode::from(1) })
+        }
+        Command::Serve => serve(load_config(&cli)?.config).await,
+        Command::Chat => chat::run(load_config(&cli)?.config).await,
+    }
+}
+
+async fn serve(cfg: Config) -> Result<ExitCode, ExitCode> {
+    if cfg.llm.model.is_empty() {
+        tracing::warn!("{}", crate::llm::LlmError::NotConfigured);
+    }
+    let app = App::start(AppOptions::serve(cfg)).await.map_err(|e| fail(1, e))?;
+    if let Some(addr) = app.addr {
+        tracing::info!(%addr, "Butler is ready: open http://{addr}");
+    }
+    shutdown_signal().await;
+    app.shutdown().await;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Resolves on Ctrl-C or SIGTERM.
+pub async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        _ = ctrl_c => {}
+        _ = term => {}
+    }
+}

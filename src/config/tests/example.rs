@@ -1,0 +1,193 @@
+//! config/butler.example.toml: parses to the built-in defaults, its optional keys are valid
+//! when uncommented, and it documents every key with its environment override.
+
+use super::env;
+use crate::config::{parse_str, Config, Env, LlmFallback, ProviderKind, RedisConfig, Secret};
+use std::collections::BTreeSet;
+use toml::Value;
+
+const EXAMPLE: &str = include_str!("../../../config/butler.example.toml");
+const ORIGIN: &str = "config/butler.example.toml";
+
+/// The example with every optional line (`#key = value`, `#[section]`) uncommented.
+fn uncommented() -> String {
+    EXAMPLE
+        .lines()
+        .map(|line| match line.strip_prefix('#') {
+            Some(rest) if rest.starts_with(|c: char| c.is_ascii_lowercase() || c == '[') => rest,
+            _ => line,
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// An environment with a distinct value for every `${NAME}` the text mentions.
+fn referenced_env(text: &str) -> Env {
+    let names: BTreeSet<String> = text
+        .split("${")
+        .skip(1)
+        .map(|rest| {
+            rest.chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                .collect::<String>()
+        })
+        .filter(|name| !name.is_empty())
+        .collect();
+    Env::from_pairs(
+        names
+            .into_iter()
+            .map(|n| (n.clone(), format!("value-of-{n}"))),
+    )
+}
+
+/// Key paths of a TOML tree, sections included; entries of arrays of tables share one path,
+/// which also goes into `arrays`.
+fn key_paths(
+    value: &Value,
+    prefix: &str,
+    out: &mut BTreeSet<String>,
+    arrays: &mut BTreeSet<String>,
+) {
+    let Value::Table(table) = value else { return };
+    for (key, item) in table {
+        let path = if prefix.is_empty() {
+            key.clone()
+        } else {
+            format!("{prefix}.{key}")
+        };
+        match item {
+            Value::Table(_) => key_paths(item, &path, out, arrays),
+            Value::Array(items) if items.iter().all(Value::is_table) && !items.is_empty() => {
+                for entry in items {
+                    key_paths(entry, &path, out, arrays);
+                }
+                arrays.insert(path.clone());
+            }
+            _ => {}
+        }
+        out.insert(path);
+    }
+}
+
+/// The default config with every optional key set, so that its TOML shows every key.
+fn full_config() -> Config {
+    let mut c = Config {
+        redis: Some(RedisConfig {
+            url: Secret::new("redis://127.0.0.1:6379"),
+        }),
+        ..Config::default()
+    };
+    c.llm.base_url = Some("https://api.openai.com/v1".into());
+    c.llm.api_key = Some(Secret::new("k"));
+    c.llm.fallback = vec![LlmFallback {
+        provider: ProviderKind::Anthropic,
+        base_url: Some("https://api.anthropic.com".into()),
+        api_key: Some(Secret::new("k2")),
+        model: "claude-sonnet-4-5".into(),
+    }];
+    c.channels.web.token = Some(Secret::new("t"));
+    c.channels
+        .web
+        .tokens
+        .insert("alice".into(), Secret::new("t2"));
+    c.agent.instructions = Some("be brief".into());
+    c
+}
+
+#[test]
+fn example_parses_to_the_built_in_defaults() {
+    let config = parse_str(EXAMPLE, ORIGIN, &env(&[])).unwrap();
+    config.validate().unwrap();
+    assert_eq!(config.to_masked_toml(), Config::default().to_masked_toml());
+}
+
+#[test]
+fn example_with_its_optional_keys_uncommented_is_valid() {
+    let text = uncommented();
+    let config = parse_str(&text, ORIGIN, &referenced_env(EXAMPLE))
+        .unwrap_or_else(|e| panic!("{e}\n{text}"));
+    config.validate().unwrap();
+    assert!(config.redis.is_some());
+    assert!(config.llm.base_url.is_some() && config.llm.api_key.is_some());
+    assert_eq!(config.llm.fallback.len(), 1);
+    assert_eq!(
+        config.channels.web.token.as_ref().map(Secret::expose),
+        Some("value-of-BUTLER_WEB_TOKEN")
+    );
+    assert_eq!(
+        config.channels.web.tokens["alice"].expose(),
+        "value-of-ALICE_WEB_TOKEN"
+    );
+    assert!(config.agent.instructions.is_some());
+}
+
+#[test]
+fn example_documents_every_key_and_its_env_override() {
+    let (mut schema, mut arrays) = (BTreeSet::new(), BTreeSet::new());
+    key_paths(
+        &Value::try_from(full_config()).unwrap(),
+        "",
+        &mut schema,
+        &mut arrays,
+    );
+    let mut documented = BTreeSet::new();
+    key_paths(
+        &Value::Table(uncommented().parse().unwrap()),
+        "",
+        &mut documented,
+        &mut BTreeSet::new(),
+    );
+    let missing: Vec<&String> = schema.difference(&documented).collect();
+    assert!(
+        missing.is_empty(),
+        "keys missing from {ORIGIN}: {missing:?}"
+    );
+    for path in &schema {
+        if schema.iter().any(|p| p.starts_with(&format!("{path}."))) {
+            continue; // a section
+        }
+        // Entries of an array of tables are overridden by number: llm.fallback.0.model.
+        let indexed = arrays
+            .iter()
+            .find_map(|a| {
+                path.strip_prefix(&format!("{a}."))
+                    .map(|rest| format!("{a}.0.{rest}"))
+            })
+            .unwrap_or_else(|| path.clone());
+        let var = format!("BUTLER_{}", indexed.to_ascii_uppercase().replace('.', "__"));
+        assert!(
+            EXAMPLE.contains(&var),
+            "{ORIGIN} does not name {var} for `{path}`"
+        );
+    }
+}
+
+#[test]
+fn example_explains_the_environment_and_the_common_llm_servers() {
+    for fragment in [
+        "${VAR}",
+        "${VAR:-fallback}",
+        "$${",
+        "BUTLER_<SECTION>__<KEY>",
+        "OPENAI_API_KEY",
+        "OPENAI_BASE_URL",
+        "ANTHROPIC_API_KEY",
+        "ANTHROPIC_BASE_URL",
+        "BUTLER_MODEL",
+        "gpt-4o-mini",
+        "claude-sonnet-4-5",
+        "https://api.openai.com/v1",
+        "https://api.anthropic.com",
+        "http://127.0.0.1:11434/v1",
+        "http://127.0.0.1:8000/v1",
+        "llama-server --port 8081",
+        "https://openrouter.ai/api/v1",
+        "tokens = { alice = \"${ALICE_WEB_TOKEN}\" }",
+        "[[llm.fallback]]",
+    ] {
+        assert!(
+            EXAMPLE.contains(fragment),
+            "{ORIGIN} does not mention {fragment:?}"
+        );
+    }
+}

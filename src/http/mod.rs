@@ -1,0 +1,62 @@
+//! The one HTTP server: health, readiness, metrics, the web chat (page and API), and later the
+//! platform webhooks. Errors are JSON with a stable code and never leak internals.
+
+mod error;
+
+pub use error::{ApiError, ApiJson};
+
+use crate::metrics::METRICS;
+use crate::store::Store;
+use axum::extract::{DefaultBodyLimit, State};
+use axum::http::{header, StatusCode};
+use axum::response::IntoResponse;
+use axum::routing::get;
+use axum::{Json, Router};
+use serde_json::json;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+/// Shared by the health endpoints.
+#[derive(Clone)]
+pub struct Health {
+    pub store: Arc<dyn Store>,
+    /// True between start-up finishing and shutdown beginning.
+    pub ready: Arc<AtomicBool>,
+}
+
+/// The full router: health + metrics + whatever the channels mount (`extra`).
+pub fn router(health: Health, extra: Router, max_body_bytes: usize) -> Router {
+    Router::new()
+        .route("/healthz", get(healthz))
+        .route("/readyz", get(readyz))
+        .route("/metrics", get(metrics))
+        .with_state(health)
+        .merge(extra)
+        .fallback(not_found)
+        .layer(DefaultBodyLimit::max(max_body_bytes))
+}
+
+async fn healthz() -> impl IntoResponse {
+    Json(json!({"status": "ok"}))
+}
+
+async fn readyz(State(h): State<Health>) -> impl IntoResponse {
+    if !h.ready.load(Ordering::Acquire) {
+        return (StatusCode::SERVICE_UNAVAILABLE, Json(json!({"status": "starting or stopping"})));
+    }
+    match h.store.ping().await {
+        Ok(()) => (StatusCode::OK, Json(json!({"status": "ready"}))),
+        Err(e) => {
+            tracing::warn!(error = %e, "readiness: database ping failed");
+            (StatusCode::SERVICE_UNAVAILABLE, Json(json!({"status": "database unavailable"})))
+        }
+    }
+}
+
+async fn metrics() -> impl IntoResponse {
+    ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], METRICS.render())
+}
+
+async fn not_found() -> ApiError {
+    ApiError::new(StatusCode::NOT_FOUND, "not_found", "no such endpoint")
+}

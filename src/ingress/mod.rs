@@ -1,0 +1,52 @@
+//! Ingress: the door every inbound event comes through. `accept` makes the event durable in the
+//! inbox (a repeated id is recognised and dropped) and wakes the dispatcher; only then may the
+//! adapter acknowledge the platform. The dispatcher claims stored events in order, asks triage
+//! what to do and hands them on.
+//!
+//! Ingress must never do slow work before the event is stored, and never lose an event it
+//! returned `Accepted::New` for.
+
+mod dispatch;
+
+pub use dispatch::Dispatcher;
+
+use crate::metrics::METRICS;
+use crate::store::Store;
+use async_trait::async_trait;
+use butler_channel::{Accepted, InboundEvent, Ingress, IngressError};
+use std::sync::Arc;
+use tokio::sync::Notify;
+
+pub struct InboxIngress {
+    store: Arc<dyn Store>,
+    wake: Arc<Notify>,
+}
+
+impl InboxIngress {
+    pub fn new(store: Arc<dyn Store>, wake: Arc<Notify>) -> Self {
+        Self { store, wake }
+    }
+}
+
+#[async_trait]
+impl Ingress for InboxIngress {
+    #[tracing::instrument(skip_all, fields(event = %event.id, channel = %event.conversation.channel))]
+    async fn accept(&self, event: InboundEvent) -> Result<Accepted, IngressError> {
+        if event.id.0.is_empty() {
+            return Err(IngressError::Invalid("event id is empty".into()));
+        }
+        match self.store.inbox_insert(&event).await {
+            Ok(true) => {
+                METRICS.events_accepted.inc();
+                self.wake.notify_one();
+                Ok(Accepted::New)
+            }
+            Ok(false) => {
+                METRICS.events_duplicate.inc();
+                tracing::debug!("duplicate event dropped");
+                Ok(Accepted::Duplicate)
+            }
+            Err(e) => Err(IngressError::Unavailable(e.to_string())),
+        }
+    }
+}

@@ -1,0 +1,144 @@
+//! Process metrics in Prometheus text format, served at `GET /metrics`.
+//!
+//! Plain atomics in one static: cheap enough for hot paths, no registry to thread through.
+//! Metrics must never carry user content or identities as labels (cardinality and privacy).
+
+use std::fmt::Write;
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+
+#[derive(Default)]
+pub struct Counter(AtomicU64);
+
+impl Counter {
+    pub const fn new() -> Self {
+        Self(AtomicU64::new(0))
+    }
+
+    pub fn inc(&self) {
+        self.add(1);
+    }
+
+    pub fn add(&self, n: u64) {
+        self.0.fetch_add(n, Ordering::Relaxed);
+    }
+
+    pub fn get(&self) -> u64 {
+        self.0.load(Ordering::Relaxed)
+    }
+}
+
+#[derive(Default)]
+pub struct Gauge(AtomicI64);
+
+impl Gauge {
+    pub const fn new() -> Self {
+        Self(AtomicI64::new(0))
+    }
+
+    pub fn add(&self, n: i64) {
+        self.0.fetch_add(n, Ordering::Relaxed);
+    }
+
+    pub fn get(&self) -> i64 {
+        self.0.load(Ordering::Relaxed)
+    }
+}
+
+/// Turn durations in seconds, with fixed buckets.
+pub struct Histogram {
+    buckets: [AtomicU64; 10],
+    count: AtomicU64,
+    sum_micros: AtomicU64,
+}
+
+const BOUNDS: [f64; 10] = [0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0];
+
+impl Histogram {
+    pub const fn new() -> Self {
+        Self {
+            buckets: [const { AtomicU64::new(0) }; 10],
+            count: AtomicU64::new(0),
+            sum_micros: AtomicU64::new(0),
+        }
+    }
+
+    pub fn observe(&self, secs: f64) {
+        for (b, bound) in self.buckets.iter().zip(BOUNDS) {
+            if secs <= bound {
+                b.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+        self.count.fetch_add(1, Ordering::Relaxed);
+        self.sum_micros.fetch_add((secs * 1e6) as u64, Ordering::Relaxed);
+    }
+}
+
+impl Default for Histogram {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+pub struct Metrics {
+    pub events_accepted: Counter,
+    pub events_duplicate: Counter,
+    pub turns: Counter,
+    pub turns_failed: Counter,
+    pub turn_seconds: Histogram,
+    pub llm_input_tokens: Counter,
+    pub llm_output_tokens: Counter,
+    pub outbox_sent: Counter,
+    pub outbox_retried: Counter,
+    pub outbox_failed: Counter,
+    pub sessions_live: Gauge,
+}
+
+pub static METRICS: Metrics = Metrics {
+    events_accepted: Counter::new(),
+    events_duplicate: Counter::new(),
+    turns: Counter::new(),
+    turns_failed: Counter::new(),
+    turn_seconds: Histogram::new(),
+    llm_input_tokens: Counter::new(),
+    llm_output_tokens: Counter::new(),
+    outbox_sent: Counter::new(),
+    outbox_retried: Counter::new(),
+    outbox_failed: Counter::new(),
+    sessions_live: Gauge::new(),
+};
+
+impl Metrics {
+    /// The Prometheus text exposition of every metric.
+    pub fn render(&self) -> String {
+        let mut out = String::new();
+        let counters: [(&str, &str, &Counter); 9] = [
+            ("butler_events_accepted_total", "Inbound events stored for the first time", &self.events_accepted),
+            ("butler_events_duplicate_total", "Inbound events dropped as redeliveries", &self.events_duplicate),
+            ("butler_turns_total", "Agent turns finished", &self.turns),
+            ("butler_turns_failed_total", "Agent turns that failed and were retried", &self.turns_failed),
+            ("butler_llm_input_tokens_total", "Input tokens sent to the model", &self.llm_input_tokens),
+            ("butler_llm_output_tokens_total", "Output tokens received from the model", &self.llm_output_tokens),
+            ("butler_outbox_sent_total", "Replies delivered", &self.outbox_sent),
+            ("butler_outbox_retried_total", "Delivery attempts rescheduled", &self.outbox_retried),
+            ("butler_outbox_failed_total", "Replies that could not be delivered", &self.outbox_failed),
+        ];
+        for (name, help, c) in counters {
+            let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} counter\n{name} {}", c.get());
+        }
+        let _ = writeln!(
+            out,
+            "# HELP butler_sessions_live Session actors in memory\n# TYPE butler_sessions_live gauge\nbutler_sessions_live {}",
+            self.sessions_live.get()
+        );
+        let h = &self.turn_seconds;
+        let _ = writeln!(out, "# HELP butler_turn_seconds Agent turn duration\n# TYPE butler_turn_seconds histogram");
+        for (b, bound) in h.buckets.iter().zip(BOUNDS) {
+            let _ = writeln!(out, "butler_turn_seconds_bucket{{le=\"{bound}\"}} {}", b.load(Ordering::Relaxed));
+        }
+        let count = h.count.load(Ordering::Relaxed);
+        let _ = writeln!(out, "butler_turn_seconds_bucket{{le=\"+Inf\"}} {count}");
+        let _ = writeln!(out, "butler_turn_seconds_sum {}", h.sum_micros.load(Ordering::Relaxed) as f64 / 1e6);
+        let _ = writeln!(out, "butler_turn_seconds_count {count}");
+        out
+    }
+}

@@ -1,0 +1,198 @@
+//! One session's actor: loads (or opens) the session, runs its jobs one at a time, streams each
+//! turn, commits it, wakes the outbox, and retires when idle.
+
+use super::{lock, Job, JobKind, Running, Sessions};
+use crate::agent::{system_prompt, SessionState, TurnError, TurnInput, TurnOutcome};
+use crate::metrics::METRICS;
+use crate::outbox::Streamer;
+use crate::store::{InboxStatus, NewOutbox, NewSession, StoreError, TurnCommit};
+use butler_channel::{Button, ButtonStyle, Outbound};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
+
+/// Delay before an event whose turn hit a store error is tried again.
+const RETRY_MS: i64 = 2_000;
+
+pub(super) struct Actor {
+    pub key: String,
+    pub sessions: Sessions,
+    pub running: Arc<Mutex<Option<Running>>>,
+    pub state: Option<SessionState>,
+}
+
+impl Actor {
+    pub async fn run(mut self, mut rx: mpsc::Receiver<Job>) {
+        let idle = Duration::from_secs(self.sessions.inner.deps.limits.session_idle_secs.max(1));
+        let shutdown = self.sessions.inner.shutdown.clone();
+        loop {
+            let job = tokio::select! {
+                biased;
+                _ = shutdown.cancelled() => break,
+                job = rx.recv() => match job {
+                    Some(job) => job,
+                    None => break,
+                },
+                _ = tokio::time::sleep(idle) => {
+                    if self.sessions.retire_if_idle(&self.key, &rx) {
+                        METRICS.sessions_live.add(-1);
+                        tracing::debug!(key = %self.key, "idle session actor retired");
+                        return;
+                    }
+                    continue;
+                }
+            };
+            let span = tracing::info_span!("job", key = %self.key, event = %job.event.id);
+            self.handle(job).instrument(span).await;
+        }
+        // Shutting down: queued jobs go back to the inbox untouched.
+        rx.close();
+        while let Ok(job) = rx.try_recv() {
+            let store = &self.sessions.inner.deps.agent.store;
+            if let Err(e) = store.inbox_retry(&job.event.id.0, 0, None).await {
+                tracing::warn!(error = %e, "could not release a queued event; it is recovered at next start");
+            }
+        }
+        self.sessions.forget(&self.key);
+        METRICS.sessions_live.add(-1);
+    }
+
+    async fn handle(&mut self, job: Job) {
+        let result = match job.kind {
+            JobKind::Turn => self.turn(&job).await,
+            JobKind::Reset => self.reset(&job).await,
+        };
+        if let Err(e) = result {
+            // The cached state may be behind the store now; reload it next time.
+            self.state = None;
+            METRICS.turns_failed.inc();
+            tracing::warn!(error = %e, "turn failed; the event will be retried");
+            let store = &self.sessions.inner.deps.agent.store;
+            if let Err(e) = store.inbox_retry(&job.event.id.0, RETRY_MS, Some(&e.to_string())).await {
+                tracing::warn!(error = %e, "could not reschedule the event; it is recovered at next start");
+            }
+        }
+    }
+
+    async fn load(&mut self, job: &Job) -> Result<&mut SessionState, StoreError> {
+        if self.state.is_none() {
+            let deps = &self.sessions.inner.deps;
+            let store = &deps.agent.store;
+            let row = match store.session_active(&self.key).await? {
+                Some(row) => row,
+                None => {
+                    let prompt = system_prompt(
+                        &deps.agent_cfg.name,
+                        deps.agent_cfg.instructions.as_deref(),
+                        job.event.channel(),
+                        job.event.kind,
+                    );
+                    let new = NewSession {
+                        id: uuid::Uuid::new_v4().to_string(),
+                        key: self.key.clone(),
+                        user_id: job.user.id.clone(),
+                        conversation: job.event.conversation.to_string(),
+                        system_prompt: prompt,
+                    };
+                    store.session_open(&new).await?
+                }
+            };
+            let history = store.messages_recent(&row.id, deps.limits.history_messages).await?;
+            self.state = Some(SessionState { row, history: history.into_iter().map(|m| m.msg).collect() });
+        }
+        Ok(self.state.as_mut().expect("state loaded above"))
+    }
+
+    async fn turn(&mut self, job: &Job) -> Result<(), TurnError> {
+        let started = Instant::now();
+        let deps = self.sessions.inner.deps.clone();
+        let abort = self.sessions.inner.abort.clone();
+        let stop = CancellationToken::new();
+        let turn_id = uuid::Uuid::new_v4().simple().to_string();
+        *lock(&self.running) = Some(Running { turn_id: turn_id.clone(), stop: stop.clone() });
+        let _clear = ClearOnDrop(self.running.clone());
+
+        let event = &job.event;
+        let reply = NewOutbox {
+            key: crate::agent::reply_key(&event.id.0),
+            conversation: event.conversation.to_string(),
+            text: String::new(),
+            buttons: vec![],
+            reply_to: event.message_id.clone(),
+        };
+        let mut streamer = deps.channels.get(event.channel()).map(|ch| {
+            let mut base = Outbound::text(event.conversation.clone(), "");
+            base.reply_to = event.message_id.clone();
+            if ch.caps().buttons {
+                base.buttons = vec![Button::new("Stop", format!("stop:{turn_id}"), ButtonStyle::Danger)];
+            }
+            Streamer::start(ch.clone(), deps.agent.store.clone(), reply, base)
+        });
+        let session = self.load(job).await?;
+        let mut sink = crate::agent::NullObserver;
+        let observer: &mut dyn crate::agent::TurnObserver = match streamer.as_mut() {
+            Some(s) => s,
+            None => &mut sink,
+        };
+        let input = TurnInput { session, event, user: &job.user, stop, abort };
+        let outcome = deps.agent.run(input, observer).await;
+        if let Some(s) = streamer {
+            s.close().await;
+        }
+        match outcome? {
+            TurnOutcome::Finished(commit) => {
+                let session = self.state.as_mut().expect("loaded for this turn");
+                deps.agent.commit(session, &commit).await?;
+                deps.deliverer.wake();
+                METRICS.turns.inc();
+                METRICS.turn_seconds.observe(started.elapsed().as_secs_f64());
+                if let Some(u) = &commit.usage {
+                    METRICS.llm_input_tokens.add(u.input_tokens as u64);
+                    METRICS.llm_output_tokens.add(u.output_tokens as u64);
+                }
+            }
+            TurnOutcome::Parked => {
+                self.state = None;
+                deps.agent.store.inbox_retry(&event.id.0, 0, Some("parked by shutdown")).await?;
+            }
+        }
+        Ok(())
+    }
+
+    async fn reset(&mut self, job: &Job) -> Result<(), TurnError> {
+        let deps = &self.sessions.inner.deps;
+        let store = &deps.agent.store;
+        if let Some(row) = store.session_active(&self.key).await? {
+            store.session_close(&row.id).await?;
+        }
+        self.state = None;
+        let commit = TurnCommit {
+            inbox_id: job.event.id.0.clone(),
+            inbox_status: InboxStatus::Done,
+            session_id: None,
+            messages: vec![],
+            reply: Some(NewOutbox {
+                key: crate::agent::reply_key(&job.event.id.0),
+                conversation: job.event.conversation.to_string(),
+                text: "🆕 Started a new conversation. Earlier messages are kept in the history but no longer sent to the model.".into(),
+                buttons: vec![],
+                reply_to: job.event.message_id.clone(),
+            }),
+            usage: None,
+        };
+        store.finish_event(&commit).await?;
+        deps.deliverer.wake();
+        Ok(())
+    }
+}
+
+/// Clears the running-turn slot however the turn ends.
+struct ClearOnDrop(Arc<Mutex<Option<Running>>>);
+
+impl Drop for ClearOnDrop {
+    fn drop(&mut self) {
+        *lock(&self.0) = None;
+    }
+}

@@ -1,0 +1,141 @@
+//! Long-term memory ([`MemoryStore`](crate::store::MemoryStore)), written once for both
+//! backends, and the query sanitizer that turns free user text into safe full-text terms.
+//!
+//! Every statement is scoped to one user: this code must never return, count or delete another
+//! user's memories, and user text must never reach the full-text query parser unquoted (no
+//! syntax errors, no operators smuggled in).
+
+/// At most this many distinct words of a query are searched.
+const MAX_TERMS: usize = 32;
+/// Longer words are cut to this many characters.
+const MAX_TERM_CHARS: usize = 64;
+
+/// The words of a search query: runs of letters and digits, lowercased, deduplicated, in order.
+/// Everything else (quotes, `*`, parentheses, `-`, `:`) separates words and is dropped, so the
+/// result is safe to quote for either full-text syntax. Empty when there is nothing to search.
+pub(crate) fn search_terms(query: &str) -> Vec<String> {
+    let mut terms: Vec<String> = Vec::new();
+    for word in query
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+    {
+        let term: String = word
+            .chars()
+            .take(MAX_TERM_CHARS)
+            .collect::<String>()
+            .to_lowercase();
+        if !terms.contains(&term) {
+            terms.push(term);
+            if terms.len() == MAX_TERMS {
+                break;
+            }
+        }
+    }
+    terms
+}
+
+/// Implements `MemoryStore` for `$store`; the search SQL and query syntax come from
+/// `Self::SQL_MEMORY_SEARCH` (`$1` user, `$2` query, `$3` limit) and `Self::fts_query`.
+macro_rules! impl_memory {
+    ($store:ty, $db:ty) => {
+        #[async_trait::async_trait]
+        impl $crate::store::MemoryStore for $store {
+            async fn memory_add(
+                &self,
+                user_id: &str,
+                text: &str,
+                source: Option<&str>,
+            ) -> $crate::store::Result<$crate::store::MemoryRow> {
+                let raw: $crate::store::sql::rows::MemoryRaw = sqlx::query_as(concat!(
+                    "INSERT INTO memories (user_id, text, source, created_ms, updated_ms) VALUES ($1, $2, $3, $4, $4) \
+                     RETURNING ",
+                    $crate::store::sql::rows::cols!(memory)
+                ))
+                .bind(user_id)
+                .bind(text)
+                .bind(source)
+                .bind($crate::store::now_ms())
+                .fetch_one(self.writer())
+                .await
+                .map_err($crate::store::sql::error::db_err)?;
+                Ok(raw.into())
+            }
+
+            /// Full-text search over this user's memories with OR semantics over the query's
+            /// words (a memory matching only some words is found), ranked by relevance, then
+            /// most recent first. A query without words returns nothing.
+            async fn memory_search(
+                &self,
+                user_id: &str,
+                query: &str,
+                limit: usize,
+            ) -> $crate::store::Result<Vec<$crate::store::MemoryRow>> {
+                let terms = $crate::store::sql::memory::search_terms(query);
+                if terms.is_empty() || limit == 0 {
+                    return Ok(Vec::new());
+                }
+                let raw: Vec<$crate::store::sql::rows::MemoryRaw> = sqlx::query_as(Self::SQL_MEMORY_SEARCH)
+                    .bind(user_id)
+                    .bind(Self::fts_query(&terms))
+                    .bind($crate::store::sql::rows::sql_limit(limit))
+                    .fetch_all(self.reader())
+                    .await
+                    .map_err($crate::store::sql::error::db_err)?;
+                Ok(raw.into_iter().map(Into::into).collect())
+            }
+
+            /// This user's memories, most recent first.
+            async fn memory_list(&self, user_id: &str, limit: usize) -> $crate::store::Result<Vec<$crate::store::MemoryRow>> {
+                let raw: Vec<$crate::store::sql::rows::MemoryRaw> = sqlx::query_as(concat!(
+                    "SELECT ",
+                    $crate::store::sql::rows::cols!(memory),
+                    " FROM memories WHERE user_id = $1 ORDER BY created_ms DESC, id DESC LIMIT $2"
+                ))
+                .bind(user_id)
+                .bind($crate::store::sql::rows::sql_limit(limit))
+                .fetch_all(self.reader())
+                .await
+                .map_err($crate::store::sql::error::db_err)?;
+                Ok(raw.into_iter().map(Into::into).collect())
+            }
+
+            /// Deletes the memory only if it belongs to `user_id`.
+            async fn memory_forget(&self, user_id: &str, id: i64) -> $crate::store::Result<bool> {
+                let done = sqlx::query("DELETE FROM memories WHERE id = $1 AND user_id = $2")
+                    .bind(id)
+                    .bind(user_id)
+                    .execute(self.writer())
+                    .await
+                    .map_err($crate::store::sql::error::db_err)?;
+                Ok(done.rows_affected() > 0)
+            }
+        }
+    };
+}
+pub(crate) use impl_memory;
+
+#[cfg(test)]
+mod tests {
+    use super::search_terms;
+
+    #[test]
+    fn search_terms_keep_only_words() {
+        let cases: &[(&str, &[&str])] = &[
+            ("coffee morning", &["coffee", "morning"]),
+            ("\"", &[]),
+            ("*", &[]),
+            ("AND OR NOT", &["and", "or", "not"]),
+            ("NEAR(", &["near"]),
+            ("'; drop table memories; --", &["drop", "table", "memories"]),
+            ("Coffee coffee COFFEE", &["coffee"]),
+            ("café-au-lait", &["café", "au", "lait"]),
+            ("  ", &[]),
+        ];
+        for (input, want) in cases {
+            assert_eq!(search_terms(input), *want, "{input:?}");
+        }
+        assert_eq!(search_terms(&"w ".repeat(100)).len(), 1);
+        let many: String = (0..100).map(|i| format!("w{i} ")).collect();
+        assert_eq!(search_terms(&many).len(), super::MAX_TERMS);
+    }
+}

@@ -1,0 +1,176 @@
+//! The outbox ([`OutboxStore`](crate::store::OutboxStore)), written once for both backends:
+//! replies are stored under an idempotency key before they are sent, then marked sent with the
+//! platform's message ids, failed, or rescheduled.
+//!
+//! It must never create a second row for one key, never turn a final (pending, sent, failed)
+//! reply back into a draft, and never change a row once it is `sent`.
+
+/// Implements `OutboxStore` for `$store` over database `$db`, and the inherent
+/// `outbox_upsert_on` helper shared with `finish_event`.
+macro_rules! impl_outbox {
+    ($store:ty, $db:ty) => {
+        impl $store {
+            /// Inserts `new` as `pending`; if the key exists as a `draft`, that row becomes
+            /// `pending` with the final text and buttons (keeping its platform ids); any other
+            /// existing row is returned unchanged.
+            async fn outbox_upsert_on(
+                conn: &mut <$db as sqlx::Database>::Connection,
+                new: &$crate::store::NewOutbox,
+                now: i64,
+            ) -> $crate::store::Result<$crate::store::OutboxRow> {
+                let raw: Option<$crate::store::sql::rows::OutboxRaw> = sqlx::query_as(concat!(
+                    "INSERT INTO outbox (key, channel, conversation, text, buttons, reply_to, status, platform_ids, \
+                     attempts, next_attempt_ms, created_ms, updated_ms) \
+                     VALUES ($1, $2, $3, $4, $5, $6, 'pending', '[]', 0, 0, $7, $7) \
+                     ON CONFLICT (key) DO UPDATE SET status = 'pending', text = excluded.text, \
+                     buttons = excluded.buttons, reply_to = COALESCE(excluded.reply_to, outbox.reply_to), \
+                     updated_ms = excluded.updated_ms WHERE outbox.status = 'draft' RETURNING ",
+                    $crate::store::sql::rows::cols!(outbox)
+                ))
+                .bind(new.key.as_str())
+                .bind($crate::store::sql::rows::channel_of(&new.conversation))
+                .bind(new.conversation.as_str())
+                .bind(new.text.as_str())
+                .bind($crate::store::sql::rows::to_json("buttons", &new.buttons)?)
+                .bind(new.reply_to.as_deref())
+                .bind(now)
+                .fetch_optional(&mut *conn)
+                .await
+                .map_err($crate::store::sql::error::db_err)?;
+                match raw {
+                    Some(raw) => raw.try_into(),
+                    None => Self::outbox_by_key_on(conn, &new.key).await,
+                }
+            }
+
+            async fn outbox_by_key_on(
+                conn: &mut <$db as sqlx::Database>::Connection,
+                key: &str,
+            ) -> $crate::store::Result<$crate::store::OutboxRow> {
+                let raw: $crate::store::sql::rows::OutboxRaw =
+                    sqlx::query_as(concat!("SELECT ", $crate::store::sql::rows::cols!(outbox), " FROM outbox WHERE key = $1"))
+                        .bind(key)
+                        .fetch_one(&mut *conn)
+                        .await
+                        .map_err($crate::store::sql::error::db_err)?;
+                raw.try_into()
+            }
+        }
+
+        #[async_trait::async_trait]
+        impl $crate::store::OutboxStore for $store {
+            /// Inserts a `draft` row if the key is new; otherwise returns the existing row
+            /// unchanged, whatever its status.
+            async fn outbox_draft(&self, new: &$crate::store::NewOutbox) -> $crate::store::Result<$crate::store::OutboxRow> {
+                let now = $crate::store::now_ms();
+                let mut conn = self.writer().acquire().await.map_err($crate::store::sql::error::db_err)?;
+                let raw: Option<$crate::store::sql::rows::OutboxRaw> = sqlx::query_as(concat!(
+                    "INSERT INTO outbox (key, channel, conversation, text, buttons, reply_to, status, platform_ids, \
+                     attempts, next_attempt_ms, created_ms, updated_ms) \
+                     VALUES ($1, $2, $3, $4, $5, $6, 'draft', '[]', 0, 0, $7, $7) \
+                     ON CONFLICT (key) DO NOTHING RETURNING ",
+                    $crate::store::sql::rows::cols!(outbox)
+                ))
+                .bind(new.key.as_str())
+                .bind($crate::store::sql::rows::channel_of(&new.conversation))
+                .bind(new.conversation.as_str())
+                .bind(new.text.as_str())
+                .bind($crate::store::sql::rows::to_json("buttons", &new.buttons)?)
+                .bind(new.reply_to.as_deref())
+                .bind(now)
+                .fetch_optional(&mut *conn)
+                .await
+                .map_err($crate::store::sql::error::db_err)?;
+                match raw {
+                    Some(raw) => raw.try_into(),
+                    None => Self::outbox_by_key_on(&mut conn, &new.key).await,
+                }
+            }
+
+            /// Inserts a `pending` row; an existing `draft` with the key becomes `pending` with
+            /// the new text; any other existing row is returned unchanged.
+            async fn outbox_enqueue(&self, new: &$crate::store::NewOutbox) -> $crate::store::Result<$crate::store::OutboxRow> {
+                let mut conn = self.writer().acquire().await.map_err($crate::store::sql::error::db_err)?;
+                Self::outbox_upsert_on(&mut conn, new, $crate::store::now_ms()).await
+            }
+
+            /// Replaces the platform ids delivered so far.
+            async fn outbox_progress(&self, id: i64, platform_ids: &[String]) -> $crate::store::Result<()> {
+                sqlx::query("UPDATE outbox SET platform_ids = $2, updated_ms = $3 WHERE id = $1")
+                    .bind(id)
+                    .bind($crate::store::sql::rows::to_json("platform ids", platform_ids)?)
+                    .bind($crate::store::now_ms())
+                    .execute(self.writer())
+                    .await
+                    .map_err($crate::store::sql::error::db_err)?;
+                Ok(())
+            }
+
+            /// `pending` rows of `channels` with `next_attempt_ms <= now_ms`, oldest (lowest id)
+            /// first. Reads only: the caller (one delivery worker per channel) marks them.
+            async fn outbox_due(
+                &self,
+                channels: &[String],
+                now_ms: i64,
+                limit: usize,
+            ) -> $crate::store::Result<Vec<$crate::store::OutboxRow>> {
+                if channels.is_empty() || limit == 0 {
+                    return Ok(Vec::new());
+                }
+                let raw: Vec<$crate::store::sql::rows::OutboxRaw> = sqlx::query_as(Self::SQL_OUTBOX_DUE)
+                    .bind(Self::channels_arg(channels))
+                    .bind(now_ms)
+                    .bind($crate::store::sql::rows::sql_limit(limit))
+                    .fetch_all(self.reader())
+                    .await
+                    .map_err($crate::store::sql::error::db_err)?;
+                $crate::store::sql::rows::convert_all(raw)
+            }
+
+            /// `Sent` and `Failed { error }` count one attempt; `Retry` puts a pending or failed
+            /// row back to `pending` at `next_attempt_ms` with the error, counting an attempt only
+            /// if `count_attempt`. A row that is already `sent` never changes.
+            async fn outbox_mark(&self, id: i64, mark: &$crate::store::OutboxMark) -> $crate::store::Result<()> {
+                use $crate::store::OutboxMark;
+                let now = $crate::store::now_ms();
+                let q = match mark {
+                    OutboxMark::Sent => sqlx::query(
+                        "UPDATE outbox SET status = 'sent', attempts = attempts + 1, updated_ms = $2 \
+                         WHERE id = $1 AND status <> 'sent'",
+                    )
+                    .bind(id)
+                    .bind(now),
+                    OutboxMark::Failed { error } => sqlx::query(
+                        "UPDATE outbox SET status = 'failed', attempts = attempts + 1, last_error = $3, \
+                         updated_ms = $2 WHERE id = $1 AND status <> 'sent'",
+                    )
+                    .bind(id)
+                    .bind(now)
+                    .bind(error.as_str()),
+                    OutboxMark::Retry { next_attempt_ms, error, count_attempt } => sqlx::query(
+                        "UPDATE outbox SET status = 'pending', attempts = attempts + $5, last_error = $3, \
+                         next_attempt_ms = $4, updated_ms = $2 WHERE id = $1 AND status IN ('pending', 'failed')",
+                    )
+                    .bind(id)
+                    .bind(now)
+                    .bind(error.as_str())
+                    .bind(*next_attempt_ms)
+                    .bind(i32::from(*count_attempt)),
+                };
+                q.execute(self.writer()).await.map_err($crate::store::sql::error::db_err)?;
+                Ok(())
+            }
+
+            async fn outbox_get(&self, key: &str) -> $crate::store::Result<Option<$crate::store::OutboxRow>> {
+                let raw: Option<$crate::store::sql::rows::OutboxRaw> =
+                    sqlx::query_as(concat!("SELECT ", $crate::store::sql::rows::cols!(outbox), " FROM outbox WHERE key = $1"))
+                        .bind(key)
+                        .fetch_optional(self.reader())
+                        .await
+                        .map_err($crate::store::sql::error::db_err)?;
+                raw.map(TryInto::try_into).transpose()
+            }
+        }
+    };
+}
+pub(crate) use impl_outbox;

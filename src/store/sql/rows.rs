@@ -1,0 +1,314 @@
+//! Raw rows as both databases return them (`FromRow`, plain column types) and their conversion
+//! into the store's record types, plus the column lists every query selects.
+//!
+//! Shared by both backends. It must never run a query itself, and never guess when stored data
+//! does not decode: that is reported as [`StoreError::Corrupt`].
+
+use super::error::corrupt;
+use crate::store::{
+    ConversationRow, InboxRow, InboxStatus, MemoryRow, NewMessage, OutboxRow, OutboxStatus, Result,
+    Role, SessionRow, StoreError, StoredMessage, UserRole, UserRow, WebMessage,
+};
+use butler_channel::{Button, ConversationKind};
+
+/// Column lists, as literals so that queries can be built with `concat!` and stay `'static`.
+macro_rules! cols {
+    (inbox) => {
+        "seq, event, status, attempts, error, created_ms"
+    };
+    (session) => {
+        "id, key, user_id, conversation, system_prompt, version, created_ms, updated_ms"
+    };
+    (message) => {
+        "seq, role, content, name, tool_calls, tool_call_id, is_error, event_id, created_ms"
+    };
+    (outbox) => {
+        "id, key, channel, conversation, text, buttons, reply_to, status, platform_ids, attempts, \
+         next_attempt_ms, last_error, created_ms, updated_ms"
+    };
+    (memory) => {
+        "id, user_id, text, source, created_ms"
+    };
+    (user) => {
+        "id, display_name, role, timezone, created_ms"
+    };
+    (conversation) => {
+        "id, kind, owner, created_ms"
+    };
+    (web) => {
+        "id, conversation, key, role, author, text, buttons, created_ms, updated_ms"
+    };
+}
+pub(crate) use cols;
+
+pub(crate) fn to_json<T: serde::Serialize + ?Sized>(what: &str, value: &T) -> Result<String> {
+    serde_json::to_string(value)
+        .map_err(|e| StoreError::Corrupt(format!("cannot encode {what}: {e}")))
+}
+
+fn from_json<T: serde::de::DeserializeOwned>(what: &str, text: &str) -> Result<T> {
+    serde_json::from_str(text).map_err(|e| corrupt(what, e))
+}
+
+/// `telegram:123/4` -> `telegram`.
+pub(crate) fn channel_of(conversation: &str) -> &str {
+    conversation
+        .split_once(':')
+        .map_or(conversation, |(c, _)| c)
+}
+
+pub(crate) fn kind_str(kind: ConversationKind) -> &'static str {
+    match kind {
+        ConversationKind::Direct => "direct",
+        ConversationKind::Group => "group",
+    }
+}
+
+/// Converts a `usize` limit into a SQL `LIMIT` value.
+pub(crate) fn sql_limit(limit: usize) -> i64 {
+    i64::try_from(limit).unwrap_or(i64::MAX)
+}
+
+#[derive(sqlx::FromRow)]
+pub(crate) struct InboxRaw {
+    seq: i64,
+    event: String,
+    status: String,
+    attempts: i32,
+    error: Option<String>,
+    created_ms: i64,
+}
+
+impl TryFrom<InboxRaw> for InboxRow {
+    type Error = StoreError;
+    fn try_from(r: InboxRaw) -> Result<Self> {
+        Ok(InboxRow {
+            seq: r.seq,
+            event: from_json("inbox.event", &r.event)?,
+            status: InboxStatus::parse(&r.status)
+                .ok_or_else(|| corrupt("inbox.status", &r.status))?,
+            attempts: r.attempts,
+            error: r.error,
+            created_ms: r.created_ms,
+        })
+    }
+}
+
+#[derive(sqlx::FromRow)]
+pub(crate) struct SessionRaw {
+    id: String,
+    key: String,
+    user_id: String,
+    conversation: String,
+    system_prompt: String,
+    version: i64,
+    created_ms: i64,
+    updated_ms: i64,
+}
+
+impl From<SessionRaw> for SessionRow {
+    fn from(r: SessionRaw) -> Self {
+        SessionRow {
+            id: r.id,
+            key: r.key,
+            user_id: r.user_id,
+            conversation: r.conversation,
+            system_prompt: r.system_prompt,
+            version: r.version,
+            created_ms: r.created_ms,
+            updated_ms: r.updated_ms,
+        }
+    }
+}
+
+#[derive(sqlx::FromRow)]
+pub(crate) struct MessageRaw {
+    seq: i64,
+    role: String,
+    content: String,
+    name: Option<String>,
+    tool_calls: Option<String>,
+    tool_call_id: Option<String>,
+    is_error: bool,
+    event_id: Option<String>,
+    created_ms: i64,
+}
+
+impl TryFrom<MessageRaw> for StoredMessage {
+    type Error = StoreError;
+    fn try_from(r: MessageRaw) -> Result<Self> {
+        let tool_calls = match r.tool_calls.as_deref() {
+            None | Some("") => Vec::new(),
+            Some(j) => from_json("messages.tool_calls", j)?,
+        };
+        Ok(StoredMessage {
+            seq: r.seq,
+            msg: NewMessage {
+                role: Some(Role::parse(&r.role).ok_or_else(|| corrupt("messages.role", &r.role))?),
+                content: r.content,
+                name: r.name,
+                tool_calls,
+                tool_call_id: r.tool_call_id,
+                is_error: r.is_error,
+                event_id: r.event_id,
+            },
+            created_ms: r.created_ms,
+        })
+    }
+}
+
+/// `tool_calls` as stored: `NULL` when there are none.
+pub(crate) fn tool_calls_json(msg: &NewMessage) -> Result<Option<String>> {
+    if msg.tool_calls.is_empty() {
+        Ok(None)
+    } else {
+        to_json("tool calls", &msg.tool_calls).map(Some)
+    }
+}
+
+#[derive(sqlx::FromRow)]
+pub(crate) struct OutboxRaw {
+    id: i64,
+    key: String,
+    channel: String,
+    conversation: String,
+    text: String,
+    buttons: String,
+    reply_to: Option<String>,
+    status: String,
+    platform_ids: String,
+    attempts: i32,
+    next_attempt_ms: i64,
+    last_error: Option<String>,
+    created_ms: i64,
+    updated_ms: i64,
+}
+
+impl TryFrom<OutboxRaw> for OutboxRow {
+    type Error = StoreError;
+    fn try_from(r: OutboxRaw) -> Result<Self> {
+        Ok(OutboxRow {
+            id: r.id,
+            key: r.key,
+            channel: r.channel,
+            conversation: r.conversation,
+            text: r.text,
+            buttons: from_json::<Vec<Button>>("outbox.buttons", &r.buttons)?,
+            reply_to: r.reply_to,
+            status: OutboxStatus::parse(&r.status)
+                .ok_or_else(|| corrupt("outbox.status", &r.status))?,
+            platform_ids: from_json("outbox.platform_ids", &r.platform_ids)?,
+            attempts: r.attempts,
+            next_attempt_ms: r.next_attempt_ms,
+            last_error: r.last_error,
+            created_ms: r.created_ms,
+            updated_ms: r.updated_ms,
+        })
+    }
+}
+
+#[derive(sqlx::FromRow)]
+pub(crate) struct MemoryRaw {
+    id: i64,
+    user_id: String,
+    text: String,
+    source: Option<String>,
+    created_ms: i64,
+}
+
+impl From<MemoryRaw> for MemoryRow {
+    fn from(r: MemoryRaw) -> Self {
+        MemoryRow {
+            id: r.id,
+            user_id: r.user_id,
+            text: r.text,
+            source: r.source,
+            created_ms: r.created_ms,
+        }
+    }
+}
+
+#[derive(sqlx::FromRow)]
+pub(crate) struct UserRaw {
+    id: String,
+    display_name: Option<String>,
+    role: String,
+    timezone: String,
+    created_ms: i64,
+}
+
+impl TryFrom<UserRaw> for UserRow {
+    type Error = StoreError;
+    fn try_from(r: UserRaw) -> Result<Self> {
+        Ok(UserRow {
+            role: UserRole::parse(&r.role).ok_or_else(|| corrupt("users.role", &r.role))?,
+            id: r.id,
+            display_name: r.display_name,
+            timezone: r.timezone,
+            created_ms: r.created_ms,
+        })
+    }
+}
+
+#[derive(sqlx::FromRow)]
+pub(crate) struct ConversationRaw {
+    id: String,
+    kind: String,
+    owner: String,
+    created_ms: i64,
+}
+
+impl TryFrom<ConversationRaw> for ConversationRow {
+    type Error = StoreError;
+    fn try_from(r: ConversationRaw) -> Result<Self> {
+        let kind = match r.kind.as_str() {
+            "direct" => ConversationKind::Direct,
+            "group" => ConversationKind::Group,
+            other => return Err(corrupt("conversations.kind", other)),
+        };
+        Ok(ConversationRow {
+            id: r.id,
+            kind,
+            owner: r.owner,
+            created_ms: r.created_ms,
+        })
+    }
+}
+
+#[derive(sqlx::FromRow)]
+pub(crate) struct WebRaw {
+    id: i64,
+    conversation: String,
+    key: String,
+    role: String,
+    author: String,
+    text: String,
+    buttons: String,
+    created_ms: i64,
+    updated_ms: i64,
+}
+
+impl TryFrom<WebRaw> for WebMessage {
+    type Error = StoreError;
+    fn try_from(r: WebRaw) -> Result<Self> {
+        Ok(WebMessage {
+            buttons: from_json("web_messages.buttons", &r.buttons)?,
+            id: r.id,
+            conversation: r.conversation,
+            key: r.key,
+            role: r.role,
+            author: r.author,
+            text: r.text,
+            created_ms: r.created_ms,
+            updated_ms: r.updated_ms,
+        })
+    }
+}
+
+/// Converts every raw row, failing on the first that does not decode.
+pub(crate) fn convert_all<R, T>(rows: Vec<R>) -> Result<Vec<T>>
+where
+    T: TryFrom<R, Error = StoreError>,
+{
+    rows.into_iter().map(T::try_from).collect()
+}

@@ -1,0 +1,140 @@
+//! [`SqliteStore`]: the embedded default backend (one file, WAL, FTS5 for memory search).
+//!
+//! Writes go through a pool of exactly one connection, so writers queue in-process (fair, no
+//! busy-wait sleeps) instead of contending for SQLite's write lock; reads use a separate pool
+//! and run concurrently thanks to WAL. Write transactions start with `BEGIN IMMEDIATE` so that
+//! another process (a CLI command) can never turn a reader into a failing writer mid-transaction.
+//! This file must never put the database path's secrets or any user text into SQL it builds.
+
+use super::error::db_err;
+use crate::store::{redact_url, Backend, Result, StoreError};
+use sqlx::migrate::Migrator;
+use sqlx::sqlite::{
+    SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
+};
+use sqlx::{Sqlite, Transaction};
+use std::str::FromStr;
+use std::time::Duration;
+
+static MIGRATOR: Migrator = sqlx::migrate!("./migrations/sqlite");
+
+/// The SQLite store. Cheap to share behind an `Arc`; cloning the pools is not needed.
+pub struct SqliteStore {
+    writer: SqlitePool,
+    reader: SqlitePool,
+}
+
+impl SqliteStore {
+    /// Opens (creating if missing, along with its parent directory) the database at `url`
+    /// (`sqlite://path`, `sqlite:path` or `sqlite::memory:`), in WAL mode with
+    /// `synchronous = NORMAL`, a 5 s busy timeout and foreign keys on. `max_connections` bounds
+    /// the read pool; writes always use one connection. Does not migrate.
+    pub async fn connect(url: &str, max_connections: u32) -> Result<Self> {
+        let options = SqliteConnectOptions::from_str(url)
+            .map_err(|e| StoreError::Config(format!("bad SQLite URL `{}`: {e}", redact_url(url))))?
+            .create_if_missing(true)
+            .journal_mode(SqliteJournalMode::Wal)
+            .synchronous(SqliteSynchronous::Normal)
+            .busy_timeout(Duration::from_secs(5))
+            .foreign_keys(true);
+        let in_memory = url.contains(":memory:") || url.contains("mode=memory");
+        if !in_memory {
+            if let Some(dir) = options
+                .get_filename()
+                .parent()
+                .filter(|d| !d.as_os_str().is_empty())
+            {
+                std::fs::create_dir_all(dir).map_err(|e| {
+                    StoreError::Config(format!(
+                        "cannot create the database directory {}: {e}",
+                        dir.display()
+                    ))
+                })?;
+            }
+        }
+        let unavailable = |e: sqlx::Error| {
+            StoreError::Unavailable(format!("cannot open {}: {}", redact_url(url), db_err(e)))
+        };
+        // An in-memory database lives only as long as a connection to it: keep exactly one
+        // forever and use it for reads too.
+        let writer = SqlitePoolOptions::new()
+            .max_connections(1)
+            .min_connections(u32::from(in_memory))
+            .idle_timeout(if in_memory {
+                None
+            } else {
+                Some(Duration::from_secs(600))
+            })
+            .max_lifetime(if in_memory {
+                None
+            } else {
+                Some(Duration::from_secs(3600))
+            })
+            .connect_with(options.clone())
+            .await
+            .map_err(unavailable)?;
+        let reader = if in_memory {
+            writer.clone()
+        } else {
+            SqlitePoolOptions::new()
+                .max_connections(max_connections.max(1))
+                .connect_with(options)
+                .await
+                .map_err(unavailable)?
+        };
+        Ok(Self { writer, reader })
+    }
+
+    const BACKEND: Backend = Backend::Sqlite;
+
+    fn migrator() -> &'static Migrator {
+        &MIGRATOR
+    }
+
+    fn reader(&self) -> &SqlitePool {
+        &self.reader
+    }
+
+    fn writer(&self) -> &SqlitePool {
+        &self.writer
+    }
+
+    async fn begin_write(&self) -> Result<Transaction<'static, Sqlite>> {
+        self.writer
+            .begin_with("BEGIN IMMEDIATE")
+            .await
+            .map_err(db_err)
+    }
+
+    async fn close_pools(&self) {
+        self.reader.close().await;
+        self.writer.close().await;
+    }
+
+    /// The channel list is bound as one JSON array and read with `json_each`.
+    fn channels_arg(channels: &[String]) -> String {
+        serde_json::to_string(channels).unwrap_or_else(|_| "[]".to_string())
+    }
+
+    super::channel_sql!("channel IN (SELECT value FROM json_each($1))", "");
+
+    /// FTS5 over `memories_fts` (external content, kept in sync by triggers), best `bm25`
+    /// first, then newest.
+    const SQL_MEMORY_SEARCH: &'static str =
+        "SELECT m.id, m.user_id, m.text, m.source, m.created_ms \
+         FROM memories_fts JOIN memories m ON m.id = memories_fts.rowid \
+         WHERE memories_fts MATCH $2 AND m.user_id = $1 \
+         ORDER BY bm25(memories_fts), m.created_ms DESC, m.id DESC LIMIT $3";
+
+    /// `"a" OR "b"`: every term is a quoted FTS5 string (terms hold only letters and digits,
+    /// so no quote can appear inside), joined with OR.
+    fn fts_query(terms: &[String]) -> String {
+        terms
+            .iter()
+            .map(|t| format!("\"{t}\""))
+            .collect::<Vec<_>>()
+            .join(" OR ")
+    }
+}
+
+super::impl_store!(SqliteStore, sqlx::Sqlite);

@@ -1,0 +1,100 @@
+//! Ending an event atomically ([`TurnStore`](crate::store::TurnStore)), written once for both
+//! backends: transcript, reply, usage and inbox status in one short transaction, and the usage
+//! totals that per-user limits read.
+//!
+//! It must never apply one event's turn twice: a commit for an event whose inbox row is already
+//! finished only re-upserts the (idempotent) reply, so a re-run or a second replica finishing
+//! the same event never duplicates messages, replies or usage.
+
+/// Implements `TurnStore` for `$store` over database `$db`.
+macro_rules! impl_turn {
+    ($store:ty, $db:ty) => {
+        #[async_trait::async_trait]
+        impl $crate::store::TurnStore for $store {
+            /// In ONE transaction:
+            /// 1. sets the inbox row's status (if it is still pending or processing);
+            /// 2. appends `messages` to `session_id` (seq continues, version bumped);
+            /// 3. upserts the reply by key: a `draft` becomes `pending` with the final text and
+            ///    buttons and keeps its platform ids; an existing pending/sent/failed row is left
+            ///    unchanged;
+            /// 4. records usage.
+            ///
+            /// If the inbox row is already done/dropped/failed, this is a re-run: steps 2 and 4
+            /// are skipped and only the idempotent step 3 runs. An event with no inbox row is
+            /// applied in full. Returns the reply's outbox row id.
+            async fn finish_event(&self, commit: &$crate::store::TurnCommit) -> $crate::store::Result<Option<i64>> {
+                use $crate::store::sql::error::db_err;
+                let now = $crate::store::now_ms();
+                let mut tx = self.begin_write().await?;
+                let updated = sqlx::query(
+                    "UPDATE inbox SET status = $2, updated_ms = $3 WHERE id = $1 \
+                     AND status IN ('pending', 'processing')",
+                )
+                .bind(commit.inbox_id.as_str())
+                .bind(commit.inbox_status.as_str())
+                .bind(now)
+                .execute(&mut *tx)
+                .await
+                .map_err(db_err)?;
+                let rerun = if updated.rows_affected() == 0 {
+                    let status: Option<String> = sqlx::query_scalar("SELECT status FROM inbox WHERE id = $1")
+                        .bind(commit.inbox_id.as_str())
+                        .fetch_optional(&mut *tx)
+                        .await
+                        .map_err(db_err)?;
+                    status.is_some()
+                } else {
+                    false
+                };
+                if !rerun {
+                    if let Some(session_id) = commit.session_id.as_deref() {
+                        if !commit.messages.is_empty() {
+                            Self::append_messages_on(&mut tx, session_id, &commit.messages, now).await?;
+                        }
+                    }
+                }
+                let reply_id = match &commit.reply {
+                    Some(reply) => Some(Self::outbox_upsert_on(&mut tx, reply, now).await?.id),
+                    None => None,
+                };
+                if let (false, Some(u)) = (rerun, &commit.usage) {
+                    sqlx::query(
+                        "INSERT INTO usage (user_id, session_id, event_id, model, input_tokens, output_tokens, \
+                         cost_usd, iterations, created_ms) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+                    )
+                    .bind(u.user_id.as_str())
+                    .bind(u.session_id.as_str())
+                    .bind(u.event_id.as_str())
+                    .bind(u.model.as_str())
+                    .bind(u.input_tokens)
+                    .bind(u.output_tokens)
+                    .bind(u.cost_usd)
+                    .bind(u.iterations)
+                    .bind(now)
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(db_err)?;
+                }
+                tx.commit().await.map_err(db_err)?;
+                Ok(reply_id)
+            }
+
+            /// Turns, tokens and cost of `user_id` recorded at or after `since_ms`.
+            async fn usage_since(&self, user_id: &str, since_ms: i64) -> $crate::store::Result<$crate::store::UsageTotals> {
+                let (turns, input_tokens, output_tokens, cost_usd): (i64, i64, i64, f64) = sqlx::query_as(
+                    "SELECT COUNT(*), CAST(COALESCE(SUM(input_tokens), 0) AS BIGINT), \
+                     CAST(COALESCE(SUM(output_tokens), 0) AS BIGINT), \
+                     CAST(COALESCE(SUM(cost_usd), 0.0) AS DOUBLE PRECISION) \
+                     FROM usage WHERE user_id = $1 AND created_ms >= $2",
+                )
+                .bind(user_id)
+                .bind(since_ms)
+                .fetch_one(self.reader())
+                .await
+                .map_err($crate::store::sql::error::db_err)?;
+                Ok($crate::store::UsageTotals { turns, input_tokens, output_tokens, cost_usd })
+            }
+        }
+    };
+}
+pub(crate) use impl_turn;

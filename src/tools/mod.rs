@@ -1,0 +1,115 @@
+//! Tools the agent can call: the [`Tool`] trait, the registry, argument validation and the
+//! built-in tools.
+//!
+//! A tool declares whether it is read-only and how risky it is; the permission engine decides
+//! from that. A tool must never reach outside the user it runs for (its [`ToolCtx`]), never
+//! panic on bad arguments (it returns [`ToolError::InvalidArgs`]) and never block the runtime.
+
+pub mod builtin;
+mod validate;
+
+pub use validate::validate_args;
+
+use crate::llm::ToolDef;
+use crate::store::{Store, UserRow};
+use async_trait::async_trait;
+use butler_channel::{ConversationRef, Identity};
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use tokio_util::sync::CancellationToken;
+
+/// How much harm a mistaken call could do.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Risk {
+    Low,
+    Medium,
+    High,
+}
+
+#[derive(Clone, Debug)]
+pub struct ToolSpec {
+    pub name: String,
+    pub description: String,
+    /// JSON Schema of the arguments object.
+    pub parameters: Value,
+    pub read_only: bool,
+    pub risk: Risk,
+}
+
+/// Who a tool call runs for, and the handles it may use.
+#[derive(Clone)]
+pub struct ToolCtx {
+    pub user: UserRow,
+    pub identity: Identity,
+    pub session_id: String,
+    pub conversation: ConversationRef,
+    pub store: Arc<dyn Store>,
+    /// Fires when the turn is stopped; long tools should give up.
+    pub cancel: CancellationToken,
+    pub recall_limit: usize,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ToolError {
+    /// The model sent arguments that do not fit the schema; it can fix them and retry.
+    #[error("invalid arguments: {0}")]
+    InvalidArgs(String),
+    /// The tool ran and failed.
+    #[error("{0}")]
+    Failed(String),
+}
+
+#[async_trait]
+pub trait Tool: Send + Sync {
+    fn spec(&self) -> &ToolSpec;
+    async fn call(&self, ctx: &ToolCtx, args: Value) -> Result<String, ToolError>;
+}
+
+/// The tools available to a turn, by name. Sorted, so the tool list sent to the model is
+/// byte-stable (provider prompt caches key on it).
+#[derive(Clone, Default)]
+pub struct Tools {
+    by_name: BTreeMap<String, Arc<dyn Tool>>,
+}
+
+impl Tools {
+    pub fn add(&mut self, tool: Arc<dyn Tool>) {
+        self.by_name.insert(tool.spec().name.clone(), tool);
+    }
+
+    pub fn get(&self, name: &str) -> Option<&Arc<dyn Tool>> {
+        self.by_name.get(name)
+    }
+
+    pub fn defs(&self) -> Vec<ToolDef> {
+        self.by_name
+            .values()
+            .map(|t| {
+                let s = t.spec();
+                ToolDef { name: s.name.clone(), description: s.description.clone(), parameters: s.parameters.clone() }
+            })
+            .collect()
+    }
+
+    pub fn names(&self) -> Vec<&str> {
+        self.by_name.keys().map(String::as_str).collect()
+    }
+
+    /// The built-in tools enabled by the config.
+    pub fn builtin(cfg: &crate::config::Config) -> Self {
+        let mut t = Self::default();
+        t.add(Arc::new(builtin::Now::new()));
+        if cfg.memory.enabled {
+            for tool in builtin::memory_tools() {
+                t.add(tool);
+            }
+        }
+        t
+    }
+}
+
+/// Deserializes validated arguments into a tool's typed argument struct.
+pub fn parse_args<T: serde::de::DeserializeOwned>(args: Value) -> Result<T, ToolError> {
+    serde_json::from_value(args).map_err(|e| ToolError::InvalidArgs(e.to_string()))
+}

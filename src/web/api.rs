@@ -1,0 +1,303 @@
+//! The web chat HTTP API and page. Every request is validated before anything is stored; a bad
+//! one gets a 4xx JSON error and changes nothing.
+
+use super::channel::message_json;
+use super::{WebAuth, WebHub, CHANNEL};
+use crate::http::{ApiError, ApiJson};
+use crate::store::{now_ms, ConversationRow, NewWebMessage, Store};
+use axum::extract::{Path, Query, State};
+use axum::http::{header, HeaderMap, StatusCode};
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{Html, IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use butler_channel::{Accepted, Actor, ConversationKind, ConversationRef, EventBody, EventId, Identity, InboundEvent, Ingress, IngressError};
+use futures::Stream;
+use serde::Deserialize;
+use serde_json::json;
+use std::convert::Infallible;
+use std::sync::Arc;
+use tokio_stream::wrappers::errors::BroadcastStreamRecvError;
+use tokio_stream::wrappers::BroadcastStream;
+use futures::StreamExt;
+use tokio_util::sync::CancellationToken;
+
+const MAX_TEXT_CHARS: usize = 32_000;
+
+/// What the page shows about the model.
+#[derive(Clone, Debug)]
+pub struct PageInfo {
+    pub llm_configured: bool,
+    pub provider: String,
+    pub model: String,
+}
+
+#[derive(Clone)]
+pub struct WebState {
+    pub store: Arc<dyn Store>,
+    pub ingress: Arc<dyn Ingress>,
+    pub hub: Arc<WebHub>,
+    pub auth: WebAuth,
+    pub info: PageInfo,
+    /// Ends open event streams on shutdown.
+    pub shutdown: CancellationToken,
+}
+
+pub fn routes(state: WebState) -> Router {
+    Router::new()
+        .route("/", get(page))
+        .route("/assets/app.js", get(app_js))
+        .route("/assets/style.css", get(style_css))
+        .route("/api/v1/info", get(info))
+        .route("/api/v1/messages", post(post_message))
+        .route("/api/v1/actions", post(post_action))
+        .route("/api/v1/conversations/{id}/messages", get(list_messages))
+        .route("/api/v1/conversations/{id}/stream", get(stream))
+        .with_state(state)
+}
+
+async fn page() -> impl IntoResponse {
+    (
+        [(header::CONTENT_SECURITY_POLICY, "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'")],
+        Html(include_str!("assets/index.html")),
+    )
+}
+
+async fn app_js() -> impl IntoResponse {
+    ([(header::CONTENT_TYPE, "text/javascript; charset=utf-8")], include_str!("assets/app.js"))
+}
+
+async fn style_css() -> impl IntoResponse {
+    ([(header::CONTENT_TYPE, "text/css; charset=utf-8")], include_str!("assets/style.css"))
+}
+
+async fn info(State(s): State<WebState>) -> impl IntoResponse {
+    let hint = (!s.info.llm_configured).then(|| crate::llm::LlmError::NotConfigured.to_string());
+    Json(json!({
+        "llm": {"configured": s.info.llm_configured, "provider": s.info.provider, "model": s.info.model, "hint": hint},
+        "auth": if s.auth.is_local() { "local" } else { "token" },
+        "user": if s.auth.is_local() { Some(super::LOCAL_USER) } else { None },
+    }))
+}
+
+/// A name safe to use as a conversation, user or client message id.
+fn check_name(field: &str, value: &str, max: usize) -> Result<(), ApiError> {
+    let ok = !value.is_empty()
+        && value.len() <= max
+        && value.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '@'));
+    if ok {
+        Ok(())
+    } else {
+        Err(ApiError::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "invalid_fields",
+            format!("`{field}` must be 1 to {max} characters of letters, digits, - _ . @"),
+        ))
+    }
+}
+
+fn conversation_id(raw: &str) -> Result<String, ApiError> {
+    let id = raw.strip_prefix("web:").unwrap_or(raw);
+    check_name("conversation", id, 64)?;
+    Ok(id.to_string())
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PostMessage {
+    conversation: String,
+    user: Option<String>,
+    text: String,
+    /// Client-chosen id: a retried POST with the same id is stored once.
+    id: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PostAction {
+    conversation: String,
+    user: Option<String>,
+    action: String,
+}
+
+/// Resolves who is asking and checks they may use conversation `conv` (if it exists).
+async fn authorize(
+    s: &WebState,
+    headers: &HeaderMap,
+    claimed: Option<&str>,
+    conv: &str,
+) -> Result<(String, Option<ConversationRow>), ApiError> {
+    if let Some(u) = claimed {
+        check_name("user", u.strip_prefix("web:").unwrap_or(u), 64)?;
+    }
+    let user = s.auth.user(headers, claimed)?;
+    let row = s.store.conversation_get(&format!("{CHANNEL}:{conv}")).await.map_err(ApiError::unavailable)?;
+    if let Some(r) = &row {
+        if r.owner != format!("{CHANNEL}:{user}") {
+            return Err(ApiError::new(StatusCode::FORBIDDEN, "forbidden", "this conversation belongs to someone else"));
+        }
+    }
+    Ok((user, row))
+}
+
+fn event(conv: &str, user: &str, id: String, body: EventBody) -> InboundEvent {
+    InboundEvent {
+        id: EventId(id),
+        actor: Actor::new(Identity::new(CHANNEL, user)),
+        conversation: ConversationRef::new(CHANNEL, conv),
+        kind: ConversationKind::Direct,
+        addressed: true,
+        reply_to: None,
+        message_id: None,
+        body,
+        at_ms: now_ms(),
+    }
+}
+
+fn accepted(id: &str, outcome: Accepted) -> Response {
+    let duplicate = outcome == Accepted::Duplicate;
+    (StatusCode::ACCEPTED, Json(json!({"event_id": id, "duplicate": duplicate}))).into_response()
+}
+
+fn ingress_error(e: IngressError) -> ApiError {
+    match e {
+        IngressError::Invalid(m) => ApiError::bad_request(m),
+        IngressError::Unavailable(m) => ApiError::unavailable(m),
+    }
+}
+
+async fn post_message(
+    State(s): State<WebState>,
+    headers: HeaderMap,
+    ApiJson(body): ApiJson<PostMessage>,
+) -> Result<Response, ApiError> {
+    let conv = conversation_id(&body.conversation)?;
+    let text = body.text.trim();
+    if text.is_empty() {
+        return Err(ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "empty_text", "`text` is empty"));
+    }
+    if text.chars().count() > MAX_TEXT_CHARS {
+        return Err(ApiError::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "text_too_long",
+            format!("`text` is longer than {MAX_TEXT_CHARS} characters"),
+        ));
+    }
+    if let Some(id) = &body.id {
+        check_name("id", id, 100)?;
+    }
+    let (user, existing) = authorize(&s, &headers, body.user.as_deref(), &conv).await?;
+    let identity = format!("{CHANNEL}:{user}");
+    if existing.is_none() {
+        let row = ConversationRow {
+            id: format!("{CHANNEL}:{conv}"),
+            kind: ConversationKind::Direct,
+            owner: identity.clone(),
+            created_ms: now_ms(),
+        };
+        let stored = s.store.conversation_ensure(&row).await.map_err(ApiError::unavailable)?;
+        if stored.owner != identity {
+            return Err(ApiError::new(StatusCode::FORBIDDEN, "forbidden", "this conversation belongs to someone else"));
+        }
+    }
+    let event_id = match &body.id {
+        Some(id) => format!("{CHANNEL}:{conv}:{id}"),
+        None => format!("{CHANNEL}:{}", uuid::Uuid::new_v4()),
+    };
+    let ev = event(&conv, &user, event_id.clone(), EventBody::Message { text: text.to_string() });
+    let outcome = s.ingress.accept(ev).await.map_err(ingress_error)?;
+    // Show the user's own message on the page (idempotent on the event id).
+    let shown = NewWebMessage {
+        conversation: format!("{CHANNEL}:{conv}"),
+        key: event_id.clone(),
+        role: "user".into(),
+        author: user,
+        text: text.to_string(),
+        buttons: vec![],
+    };
+    match s.store.web_insert(&shown).await {
+        Ok(row) if outcome == Accepted::New => s.hub.publish(&shown.conversation, "created", message_json(&row)),
+        Ok(_) => {}
+        Err(e) => tracing::warn!(error = %e, "could not log the user's web message; it is processed anyway"),
+    }
+    Ok(accepted(&event_id, outcome))
+}
+
+async fn post_action(
+    State(s): State<WebState>,
+    headers: HeaderMap,
+    ApiJson(body): ApiJson<PostAction>,
+) -> Result<Response, ApiError> {
+    let conv = conversation_id(&body.conversation)?;
+    if body.action.is_empty() || body.action.len() > 200 {
+        return Err(ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_fields", "`action` must be 1 to 200 characters"));
+    }
+    let (user, existing) = authorize(&s, &headers, body.user.as_deref(), &conv).await?;
+    if existing.is_none() {
+        return Err(ApiError::new(StatusCode::NOT_FOUND, "unknown_conversation", "no such conversation"));
+    }
+    let event_id = format!("{CHANNEL}:action:{}", uuid::Uuid::new_v4());
+    let ev = event(&conv, &user, event_id.clone(), EventBody::Action { action: body.action, message: None });
+    let outcome = s.ingress.accept(ev).await.map_err(ingress_error)?;
+    Ok(accepted(&event_id, outcome))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ListQuery {
+    after: Option<i64>,
+    limit: Option<usize>,
+}
+
+/// The stored id of conversation `raw` if the caller may read it. In local mode reading is open
+/// to the local machine; in token mode only to the conversation's owner.
+async fn existing_conversation(s: &WebState, headers: &HeaderMap, raw: &str) -> Result<String, ApiError> {
+    let conv = conversation_id(raw)?;
+    let user = s.auth.user(headers, None)?;
+    let row = s
+        .store
+        .conversation_get(&format!("{CHANNEL}:{conv}"))
+        .await
+        .map_err(ApiError::unavailable)?
+        .ok_or_else(|| ApiError::new(StatusCode::NOT_FOUND, "unknown_conversation", "no such conversation"))?;
+    if !s.auth.is_local() && row.owner != format!("{CHANNEL}:{user}") {
+        return Err(ApiError::new(StatusCode::FORBIDDEN, "forbidden", "this conversation belongs to someone else"));
+    }
+    Ok(row.id)
+}
+
+async fn list_messages(
+    State(s): State<WebState>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+    query: Result<Query<ListQuery>, axum::extract::rejection::QueryRejection>,
+) -> Result<Response, ApiError> {
+    let Query(q) = query.map_err(|e| ApiError::bad_request(e.body_text()))?;
+    let conv = existing_conversation(&s, &headers, &id).await?;
+    let limit = q.limit.unwrap_or(200);
+    if !(1..=1000).contains(&limit) {
+        return Err(ApiError::bad_request("`limit` must be between 1 and 1000"));
+    }
+    let rows = s.store.web_list(&conv, q.after.unwrap_or(0), limit).await.map_err(ApiError::unavailable)?;
+    let messages: Vec<_> = rows.iter().map(message_json).collect();
+    Ok(Json(json!({"conversation": conv, "messages": messages})).into_response())
+}
+
+async fn stream(
+    State(s): State<WebState>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, ApiError> {
+    let conv = existing_conversation(&s, &headers, &id).await?;
+    let rx = s.hub.subscribe(&conv);
+    let shutdown = s.shutdown.clone();
+    let events = BroadcastStream::new(rx)
+        .map(|item| match item {
+            Ok(ev) => Event::default().event(ev.kind).data(ev.data.to_string()),
+            // Too slow: tell the page to reload the list.
+            Err(BroadcastStreamRecvError::Lagged(n)) => Event::default().event("lagged").data(n.to_string()),
+        })
+        .map(Ok)
+        .take_until(async move { shutdown.cancelled().await });
+    Ok(Sse::new(events).keep_alive(KeepAlive::default()))
+}

@@ -1,0 +1,935 @@
+// Butler web chat page.
+//
+// Talks to the JSON API under /api/v1 and reads the conversation's server-sent events with
+// fetch() (EventSource cannot send the bearer token). Model output is rendered by building DOM
+// nodes from text (createElement/textContent): nothing on this page ever assigns HTML strings,
+// so whatever the model writes is shown as text and cannot run.
+"use strict";
+
+(() => {
+  const KEY_TOKEN = "butler.token";
+  const KEY_CONVERSATION = "butler.conversation";
+  const PAGE_SIZE = 200;
+  const NAME_RE = /^[A-Za-z0-9._@-]{1,64}$/;
+  const BUTTON_STYLES = new Set(["default", "primary", "danger"]);
+  const LINK_PROTOCOLS = new Set(["http:", "https:", "mailto:"]);
+
+  const $ = (id) => document.getElementById(id);
+  const ui = {
+    model: $("model"),
+    newChat: $("new-chat"),
+    banner: $("llm-banner"),
+    hint: $("llm-hint"),
+    status: $("status"),
+    messages: $("messages"),
+    empty: $("empty"),
+    form: $("composer"),
+    input: $("input"),
+    send: $("send"),
+    gate: $("token-gate"),
+    tokenForm: $("token-form"),
+    token: $("token"),
+    tokenError: $("token-error"),
+  };
+
+  const state = {
+    auth: "local", // "local" | "token"
+    user: null, // the user name to send in local mode
+    token: null,
+    conversation: null,
+    // message id (string) -> record { id, role, text, buttons, updatedMs, draft, clicked, el, textEl, buttonsEl }
+    messages: new Map(),
+    sending: false,
+    stream: null, // { conversation, controller } of the open event stream
+  };
+
+  // ---------------------------------------------------------------------------------------
+  // Small helpers
+
+  function storageGet(key) {
+    try {
+      return window.localStorage.getItem(key);
+    } catch {
+      return null;
+    }
+  }
+
+  function storageSet(key, value) {
+    try {
+      if (value == null) window.localStorage.removeItem(key);
+      else window.localStorage.setItem(key, value);
+    } catch {
+      // Storage disabled (private mode): the page still works for this visit.
+    }
+  }
+
+  function randomHex(bytes) {
+    const a = new Uint8Array(bytes);
+    crypto.getRandomValues(a);
+    return Array.from(a, (b) => b.toString(16).padStart(2, "0")).join("");
+  }
+
+  const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+  function el(tag, className) {
+    const node = document.createElement(tag);
+    if (className) node.className = className;
+    return node;
+  }
+
+  function showStatus(text) {
+    ui.status.textContent = text;
+    ui.status.hidden = false;
+  }
+
+  function hideStatus() {
+    ui.status.hidden = true;
+    ui.status.textContent = "";
+  }
+
+  // ---------------------------------------------------------------------------------------
+  // API
+
+  class ApiError extends Error {
+    constructor(status, code, message) {
+      super(message || `HTTP ${status}`);
+      this.status = status;
+      this.code = code || "";
+    }
+  }
+
+  function authHeaders() {
+    return state.token ? { Authorization: `Bearer ${state.token}` } : {};
+  }
+
+  /** Adds the `user` field in local mode; token mode identifies the user by the token. */
+  function withUser(body) {
+    return state.auth === "local" && state.user ? { ...body, user: state.user } : body;
+  }
+
+  async function api(method, path, body) {
+    const headers = { Accept: "application/json", ...authHeaders() };
+    if (body !== undefined) headers["Content-Type"] = "application/json";
+    const res = await fetch(path, {
+      method,
+      headers,
+      body: body === undefined ? undefined : JSON.stringify(body),
+      cache: "no-store",
+    });
+    let data = null;
+    try {
+      data = await res.json();
+    } catch {
+      data = null;
+    }
+    if (!res.ok) {
+      const err = (data && data.error) || {};
+      if (res.status === 401 && state.auth === "token") askForToken(err.message);
+      throw new ApiError(res.status, err.code, err.message);
+    }
+    return data;
+  }
+
+  /** POSTs, retrying network failures and 5xx/429 with backoff. Only for idempotent bodies. */
+  async function postWithRetry(path, body) {
+    let delay = 500;
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await api("POST", path, body);
+      } catch (e) {
+        const retriable = !(e instanceof ApiError) || e.status >= 500 || e.status === 429;
+        if (!retriable || attempt >= 6) throw e;
+        showStatus("Connection problem, retrying…");
+        await sleep(delay);
+        delay = Math.min(delay * 2, 8000);
+      }
+    }
+  }
+
+  const conversationPath = (conversation) => `/api/v1/conversations/${encodeURIComponent(conversation)}`;
+
+  // ---------------------------------------------------------------------------------------
+  // Messages
+
+  function nearBottom() {
+    const doc = document.scrollingElement || document.documentElement;
+    return doc.scrollHeight - doc.scrollTop - doc.clientHeight < 120;
+  }
+
+  function scrollToBottom() {
+    const doc = document.scrollingElement || document.documentElement;
+    doc.scrollTop = doc.scrollHeight;
+  }
+
+  function buttonsKey(buttons) {
+    return JSON.stringify(buttons || []);
+  }
+
+  function clearMessages() {
+    state.messages.clear();
+    ui.messages.replaceChildren();
+    ui.empty.hidden = false;
+  }
+
+  /** The record for `id`, created (and placed in id order) if new. */
+  function record(id, role) {
+    const key = String(id);
+    let rec = state.messages.get(key);
+    if (rec) return rec;
+    rec = { id: key, role, text: "", buttons: [], updatedMs: -1, draft: false, clicked: null };
+    rec.el = el("article", "msg");
+    rec.el.dataset.id = key;
+    rec.textEl = el("div", "text");
+    rec.buttonsEl = el("div", "buttons");
+    rec.el.append(rec.textEl, rec.buttonsEl);
+    // Keep the page in id order even when events and list reloads interleave.
+    const n = Number(key);
+    let before = null;
+    for (const child of ui.messages.children) {
+      if (Number(child.dataset.id) > n) {
+        before = child;
+        break;
+      }
+    }
+    ui.messages.insertBefore(rec.el, before);
+    state.messages.set(key, rec);
+    ui.empty.hidden = true;
+    return rec;
+  }
+
+  /**
+   * Applies a full message. Messages from the event stream always win (they arrive in order);
+   * a message from a list reload only if it is newer than what the page shows, so a reload that
+   * races with a streaming reply does not roll its text back.
+   */
+  function applyMessage(m, fromList) {
+    if (!m || m.id == null) return;
+    const existing = state.messages.get(String(m.id));
+    const updatedMs = Number(m.updated_ms) || 0;
+    if (existing && fromList) {
+      const newer = updatedMs > existing.updatedMs || (updatedMs === existing.updatedMs && !existing.draft);
+      if (!newer) return;
+    }
+    const follow = nearBottom();
+    const rec = record(m.id, m.role === "user" ? "user" : "assistant");
+    rec.role = m.role === "user" ? "user" : "assistant";
+    rec.text = String(m.text || "");
+    rec.buttons = Array.isArray(m.buttons) ? m.buttons : [];
+    rec.updatedMs = updatedMs;
+    rec.draft = false;
+    if (m.created_ms) rec.el.title = new Date(m.created_ms).toLocaleString();
+    renderMessage(rec);
+    if (follow || (rec.role === "user" && !existing)) scrollToBottom();
+  }
+
+  /** Applies a streaming draft {id, text, buttons, draft: true}: the message's text so far. */
+  function applyDraft(d) {
+    if (!d || d.id == null) return;
+    const follow = nearBottom();
+    const rec = record(d.id, "assistant");
+    rec.text = String(d.text || "");
+    rec.buttons = Array.isArray(d.buttons) ? d.buttons : [];
+    rec.draft = true;
+    renderMessage(rec);
+    if (follow) scrollToBottom();
+  }
+
+  function renderMessage(rec) {
+    rec.el.className = `msg ${rec.role}${rec.draft ? " streaming" : ""}`;
+    rec.textEl.replaceChildren();
+    if (rec.role === "assistant") renderMarkdown(rec.text, rec.textEl);
+    else appendText(rec.textEl, rec.text);
+    renderButtons(rec);
+  }
+
+  function renderButtons(rec) {
+    rec.buttonsEl.replaceChildren();
+    rec.buttonsEl.hidden = rec.buttons.length === 0;
+    // Buttons the user already clicked stay disabled until the server replaces them.
+    const key = buttonsKey(rec.buttons);
+    if (rec.clicked !== null && rec.clicked !== key) rec.clicked = null;
+    for (const b of rec.buttons) {
+      const style = BUTTON_STYLES.has(b.style) ? b.style : "default";
+      const button = el("button", `btn btn-${style}`);
+      button.type = "button";
+      button.textContent = String(b.label || b.action || "…");
+      button.disabled = rec.clicked !== null;
+      button.addEventListener("click", () => clickButton(rec, b));
+      rec.buttonsEl.append(button);
+    }
+  }
+
+  function setButtonsDisabled(rec, disabled) {
+    for (const button of rec.buttonsEl.querySelectorAll("button")) button.disabled = disabled;
+  }
+
+  async function clickButton(rec, button) {
+    if (rec.clicked !== null) return;
+    rec.clicked = buttonsKey(rec.buttons);
+    setButtonsDisabled(rec, true);
+    try {
+      // Not retried: a click has no idempotency key, and clicking twice may act twice.
+      await api("POST", "/api/v1/actions", withUser({ conversation: state.conversation, action: button.action }));
+    } catch (e) {
+      rec.clicked = null;
+      setButtonsDisabled(rec, false);
+      showStatus(`Could not send the click: ${e.message}`);
+    }
+  }
+
+  /** Loads every message after `after`, page by page, as list entries. */
+  async function loadMessages(conversation, after) {
+    for (;;) {
+      const data = await api("GET", `${conversationPath(conversation)}/messages?after=${after}&limit=${PAGE_SIZE}`);
+      if (conversation !== state.conversation) return;
+      const list = (data && data.messages) || [];
+      for (const m of list) applyMessage(m, true);
+      if (list.length < PAGE_SIZE) return;
+      after = list[list.length - 1].id;
+    }
+  }
+
+  /**
+   * Reloads what the event stream may have missed: new messages, and the latest version of
+   * every message still in flux (streaming, or with buttons awaiting an answer).
+   */
+  function fillGaps(conversation) {
+    let after = 0;
+    let live = Infinity;
+    for (const rec of state.messages.values()) {
+      const id = Number(rec.id);
+      after = Math.max(after, id);
+      if (rec.draft || rec.buttons.length) live = Math.min(live, id - 1);
+    }
+    return loadMessages(conversation, Math.min(after, live));
+  }
+
+  // ---------------------------------------------------------------------------------------
+  // Server-sent events over fetch()
+
+  /** Reads an SSE body, calling onEvent(type, data) per event, until it ends or is aborted. */
+  async function readEvents(body, onEvent) {
+    const reader = body.getReader();
+    const decoder = new TextDecoder();
+    let buffer = "";
+    let type = "";
+    let data = [];
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) return;
+      buffer += decoder.decode(value, { stream: true });
+      let nl;
+      while ((nl = buffer.indexOf("\n")) >= 0) {
+        let line = buffer.slice(0, nl);
+        buffer = buffer.slice(nl + 1);
+        if (line.endsWith("\r")) line = line.slice(0, -1);
+        if (line === "") {
+          // A blank line ends the event.
+          if (data.length) onEvent(type || "message", data.join("\n"));
+          type = "";
+          data = [];
+          continue;
+        }
+        if (line.startsWith(":")) continue; // keep-alive comment
+        const colon = line.indexOf(":");
+        const field = colon < 0 ? line : line.slice(0, colon);
+        let val = colon < 0 ? "" : line.slice(colon + 1);
+        if (val.startsWith(" ")) val = val.slice(1);
+        if (field === "event") type = val;
+        else if (field === "data") data.push(val);
+      }
+    }
+  }
+
+  function handleEvent(conversation, type, raw) {
+    if (conversation !== state.conversation) return;
+    if (type === "lagged") {
+      // The server dropped events for this page: reload instead.
+      fillGaps(conversation).catch(() => {});
+      return;
+    }
+    if (type !== "created" && type !== "updated") return;
+    let data;
+    try {
+      data = JSON.parse(raw);
+    } catch {
+      return;
+    }
+    if (data.draft) applyDraft(data);
+    else applyMessage(data, false);
+  }
+
+  function closeStream() {
+    if (state.stream) state.stream.controller.abort();
+    state.stream = null;
+  }
+
+  /** Opens the event stream of the current conversation unless it is already open. */
+  function ensureStream() {
+    if (state.stream && state.stream.conversation === state.conversation) return;
+    runStream(state.conversation);
+  }
+
+  /**
+   * Keeps the conversation's event stream open: reconnects with backoff when it drops, and
+   * after each (re)connect reloads the list to fill what was missed in between. Stops on 404
+   * (the conversation does not exist yet: the first POST creates it and reopens the stream).
+   */
+  async function runStream(conversation) {
+    closeStream();
+    const stream = { conversation, controller: new AbortController() };
+    state.stream = stream;
+    const signal = stream.controller.signal;
+    let delay = 500;
+    while (state.stream === stream) {
+      let res = null;
+      try {
+        res = await fetch(`${conversationPath(conversation)}/stream`, {
+          headers: { Accept: "text/event-stream", ...authHeaders() },
+          cache: "no-store",
+          signal,
+        });
+        if (res.status === 404) {
+          if (state.stream === stream) state.stream = null;
+          return;
+        }
+        if (res.status === 401 && state.auth === "token") {
+          closeStream();
+          askForToken("The token is no longer valid.");
+          return;
+        }
+        if (res.status === 403) {
+          // Someone else's conversation (another token): start a fresh one.
+          closeStream();
+          newChat();
+          return;
+        }
+        if (!res.ok || !res.body) throw new Error(`HTTP ${res.status}`);
+        delay = 500;
+        // Subscribed from here on; the list covers everything before. Events buffer meanwhile.
+        await fillGaps(conversation);
+        hideStatus();
+        await readEvents(res.body, (type, data) => handleEvent(conversation, type, data));
+      } catch {
+        if (signal.aborted) return;
+        // Release a body left unread (e.g. the list reload failed); a read one is done already.
+        if (res && res.body && !res.body.locked) res.body.cancel().catch(() => {});
+      }
+      if (state.stream !== stream) return;
+      showStatus("Connection lost, reconnecting…");
+      await sleep(delay + Math.random() * delay * 0.3);
+      delay = Math.min(delay * 2, 15000);
+    }
+  }
+
+  // ---------------------------------------------------------------------------------------
+  // Conversations and sending
+
+  function setConversation(id) {
+    state.conversation = id;
+    storageSet(KEY_CONVERSATION, id);
+  }
+
+  function newChat() {
+    closeStream();
+    setConversation(`c-${randomHex(4)}`);
+    clearMessages();
+    hideStatus();
+    ui.input.focus();
+  }
+
+  function openConversation() {
+    clearMessages();
+    runStream(state.conversation);
+  }
+
+  function setSending(busy) {
+    state.sending = busy;
+    ui.input.disabled = busy;
+    ui.send.disabled = busy;
+  }
+
+  async function send() {
+    const text = ui.input.value.trim();
+    if (!text || state.sending) return;
+    if (state.auth === "token" && !state.token) {
+      askForToken();
+      return;
+    }
+    const conversation = state.conversation;
+    // One id per message: a retry after a network failure is stored once.
+    const id = `m-${randomHex(8)}`;
+    setSending(true);
+    try {
+      await postWithRetry("/api/v1/messages", withUser({ conversation, text, id }));
+      hideStatus();
+      if (conversation === state.conversation) {
+        ui.input.value = "";
+        autosize();
+        ensureStream();
+      }
+    } catch (e) {
+      showStatus(`Could not send: ${e.message}`);
+    } finally {
+      setSending(false);
+      ui.input.focus();
+    }
+  }
+
+  /** Grows the textarea with its content, up to the CSS max-height. */
+  function autosize() {
+    ui.input.style.height = "auto";
+    ui.input.style.height = `${ui.input.scrollHeight + 2}px`;
+  }
+
+  // ---------------------------------------------------------------------------------------
+  // Token mode
+
+  function askForToken(message) {
+    ui.tokenError.textContent = message || "";
+    ui.tokenError.hidden = !message;
+    ui.gate.hidden = false;
+    ui.token.focus();
+  }
+
+  async function submitToken(ev) {
+    ev.preventDefault();
+    const token = ui.token.value.trim();
+    if (!token) return;
+    ui.tokenError.hidden = true;
+    let res;
+    try {
+      // Any read answers 401 for a wrong token (and 404 for a conversation not started yet).
+      res = await fetch(`${conversationPath(state.conversation)}/messages?limit=1`, {
+        headers: { Accept: "application/json", Authorization: `Bearer ${token}` },
+        cache: "no-store",
+      });
+    } catch {
+      askForToken("Cannot reach Butler. Try again.");
+      return;
+    }
+    if (res.status === 401) {
+      askForToken("That token is not valid.");
+      return;
+    }
+    state.token = token;
+    storageSet(KEY_TOKEN, token);
+    ui.token.value = "";
+    ui.gate.hidden = true;
+    if (res.status === 403) newChat();
+    else openConversation();
+    ui.input.focus();
+  }
+
+  // ---------------------------------------------------------------------------------------
+  // Markdown, rendered as DOM nodes (never as HTML)
+
+  const FENCE_RE = /^ {0,3}(`{3,}|~{3,})\s*([^`\s]*)[^`]*$/;
+  const HEADING_RE = /^ {0,3}(#{1,6})\s+(.*?)(\s+#+)?\s*$/;
+  const RULE_RE = /^ {0,3}([-*_])(\s*\1){2,}\s*$/;
+  const QUOTE_RE = /^ {0,3}>\s?(.*)$/;
+  const ITEM_RE = /^(\s*)([-*+]|\d{1,9}[.)])\s+(.*)$/;
+
+  function renderMarkdown(src, parent) {
+    renderBlocks(src.replace(/\r\n?/g, "\n").split("\n"), parent);
+  }
+
+  /** True if `line` starts a block other than a paragraph. */
+  function startsBlock(line) {
+    return FENCE_RE.test(line) || HEADING_RE.test(line) || RULE_RE.test(line) || QUOTE_RE.test(line) || ITEM_RE.test(line);
+  }
+
+  function renderBlocks(lines, parent) {
+    let i = 0;
+    while (i < lines.length) {
+      const line = lines[i];
+      let m;
+      if (!line.trim()) {
+        i++;
+      } else if ((m = FENCE_RE.exec(line))) {
+        i = codeBlock(lines, i, m[1], m[2], parent);
+      } else if ((m = HEADING_RE.exec(line))) {
+        const h = el(`h${m[1].length}`);
+        renderInline(m[2], h, false);
+        parent.append(h);
+        i++;
+      } else if (RULE_RE.test(line)) {
+        parent.append(el("hr"));
+        i++;
+      } else if (QUOTE_RE.test(line)) {
+        const inner = [];
+        while (i < lines.length && (m = QUOTE_RE.exec(lines[i]))) {
+          inner.push(m[1]);
+          i++;
+        }
+        const quote = el("blockquote");
+        renderBlocks(inner, quote);
+        parent.append(quote);
+      } else if (ITEM_RE.test(line)) {
+        i = list(lines, i, parent);
+      } else {
+        i = paragraph(lines, i, parent);
+      }
+    }
+  }
+
+  function paragraph(lines, i, parent) {
+    const text = [];
+    while (i < lines.length && lines[i].trim() && (text.length === 0 || !startsBlock(lines[i]))) {
+      text.push(lines[i].trim());
+      i++;
+    }
+    const p = el("p");
+    renderInline(text.join("\n"), p, false);
+    parent.append(p);
+    return i;
+  }
+
+  /** A fenced code block; an unclosed fence (a reply still streaming) runs to the end. */
+  function codeBlock(lines, i, fence, lang, parent) {
+    const body = [];
+    const closing = new RegExp(`^ {0,3}${fence[0] === "`" ? "`" : "~"}{${fence.length},}\\s*$`);
+    for (i++; i < lines.length; i++) {
+      if (closing.test(lines[i])) {
+        i++;
+        break;
+      }
+      body.push(lines[i]);
+    }
+    const pre = el("pre");
+    const code = el("code");
+    if (/^[\w+#.-]{1,32}$/.test(lang)) code.className = `language-${lang}`;
+    code.textContent = body.join("\n");
+    pre.append(code);
+    parent.append(pre);
+    return i;
+  }
+
+  const indentOf = (s) => s.replace(/\t/g, "    ").length;
+
+  /**
+   * A bullet or numbered list starting at line i. Lines indented past the marker belong to the
+   * current item (nested lists included); a different marker type at the same indent, or an
+   * unindented line after a blank one, ends the list.
+   */
+  function list(lines, i, parent) {
+    const first = ITEM_RE.exec(lines[i]);
+    const indent = indentOf(first[1]);
+    const ordered = /\d/.test(first[2]);
+    const listEl = el(ordered ? "ol" : "ul");
+    if (ordered) {
+      const start = parseInt(first[2], 10);
+      if (start !== 1) listEl.start = start;
+    }
+    let item = null;
+    let contentIndent = 0;
+    const flush = () => {
+      if (!item) return;
+      const li = el("li");
+      renderItem(item, li);
+      listEl.append(li);
+      item = null;
+    };
+    while (i < lines.length) {
+      const line = lines[i];
+      const m = ITEM_RE.exec(line);
+      if (m && indentOf(m[1]) <= indent + 1) {
+        if (/\d/.test(m[2]) !== ordered) break;
+        flush();
+        item = [m[3]];
+        contentIndent = indentOf(m[1]) + m[2].length + 1;
+        i++;
+        continue;
+      }
+      if (!line.trim()) {
+        // A blank line continues the list only if an item or an indented line follows.
+        let j = i + 1;
+        while (j < lines.length && !lines[j].trim()) j++;
+        if (j >= lines.length) break;
+        const next = lines[j];
+        const nm = ITEM_RE.exec(next);
+        const sameList = nm && indentOf(nm[1]) <= indent + 1 && /\d/.test(nm[2]) === ordered;
+        if (!sameList && indentOf(next.match(/^\s*/)[0]) <= indent) break;
+        item.push("");
+        i++;
+        continue;
+      }
+      const lead = indentOf(line.match(/^\s*/)[0]);
+      if (lead > indent) {
+        item.push(line.replace(new RegExp(`^[ \\t]{0,${Math.max(contentIndent, 1)}}`), ""));
+      } else if (item[item.length - 1] !== "" && !startsBlock(line)) {
+        item.push(line.trim()); // a lazy continuation of the item's text
+      } else {
+        break;
+      }
+      i++;
+    }
+    flush();
+    parent.append(listEl);
+    return i;
+  }
+
+  /** An item's lines: plain text goes inline (a tight list); anything else as blocks. */
+  function renderItem(lines, li) {
+    const simple = lines.every((l, k) => l.trim() && (k === 0 || !startsBlock(l)));
+    if (simple) renderInline(lines.map((l) => l.trim()).join("\n"), li, false);
+    else renderBlocks(lines, li);
+  }
+
+  /** Text with "\n" shown as line breaks. */
+  function appendText(parent, text) {
+    text.split("\n").forEach((part, k) => {
+      if (k) parent.append(el("br"));
+      if (part) parent.append(document.createTextNode(part));
+    });
+  }
+
+  const isWordChar = (c) => c !== undefined && /[\p{L}\p{N}]/u.test(c);
+  const isSpace = (c) => c === undefined || /\s/.test(c);
+
+  /**
+   * Inline markdown: `code`, **strong**, *em* / _em_, ~~strike~~, [links](url), bare
+   * http(s) URLs and backslash escapes. Everything else, raw HTML included, stays text.
+   */
+  function renderInline(text, parent, inLink) {
+    let buffer = "";
+    const flush = () => {
+      if (buffer) appendText(parent, buffer);
+      buffer = "";
+    };
+    let i = 0;
+    while (i < text.length) {
+      const c = text[i];
+      if (c === "\\" && /[\\`*_{}[\]()#+\-.!~<>|]/.test(text[i + 1] || "")) {
+        buffer += text[i + 1];
+        i += 2;
+        continue;
+      }
+      let found = null;
+      if (c === "`") {
+        found = codeSpan(text, i);
+        if (!found) {
+          // No closing run: the whole backtick run is literal.
+          const run = text.slice(i).match(/^`+/)[0];
+          buffer += run;
+          i += run.length;
+          continue;
+        }
+      } else if (c === "*" || c === "_") {
+        found = emphasis(text, i, inLink);
+      } else if (c === "~" && text[i + 1] === "~") {
+        found = delimited(text, i, "~~", "del", inLink);
+      } else if (c === "[" && !inLink) {
+        found = link(text, i);
+      } else if ((c === "h" || c === "H") && !inLink && !isWordChar(text[i - 1])) {
+        found = bareUrl(text, i);
+      }
+      if (found) {
+        flush();
+        parent.append(found.node);
+        i = found.end;
+      } else {
+        buffer += c;
+        i++;
+      }
+    }
+    flush();
+  }
+
+  function codeSpan(text, i) {
+    const run = text.slice(i).match(/^`+/)[0];
+    let from = i + run.length;
+    for (;;) {
+      const k = text.indexOf(run, from);
+      if (k < 0) return null;
+      // The closing run must be exactly as long as the opening one.
+      if (text[k + run.length] === "`") {
+        from = k + run.length + text.slice(k + run.length).match(/^`+/)[0].length;
+        continue;
+      }
+      let body = text.slice(i + run.length, k).replace(/\n/g, " ");
+      if (body.length > 2 && body.startsWith(" ") && body.endsWith(" ") && body.trim()) body = body.slice(1, -1);
+      const code = el("code");
+      code.textContent = body;
+      return { node: code, end: k + run.length };
+    }
+  }
+
+  /** `**strong**`, `__strong__`, `*em*`, `_em_` (underscores not inside words). */
+  function emphasis(text, i, inLink) {
+    const d = text[i];
+    if (d === "_" && isWordChar(text[i - 1])) return null;
+    const run = text.slice(i).match(d === "*" ? /^\*+/ : /^_+/)[0].length;
+    if (run >= 2) {
+      const strong = delimited(text, i, d + d, "strong", inLink);
+      if (strong) return strong;
+    }
+    return delimited(text, i, d, "em", inLink);
+  }
+
+  /**
+   * `delim`content`delim` at i as a `tag` element, or null. The content may not start or end
+   * with a space; for runs of the delimiter character the closing one ends the run (so
+   * `***x***` nests em inside strong).
+   */
+  function delimited(text, i, delim, tag, inLink) {
+    const start = i + delim.length;
+    if (isSpace(text[start])) return null;
+    const ch = delim[0];
+    for (let k = text.indexOf(delim, start + 1); k >= 0; k = text.indexOf(delim, k + 1)) {
+      let runEnd = k;
+      while (text[runEnd] === ch) runEnd++;
+      const runLen = runEnd - k;
+      // A single delimiter does not close on a run of two (that is a nested strong).
+      if (delim.length === 1 && runLen === 2) {
+        k = runEnd - 1;
+        continue;
+      }
+      const close = runEnd - delim.length;
+      if (close < start + 1 || isSpace(text[close - 1])) {
+        k = runEnd - 1;
+        continue;
+      }
+      if (ch === "_" && isWordChar(text[runEnd])) {
+        k = runEnd - 1;
+        continue;
+      }
+      const node = el(tag);
+      renderInline(text.slice(start, close), node, inLink);
+      return { node, end: close + delim.length };
+    }
+    return null;
+  }
+
+  /** The href for a link target if its protocol is allowed, else null. */
+  function safeHref(raw) {
+    let url;
+    try {
+      url = new URL(raw);
+    } catch {
+      return null; // relative or malformed
+    }
+    return LINK_PROTOCOLS.has(url.protocol) ? url.href : null;
+  }
+
+  function anchor(href, label) {
+    const a = el("a");
+    a.href = href;
+    a.rel = "noopener noreferrer";
+    a.target = "_blank";
+    renderInline(label, a, true);
+    return a;
+  }
+
+  /** `[label](url "title")`: a link for http, https and mailto; any other target stays text. */
+  function link(text, i) {
+    let depth = 0;
+    let k = i;
+    for (; k < text.length; k++) {
+      if (text[k] === "\\") k++;
+      else if (text[k] === "[") depth++;
+      else if (text[k] === "]" && --depth === 0) break;
+    }
+    if (k >= text.length || text[k + 1] !== "(") return null;
+    const label = text.slice(i + 1, k);
+    let j = k + 2;
+    let parens = 0;
+    for (; j < text.length; j++) {
+      const c = text[j];
+      if (c === "(") parens++;
+      else if (c === ")") {
+        if (parens === 0) break;
+        parens--;
+      }
+    }
+    if (j >= text.length) return null;
+    const end = j + 1;
+    const target = text
+      .slice(k + 2, j)
+      .trim()
+      .replace(/\s+("[^"]*"|'[^']*')$/, "");
+    const href = safeHref(target.replace(/^<(.*)>$/, "$1"));
+    if (!href || !label.trim()) return { node: document.createTextNode(text.slice(i, end)), end };
+    return { node: anchor(href, label), end };
+  }
+
+  /** A bare http(s) URL, without trailing punctuation (and unbalanced closing parens). */
+  function bareUrl(text, i) {
+    const m = /^https?:\/\/[^\s<>"'`]+/i.exec(text.slice(i));
+    if (!m) return null;
+    let url = m[0];
+    for (;;) {
+      const last = url[url.length - 1];
+      const unbalanced = last === ")" && (url.match(/\(/g) || []).length < (url.match(/\)/g) || []).length;
+      if (/[.,;:!?*_~]/.test(last) || unbalanced) url = url.slice(0, -1);
+      else break;
+    }
+    const href = safeHref(url);
+    if (!href || url.length <= "https://".length) return null;
+    return { node: anchor(href, url), end: i + url.length };
+  }
+
+  // ---------------------------------------------------------------------------------------
+  // Start
+
+  function applyInfo(info) {
+    state.auth = info.auth === "token" ? "token" : "local";
+    state.user = info.user || null;
+    const llm = info.llm || {};
+    ui.model.textContent = llm.configured ? llm.model || llm.provider || "" : "no model configured";
+    if (!llm.configured) {
+      ui.hint.textContent = llm.hint || "Configure a language model (see [llm] in the config).";
+      ui.banner.hidden = false;
+    } else {
+      ui.banner.hidden = true;
+    }
+  }
+
+  async function loadInfo() {
+    let delay = 1000;
+    for (;;) {
+      try {
+        const info = await api("GET", "/api/v1/info");
+        hideStatus();
+        return info;
+      } catch {
+        showStatus("Cannot reach Butler, retrying…");
+        await sleep(delay);
+        delay = Math.min(delay * 2, 15000);
+      }
+    }
+  }
+
+  function bind() {
+    ui.form.addEventListener("submit", (ev) => {
+      ev.preventDefault();
+      send();
+    });
+    ui.input.addEventListener("keydown", (ev) => {
+      // Enter sends, Shift+Enter is a new line; not while an IME is composing.
+      if (ev.key === "Enter" && !ev.shiftKey && !ev.isComposing) {
+        ev.preventDefault();
+        send();
+      }
+    });
+    ui.input.addEventListener("input", autosize);
+    ui.newChat.addEventListener("click", newChat);
+    ui.tokenForm.addEventListener("submit", submitToken);
+  }
+
+  async function start() {
+    bind();
+    state.token = storageGet(KEY_TOKEN);
+    const saved = storageGet(KEY_CONVERSATION);
+    setConversation(saved && NAME_RE.test(saved) ? saved : `c-${randomHex(4)}`);
+    applyInfo(await loadInfo());
+    if (state.auth === "token" && !state.token) {
+      askForToken();
+      return;
+    }
+    openConversation();
+    ui.input.focus();
+  }
+
+  start();
+})();

@@ -1,0 +1,96 @@
+//! The web chat as a [`Channel`]: sending writes the message to the web message log and pushes
+//! it to open pages; editing a draft only pushes (streaming is not written to disk); the final
+//! edit is written. Sends are idempotent on the outbox key, so a re-send after a crash shows
+//! one message, not two.
+
+use super::hub::WebHub;
+use crate::store::{NewWebMessage, Store, WebMessage};
+use async_trait::async_trait;
+use butler_channel::{Caps, Channel, ChannelError, MessageRef, Outbound, TextFormat};
+use serde_json::json;
+use std::sync::Arc;
+use std::time::Duration;
+
+pub struct WebChannel {
+    store: Arc<dyn Store>,
+    hub: Arc<WebHub>,
+}
+
+impl WebChannel {
+    pub fn new(store: Arc<dyn Store>, hub: Arc<WebHub>) -> Self {
+        Self { store, hub }
+    }
+}
+
+fn transient(e: crate::store::StoreError) -> ChannelError {
+    ChannelError::Transient(e.to_string())
+}
+
+pub fn message_json(m: &WebMessage) -> serde_json::Value {
+    json!({
+        "id": m.id,
+        "conversation": m.conversation,
+        "role": m.role,
+        "author": m.author,
+        "text": m.text,
+        "buttons": m.buttons,
+        "created_ms": m.created_ms,
+        "updated_ms": m.updated_ms,
+    })
+}
+
+#[async_trait]
+impl Channel for WebChannel {
+    fn name(&self) -> &str {
+        super::CHANNEL
+    }
+
+    fn caps(&self) -> Caps {
+        Caps {
+            buttons: true,
+            edit: true,
+            max_len: 100_000,
+            typing: false,
+            min_edit_interval: Duration::from_millis(100),
+            format: TextFormat::Markdown,
+        }
+    }
+
+    async fn send(&self, msg: &Outbound) -> Result<MessageRef, ChannelError> {
+        let conversation = msg.conversation.to_string();
+        let key = msg.key.clone().unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
+        let new = NewWebMessage {
+            conversation: conversation.clone(),
+            key,
+            role: "assistant".into(),
+            author: "butler".into(),
+            text: msg.text.clone(),
+            buttons: msg.buttons.clone(),
+        };
+        let mut row = self.store.web_insert(&new).await.map_err(transient)?;
+        if row.text != msg.text || row.buttons != msg.buttons {
+            // Sent before (e.g. as a draft, before a crash): bring it up to date.
+            row = self.store.web_update(row.id, &msg.text, &msg.buttons).await.map_err(transient)?.unwrap_or(row);
+        }
+        self.hub.publish(&conversation, "created", message_json(&row));
+        Ok(MessageRef { conversation: msg.conversation.clone(), id: row.id.to_string() })
+    }
+
+    async fn edit(&self, target: &MessageRef, msg: &Outbound) -> Result<(), ChannelError> {
+        let id: i64 = target.id.parse().map_err(|_| ChannelError::NotFound(target.id.clone()))?;
+        let conversation = msg.conversation.to_string();
+        if msg.draft {
+            let data = json!({"id": id, "conversation": conversation, "text": msg.text, "buttons": msg.buttons, "draft": true});
+            self.hub.publish(&conversation, "updated", data);
+            return Ok(());
+        }
+        let row = self
+            .store
+            .web_update(id, &msg.text, &msg.buttons)
+            .await
+            .map_err(transient)?
+            .ok_or_else(|| ChannelError::NotFound(target.id.clone()))?;
+        self.hub.publish(&conversation, "updated", message_json(&row));
+        Ok(())
+    }
+}

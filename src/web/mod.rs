@@ -1,0 +1,23 @@
+//! The built-in web chat: a channel whose "platform" is Butler's own store and a page served
+//! from the binary. Messages posted to the API go through the same ingress, triage and sessions
+//! as every other channel; replies come back through the outbox and are pushed to open pages
+//! over server-sent events.
+//!
+//! Without a configured token the API trusts the `user` field, so the server must only listen
+//! on loopback then (config validation enforces it). Nothing here may render model output as
+//! HTML: the page builds DOM nodes from text.
+
+mod api;
+mod auth;
+mod channel;
+mod hub;
+
+pub use api::{routes, PageInfo, WebState};
+pub use auth::WebAuth;
+pub use channel::WebChannel;
+pub use hub::WebHub;
+
+/// The web channel's name in identities and conversations.
+pub const CHANNEL: &str = "web";
+/// The identity a tokenless local page speaks as.
+pub const LOCAL_USER: &str = "local";

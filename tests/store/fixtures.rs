@@ -1,0 +1,60 @@
+//! Builders for the rows the contract tests write. Plain data only: no store calls here.
+
+use butler::channel::{
+    Actor, ConversationKind, ConversationRef, EventBody, EventId, Identity, InboundEvent,
+};
+use butler::store::{NewOutbox, NewSession, NewUser, UserRole};
+
+/// A direct text message `id` in `channel:conv`.
+pub fn event(id: &str, channel: &str, conv: &str) -> InboundEvent {
+    InboundEvent {
+        id: EventId(id.to_string()),
+        actor: Actor {
+            identity: Identity::new(channel, "u1"),
+            display_name: Some("Alice".into()),
+            is_bot: false,
+        },
+        conversation: ConversationRef::new(channel, conv),
+        kind: ConversationKind::Direct,
+        addressed: true,
+        reply_to: None,
+        message_id: Some(format!("m-{id}")),
+        body: EventBody::Message {
+            text: format!("hello from {id}"),
+        },
+        at_ms: 1_700_000_000_000,
+    }
+}
+
+pub fn session(id: &str, key: &str) -> NewSession {
+    NewSession {
+        id: id.to_string(),
+        key: key.to_string(),
+        user_id: "alice".to_string(),
+        conversation: "web:c1".to_string(),
+        system_prompt: "You are Butler.\nBe brief.".to_string(),
+    }
+}
+
+pub fn reply(key: &str, conversation: &str, text: &str) -> NewOutbox {
+    NewOutbox {
+        key: key.to_string(),
+        conversation: conversation.to_string(),
+        text: text.to_string(),
+        buttons: vec![],
+        reply_to: None,
+    }
+}
+
+pub fn user(id: &str, name: &str) -> NewUser {
+    NewUser {
+        id: id.to_string(),
+        display_name: Some(name.to_string()),
+        role: UserRole::Member,
+        timezone: "Europe/Berlin".into(),
+    }
+}
+
+pub fn strings(items: &[&str]) -> Vec<String> {
+    items.iter().map(|s| s.to_string()).collect()
+}

@@ -1,0 +1,102 @@
+//! The store contract suite: every test is written once, as an async fn taking an
+//! `Arc<dyn Store>`, and runs against both a SQLite file in a temp dir and a fresh Postgres
+//! database (`BUTLER_TEST_PG_URL`, default the local server).
+//!
+//! Tests here must never depend on which backend they run against, on wall-clock timing beyond
+//! "now", or on each other; each gets its own empty, migrated database.
+
+#[path = "../support/mod.rs"]
+mod support;
+
+mod connect;
+mod fixtures;
+mod inbox;
+mod memory;
+mod outbox;
+mod sessions;
+mod turn;
+mod users;
+mod web;
+
+use butler::store::Store;
+use std::future::Future;
+use std::sync::Arc;
+use support::db::{PgTestDb, SqliteTestDb};
+
+/// Runs `test` against a migrated SQLite store in a temp dir.
+pub async fn on_sqlite<F, Fut>(test: F)
+where
+    F: FnOnce(Arc<dyn Store>) -> Fut,
+    Fut: Future<Output = ()>,
+{
+    let db = SqliteTestDb::new();
+    let store = butler::store::connect(&db.url, 4)
+        .await
+        .expect("open SQLite");
+    store.migrate().await.expect("migrate SQLite");
+    test(store.clone()).await;
+    store.close().await;
+}
+
+/// Runs `test` against a migrated store on a fresh Postgres database, dropped afterwards.
+pub async fn on_postgres<F, Fut>(test: F)
+where
+    F: FnOnce(Arc<dyn Store>) -> Fut,
+    Fut: Future<Output = ()>,
+{
+    let db = PgTestDb::create().await;
+    let store = butler::store::connect(&db.url, 8)
+        .await
+        .expect("connect Postgres");
+    store.migrate().await.expect("migrate Postgres");
+    test(store.clone()).await;
+    store.close().await;
+}
+
+/// Declares each contract test twice: `sqlite::<name>` and `postgres::<name>`.
+macro_rules! contract {
+    ($($name:ident => $test:path),* $(,)?) => {
+        mod sqlite {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    crate::on_sqlite($test).await;
+                }
+            )*
+        }
+        mod postgres {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    crate::on_postgres($test).await;
+                }
+            )*
+        }
+    };
+}
+
+contract! {
+    basics_migrate_twice_and_ping => crate::connect::basics,
+    inbox_duplicate_ids_are_dropped => crate::inbox::duplicate_ids_are_dropped,
+    inbox_claims_in_order_by_channel => crate::inbox::claims_in_order_by_channel,
+    inbox_concurrent_claims_never_overlap => crate::inbox::concurrent_claims_never_overlap,
+    inbox_finish_retry_recover => crate::inbox::finish_retry_recover,
+    session_open_race_returns_one_session => crate::sessions::open_race_returns_one_session,
+    session_close_then_open_keeps_transcript => crate::sessions::close_then_open_keeps_transcript,
+    transcript_order_and_tool_calls_round_trip => crate::sessions::transcript_round_trip,
+    transcript_concurrent_appends_get_distinct_seqs => crate::sessions::concurrent_appends,
+    finish_event_commits_everything => crate::turn::commits_everything,
+    finish_event_is_idempotent => crate::turn::is_idempotent,
+    finish_event_is_atomic => crate::turn::is_atomic,
+    usage_totals_per_user_and_time => crate::turn::usage_totals,
+    outbox_draft_and_enqueue => crate::outbox::draft_and_enqueue,
+    outbox_due_mark_retry => crate::outbox::due_mark_retry,
+    memory_search_or_semantics_and_ranking => crate::memory::or_semantics_and_ranking,
+    memory_search_is_per_user => crate::memory::per_user,
+    memory_search_survives_hostile_input => crate::memory::hostile_input,
+    memory_list_and_forget_own_rows_only => crate::memory::list_and_forget,
+    user_ensure_links_identities => crate::users::ensure_links_identities,
+    user_ensure_race_creates_one_user => crate::users::ensure_race,
+    conversation_ensure_first_writer_wins => crate::users::conversation_first_writer_wins,
+    web_messages_idempotent_and_listed => crate::web::idempotent_and_listed,
+}

@@ -1,0 +1,133 @@
+//! Starting a real Butler in-process for tests: a fresh SQLite file (or a given database URL),
+//! an LLM endpoint (usually the fake LLM), an ephemeral port, and a small HTTP client.
+
+use butler::app::{App, AppOptions};
+use butler::config::{Config, ProviderKind};
+use butler::tools::Tool;
+use std::sync::Arc;
+
+pub struct TestApp {
+    pub app: App,
+    pub base: String,
+    pub http: reqwest::Client,
+    /// Keeps the SQLite directory alive.
+    pub _dir: Option<tempfile::TempDir>,
+}
+
+/// A config on a fresh SQLite file, listening on an ephemeral loopback port, with the OpenAI
+/// protocol pointed at `llm_url` (e.g. the fake LLM's `openai_url()`).
+pub fn config(llm_url: Option<&str>) -> (Config, tempfile::TempDir) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let mut cfg = Config::default();
+    cfg.server.listen = "127.0.0.1:0".into();
+    cfg.server.shutdown_grace_secs = 5;
+    cfg.database.url = butler::config::Secret::new(format!(
+        "sqlite://{}",
+        dir.path().join("butler.db").display()
+    ));
+    if let Some(url) = llm_url {
+        cfg.llm.provider = ProviderKind::Openai;
+        cfg.llm.base_url = Some(url.to_string());
+        cfg.llm.model = "fake-model".into();
+        cfg.llm.max_retries = 0;
+    }
+    (cfg, dir)
+}
+
+impl TestApp {
+    pub async fn start(cfg: Config, dir: Option<tempfile::TempDir>) -> Self {
+        Self::start_with(cfg, dir, vec![]).await
+    }
+
+    pub async fn start_with(
+        cfg: Config,
+        dir: Option<tempfile::TempDir>,
+        tools: Vec<Arc<dyn Tool>>,
+    ) -> Self {
+        let mut opts = AppOptions::serve(cfg);
+        opts.extra_tools = tools;
+        let app = App::start(opts).await.expect("app starts");
+        let base = format!("http://{}", app.addr.expect("listening"));
+        Self {
+            app,
+            base,
+            http: reqwest::Client::new(),
+            _dir: dir,
+        }
+    }
+
+    /// The SQLite URL of this app's database (for direct inspection in tests).
+    pub fn db_url(&self) -> String {
+        let dir = self._dir.as_ref().expect("a SQLite test app");
+        format!("sqlite://{}", dir.path().join("butler.db").display())
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.base)
+    }
+
+    /// POST /api/v1/messages as `user`; returns the status and JSON body.
+    pub async fn post(
+        &self,
+        conversation: &str,
+        user: &str,
+        text: &str,
+    ) -> (u16, serde_json::Value) {
+        let body = serde_json::json!({"conversation": conversation, "user": user, "text": text});
+        let r = self
+            .http
+            .post(self.url("/api/v1/messages"))
+            .json(&body)
+            .send()
+            .await
+            .expect("post");
+        let status = r.status().as_u16();
+        (status, r.json().await.unwrap_or(serde_json::Value::Null))
+    }
+
+    /// The messages of a web conversation (empty if it does not exist).
+    pub async fn messages(&self, conversation: &str) -> Vec<serde_json::Value> {
+        let r = self
+            .http
+            .get(self.url(&format!("/api/v1/conversations/{conversation}/messages")))
+            .send()
+            .await
+            .expect("get");
+        if r.status() != 200 {
+            return vec![];
+        }
+        let v: serde_json::Value = r.json().await.expect("json");
+        v["messages"].as_array().cloned().unwrap_or_default()
+    }
+
+    /// Waits (up to `secs`) until the conversation holds `n` assistant messages whose final text
+    /// is delivered, and returns them.
+    pub async fn wait_replies(
+        &self,
+        conversation: &str,
+        n: usize,
+        secs: u64,
+    ) -> Vec<serde_json::Value> {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(secs);
+        loop {
+            let replies: Vec<_> = self
+                .messages(conversation)
+                .await
+                .into_iter()
+                .filter(|m| m["role"] == "assistant")
+                .collect();
+            let settled = replies.len() >= n
+                && replies
+                    .iter()
+                    .all(|m| m["buttons"].as_array().is_none_or(|b| b.is_empty()));
+            if settled || std::time::Instant::now() > deadline {
+                return replies;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+        }
+    }
+
+    pub async fn stop(self) {
+        self.app.shutdown().await;
+    }
+}

@@ -1,0 +1,715 @@
+//! A scripted fake LLM server for tests and benchmarks. It speaks both wire protocols in their
+//! real SSE format (the same shape as `tests/fixtures/llm/*.sse`):
+//! OpenAI Chat Completions at `POST /v1/chat/completions` and Anthropic Messages at
+//! `POST /v1/messages`. It must never call out to the network, never depend on Butler's own
+//! types (it is a stand-in for a real server), and never sleep unless a reply asks for it.
+//!
+//! Choosing the reply for a request, first match wins:
+//! 1. rules, in the order added, whose needle is a substring of the request's last user text
+//!    (`on` replies are used once each, in order; an `on_every` reply is used every time);
+//! 2. the FIFO queue filled by `push`;
+//! 3. the default reply: `echo: <last user text>`, one chunk per word, no delay.
+//!
+//! ```ignore
+//! let llm = FakeLlm::start().await;
+//! cfg.base_url = Some(llm.openai_url());      // http://127.0.0.1:PORT/v1
+//! // or llm.anthropic_url()                    // http://127.0.0.1:PORT
+//! llm.push(Reply::text("Hello there!").chunk_delay(Duration::from_millis(5)));
+//! llm.on("weather", Reply::tool_call("get_weather", json!({"city": "Paris"})));
+//! llm.on("weather", Reply::text("Sunny in Paris."));   // the request after the tool result
+//! llm.push(Reply::rate_limited(1));                     // 429 + Retry-After: 1
+//! llm.push(Reply::unknown_model());                     // 404 in each provider's real shape
+//! // ... drive the code under test ...
+//! assert_eq!(llm.request_count(), 3);
+//! let req = llm.last_request().unwrap();
+//! assert_eq!(req.header("anthropic-version"), Some("2023-06-01"));
+//! assert!(req.last_user_text().contains("weather"));
+//! ```
+//!
+//! Replies: `text`, `chunks`, `echo`, `tool_call` (+ `and_tool_call`, `with_text`), errors
+//! (`bad_key`, `unknown_model`, `context_too_long`, `rate_limited`, `server_error`,
+//! `http_error`) and modifiers (`first_byte_delay`, `chunk_delay`, `drop_after`, `error_after`,
+//! `error_message`, `pause_after`, `usage`, `cache_usage`, `max_tokens_reached`, `arg_piece_len`, `header`). Every streamed
+//! reply reports usage. Requests are recorded (the last 10,000 by default, see
+//! `set_record_limit`); `request_count` counts all of them.
+
+use axum::body::Body;
+use axum::extract::{DefaultBodyLimit, State};
+use axum::http::{HeaderMap, Method, StatusCode, Uri};
+use axum::response::Response;
+use axum::Router;
+use bytes::Bytes;
+use futures::StreamExt as _;
+use serde_json::{json, Value};
+use std::collections::VecDeque;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use tokio::sync::Notify;
+use wire::{failure_response, invalid_request, json_response, stream_response};
+
+mod wire;
+
+/// Which wire protocol a request used.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Protocol {
+    OpenAi,
+    Anthropic,
+    /// Any other path (answered with 404).
+    Unknown,
+}
+
+/// One request the fake received.
+#[derive(Clone, Debug)]
+pub struct RecordedRequest {
+    /// 0-based arrival number.
+    pub seq: usize,
+    pub protocol: Protocol,
+    pub method: String,
+    pub path: String,
+    /// Header names are lowercase.
+    pub headers: Vec<(String, String)>,
+    /// The JSON body (`Null` when it was not JSON).
+    pub body: Value,
+}
+
+impl RecordedRequest {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        let name = name.to_ascii_lowercase();
+        self.headers
+            .iter()
+            .find(|(k, _)| *k == name)
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// The key the client sent: `Authorization: Bearer ...` or `x-api-key`.
+    pub fn api_key(&self) -> Option<&str> {
+        self.header("authorization")
+            .and_then(|v| v.strip_prefix("Bearer "))
+            .or_else(|| self.header("x-api-key"))
+    }
+
+    pub fn model(&self) -> &str {
+        self.body
+            .get("model")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+    }
+
+    pub fn messages(&self) -> &[Value] {
+        self.body
+            .get("messages")
+            .and_then(Value::as_array)
+            .map(Vec::as_slice)
+            .unwrap_or_default()
+    }
+
+    pub fn tools(&self) -> &[Value] {
+        self.body
+            .get("tools")
+            .and_then(Value::as_array)
+            .map(Vec::as_slice)
+            .unwrap_or_default()
+    }
+
+    /// The system prompt: OpenAI's system message, or Anthropic's `system` (string or blocks).
+    pub fn system_text(&self) -> String {
+        match self.protocol {
+            Protocol::Anthropic => text_of(self.body.get("system").unwrap_or(&Value::Null)),
+            _ => self
+                .messages()
+                .iter()
+                .filter(|m| m.get("role").and_then(Value::as_str) == Some("system"))
+                .map(|m| text_of(m.get("content").unwrap_or(&Value::Null)))
+                .collect::<Vec<_>>()
+                .join("\n"),
+        }
+    }
+
+    /// The text of the last user message that has text (tool-result-only messages skipped).
+    pub fn last_user_text(&self) -> String {
+        self.messages()
+            .iter()
+            .rev()
+            .filter(|m| m.get("role").and_then(Value::as_str) == Some("user"))
+            .map(|m| text_of(m.get("content").unwrap_or(&Value::Null)))
+            .find(|t| !t.is_empty())
+            .unwrap_or_default()
+    }
+
+    /// The content of the last tool result (OpenAI `tool` message or Anthropic `tool_result`).
+    pub fn last_tool_result(&self) -> Option<String> {
+        for m in self.messages().iter().rev() {
+            if m.get("role").and_then(Value::as_str) == Some("tool") {
+                return Some(text_of(m.get("content").unwrap_or(&Value::Null)));
+            }
+            let blocks = m
+                .get("content")
+                .and_then(Value::as_array)
+                .map(Vec::as_slice)
+                .unwrap_or_default();
+            if let Some(b) = blocks
+                .iter()
+                .rev()
+                .find(|b| b.get("type").and_then(Value::as_str) == Some("tool_result"))
+            {
+                return Some(text_of(b.get("content").unwrap_or(&Value::Null)));
+            }
+        }
+        None
+    }
+}
+
+/// A string, or the `text` parts of an array of content blocks joined.
+fn text_of(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        Value::Array(parts) => parts
+            .iter()
+            .filter(|p| p.get("type").and_then(Value::as_str) == Some("text"))
+            .filter_map(|p| p.get("text").and_then(Value::as_str))
+            .collect::<Vec<_>>()
+            .join("\n"),
+        _ => String::new(),
+    }
+}
+
+#[derive(Clone, Debug)]
+enum Content {
+    Echo,
+    Chunks(Vec<String>),
+}
+
+#[derive(Clone, Debug)]
+enum Failure {
+    BadKey,
+    UnknownModel,
+    ContextTooLong,
+    RateLimited,
+    Server(u16),
+    Raw { status: u16, body: String },
+}
+
+/// What the fake answers to one request. Build with a constructor, adjust with modifiers.
+#[derive(Clone, Debug)]
+pub struct Reply {
+    content: Content,
+    tools: Vec<(String, String)>,
+    failure: Option<Failure>,
+    headers: Vec<(String, String)>,
+    first_byte_delay: Duration,
+    chunk_delay: Duration,
+    drop_after: Option<usize>,
+    error_after: Option<usize>,
+    error_message: Option<String>,
+    pause_after: Option<(usize, Duration)>,
+    arg_piece_len: usize,
+    usage: Option<(u64, u64)>,
+    cache: (u64, u64),
+    length_limited: bool,
+}
+
+impl Reply {
+    fn base(content: Content) -> Self {
+        Self {
+            content,
+            tools: Vec::new(),
+            failure: None,
+            headers: Vec::new(),
+            first_byte_delay: Duration::ZERO,
+            chunk_delay: Duration::ZERO,
+            drop_after: None,
+            error_after: None,
+            error_message: None,
+            pause_after: None,
+            arg_piece_len: 8,
+            usage: None,
+            cache: (0, 0),
+            length_limited: false,
+        }
+    }
+
+    /// Text streamed one word per chunk (`"Hello there!"` -> `"Hello"`, `" there!"`).
+    pub fn text(text: &str) -> Self {
+        Self::base(Content::Chunks(words(text)))
+    }
+
+    /// Text streamed in exactly these chunks.
+    pub fn chunks<S: Into<String>>(chunks: impl IntoIterator<Item = S>) -> Self {
+        Self::base(Content::Chunks(
+            chunks.into_iter().map(Into::into).collect(),
+        ))
+    }
+
+    /// `echo: <last user text>`, one chunk per word (the default reply).
+    pub fn echo() -> Self {
+        Self::base(Content::Echo)
+    }
+
+    /// One tool call (no text); `arguments` is streamed in pieces of `arg_piece_len` chars.
+    pub fn tool_call(name: &str, arguments: Value) -> Self {
+        Self::base(Content::Chunks(Vec::new())).and_tool_call(name, arguments)
+    }
+
+    /// Adds another tool call after the previous ones.
+    pub fn and_tool_call(mut self, name: &str, arguments: Value) -> Self {
+        self.tools.push((name.to_string(), arguments.to_string()));
+        self
+    }
+
+    /// Adds a tool call whose arguments are this exact text (may be invalid JSON).
+    pub fn and_raw_tool_call(mut self, name: &str, arguments: &str) -> Self {
+        self.tools.push((name.to_string(), arguments.to_string()));
+        self
+    }
+
+    /// Text streamed (one chunk per word) before the tool calls.
+    pub fn with_text(mut self, text: &str) -> Self {
+        self.content = Content::Chunks(words(text));
+        self
+    }
+
+    /// 401: OpenAI `invalid_api_key` (quoting the key masked, as OpenAI does) or Anthropic
+    /// `authentication_error`.
+    pub fn bad_key() -> Self {
+        Self::failing(Failure::BadKey)
+    }
+
+    /// 404: OpenAI `model_not_found` or Anthropic `not_found_error` naming the model.
+    pub fn unknown_model() -> Self {
+        Self::failing(Failure::UnknownModel)
+    }
+
+    /// 400: OpenAI `context_length_exceeded` or Anthropic "prompt is too long".
+    pub fn context_too_long() -> Self {
+        Self::failing(Failure::ContextTooLong)
+    }
+
+    /// 429 with `Retry-After: <secs>`.
+    pub fn rate_limited(retry_after_secs: u64) -> Self {
+        Self::failing(Failure::RateLimited).header("retry-after", &retry_after_secs.to_string())
+    }
+
+    /// A 5xx in the provider's shape (Anthropic 529 is `overloaded_error`).
+    pub fn server_error(status: u16) -> Self {
+        Self::failing(Failure::Server(status))
+    }
+
+    /// Any status with this exact body (sent as `application/json`).
+    pub fn http_error(status: u16, body: impl Into<String>) -> Self {
+        Self::failing(Failure::Raw {
+            status,
+            body: body.into(),
+        })
+    }
+
+    fn failing(f: Failure) -> Self {
+        let mut r = Self::base(Content::Chunks(Vec::new()));
+        r.failure = Some(f);
+        r
+    }
+
+    /// An extra response header (e.g. `retry-after` as an HTTP date).
+    pub fn header(mut self, name: &str, value: &str) -> Self {
+        self.headers
+            .push((name.to_ascii_lowercase(), value.to_string()));
+        self
+    }
+
+    /// Wait before sending the response headers.
+    pub fn first_byte_delay(mut self, d: Duration) -> Self {
+        self.first_byte_delay = d;
+        self
+    }
+
+    /// Wait between SSE events.
+    pub fn chunk_delay(mut self, d: Duration) -> Self {
+        self.chunk_delay = d;
+        self
+    }
+
+    /// Drop the connection after `n` content deltas (text or argument pieces).
+    pub fn drop_after(mut self, n: usize) -> Self {
+        self.drop_after = Some(n);
+        self
+    }
+
+    /// Send an in-stream error after `n` content deltas (OpenAI `{"error":...}` data, Anthropic
+    /// `event: error` with `overloaded_error`), then end the stream.
+    pub fn error_after(mut self, n: usize) -> Self {
+        self.error_after = Some(n);
+        self
+    }
+
+    /// The message of the in-stream error sent by `error_after`.
+    pub fn error_message(mut self, message: &str) -> Self {
+        self.error_message = Some(message.to_string());
+        self
+    }
+
+    /// After `n` content deltas, go silent for `d` before the rest (a stalled stream).
+    pub fn pause_after(mut self, n: usize, d: Duration) -> Self {
+        self.pause_after = Some((n, d));
+        self
+    }
+
+    /// Input and output token counts to report (default: body bytes / 4, number of deltas).
+    pub fn usage(mut self, input: u64, output: u64) -> Self {
+        self.usage = Some((input, output));
+        self
+    }
+
+    /// Cached input tokens read and written (OpenAI reports only reads).
+    pub fn cache_usage(mut self, read: u64, write: u64) -> Self {
+        self.cache = (read, write);
+        self
+    }
+
+    /// Finish with `length` / `max_tokens` instead of a normal stop.
+    pub fn max_tokens_reached(mut self) -> Self {
+        self.length_limited = true;
+        self
+    }
+
+    /// Characters per streamed piece of tool arguments (default 8).
+    pub fn arg_piece_len(mut self, n: usize) -> Self {
+        self.arg_piece_len = n.max(1);
+        self
+    }
+}
+
+fn words(text: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    let mut cur = String::new();
+    let mut in_word = false;
+    for ch in text.chars() {
+        if ch.is_whitespace() && in_word {
+            out.push(std::mem::take(&mut cur));
+            in_word = false;
+        } else if !ch.is_whitespace() {
+            in_word = true;
+        }
+        cur.push(ch);
+    }
+    if !cur.is_empty() {
+        out.push(cur);
+    }
+    out
+}
+
+fn pieces(s: &str, n: usize) -> Vec<String> {
+    let chars: Vec<char> = s.chars().collect();
+    chars.chunks(n).map(|c| c.iter().collect()).collect()
+}
+
+struct Rule {
+    needle: String,
+    once: VecDeque<Arc<Reply>>,
+    every: Option<Arc<Reply>>,
+}
+
+struct Script {
+    rules: Vec<Rule>,
+    queue: VecDeque<Arc<Reply>>,
+    default: Arc<Reply>,
+    api_key: Option<String>,
+}
+
+impl Script {
+    fn pick(&mut self, text: &str) -> Arc<Reply> {
+        for rule in self.rules.iter_mut().filter(|r| text.contains(&r.needle)) {
+            if let Some(r) = rule.once.pop_front() {
+                return r;
+            }
+            if let Some(r) = &rule.every {
+                return r.clone();
+            }
+        }
+        self.queue
+            .pop_front()
+            .unwrap_or_else(|| self.default.clone())
+    }
+}
+
+struct Shared {
+    script: Mutex<Script>,
+    requests: Mutex<VecDeque<RecordedRequest>>,
+    record_limit: AtomicUsize,
+    count: AtomicUsize,
+    arrived: Notify,
+}
+
+/// A running fake; the server stops when this is dropped.
+pub struct FakeLlm {
+    addr: SocketAddr,
+    shared: Arc<Shared>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for FakeLlm {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+impl FakeLlm {
+    /// Binds 127.0.0.1 on a free port and serves on the current Tokio runtime.
+    pub async fn start() -> Self {
+        let shared = Arc::new(Shared {
+            script: Mutex::new(Script {
+                rules: Vec::new(),
+                queue: VecDeque::new(),
+                default: Arc::new(Reply::echo()),
+                api_key: None,
+            }),
+            requests: Mutex::new(VecDeque::new()),
+            record_limit: AtomicUsize::new(10_000),
+            count: AtomicUsize::new(0),
+            arrived: Notify::new(),
+        });
+        let app = Router::new()
+            .fallback(handle)
+            .layer(DefaultBodyLimit::max(64 << 20))
+            .with_state(shared.clone());
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind the fake LLM");
+        let addr = listener.local_addr().expect("fake LLM address");
+        let task = tokio::spawn(async move {
+            let _ = axum::serve(listener, app).await;
+        });
+        Self { addr, shared, task }
+    }
+
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// `http://127.0.0.1:PORT/v1`, the base URL for an OpenAI-compatible client.
+    pub fn openai_url(&self) -> String {
+        format!("http://{}/v1", self.addr)
+    }
+
+    /// `http://127.0.0.1:PORT`, the base URL for an Anthropic client.
+    pub fn anthropic_url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    fn script(&self) -> std::sync::MutexGuard<'_, Script> {
+        self.shared.script.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Queues a reply for the next request that matches no rule.
+    pub fn push(&self, reply: Reply) {
+        self.script().queue.push_back(Arc::new(reply));
+    }
+
+    /// Answers the next request whose last user text contains `needle` with `reply`, once.
+    /// Several calls with one needle are used in order.
+    pub fn on(&self, needle: &str, reply: Reply) {
+        let mut script = self.script();
+        match script.rules.iter_mut().find(|r| r.needle == needle) {
+            Some(rule) => rule.once.push_back(Arc::new(reply)),
+            None => script.rules.push(Rule {
+                needle: needle.to_string(),
+                once: VecDeque::from([Arc::new(reply)]),
+                every: None,
+            }),
+        }
+    }
+
+    /// Answers every request whose last user text contains `needle` with `reply` (after any
+    /// once-replies of that needle are used up).
+    pub fn on_every(&self, needle: &str, reply: Reply) {
+        let mut script = self.script();
+        match script.rules.iter_mut().find(|r| r.needle == needle) {
+            Some(rule) => rule.every = Some(Arc::new(reply)),
+            None => script.rules.push(Rule {
+                needle: needle.to_string(),
+                once: VecDeque::new(),
+                every: Some(Arc::new(reply)),
+            }),
+        }
+    }
+
+    /// Replaces the default reply (used when no rule matches and the queue is empty).
+    pub fn set_default(&self, reply: Reply) {
+        self.script().default = Arc::new(reply);
+    }
+
+    /// From now on, requests without this key get `bad_key()`.
+    pub fn require_api_key(&self, key: &str) {
+        self.script().api_key = Some(key.to_string());
+    }
+
+    /// Removes rules, queued replies and recorded requests, zeroes the count, restores the echo
+    /// default and drops the key requirement.
+    pub fn reset(&self) {
+        let mut script = self.script();
+        script.rules.clear();
+        script.queue.clear();
+        script.default = Arc::new(Reply::echo());
+        script.api_key = None;
+        let mut requests = self
+            .shared
+            .requests
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        requests.clear();
+        self.shared.count.store(0, Ordering::SeqCst);
+    }
+
+    /// Keep only the last `n` requests (0: record none; counting goes on).
+    pub fn set_record_limit(&self, n: usize) {
+        self.shared.record_limit.store(n, Ordering::Relaxed);
+    }
+
+    /// The recorded requests, oldest first.
+    pub fn requests(&self) -> Vec<RecordedRequest> {
+        self.shared
+            .requests
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .iter()
+            .cloned()
+            .collect()
+    }
+
+    pub fn last_request(&self) -> Option<RecordedRequest> {
+        self.shared
+            .requests
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .back()
+            .cloned()
+    }
+
+    /// How many requests arrived in total (recorded or not).
+    pub fn request_count(&self) -> usize {
+        self.shared.count.load(Ordering::SeqCst)
+    }
+
+    /// Waits until at least `n` requests arrived; false on timeout.
+    pub async fn wait_for_requests(&self, n: usize, timeout: Duration) -> bool {
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            let notified = self.shared.arrived.notified();
+            if self.request_count() >= n {
+                return true;
+            }
+            if tokio::time::timeout_at(deadline, notified).await.is_err() {
+                return self.request_count() >= n;
+            }
+        }
+    }
+}
+
+async fn handle(
+    State(shared): State<Arc<Shared>>,
+    method: Method,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let protocol = match (method == Method::POST, uri.path()) {
+        (true, "/v1/chat/completions") => Protocol::OpenAi,
+        (true, "/v1/messages") => Protocol::Anthropic,
+        _ => Protocol::Unknown,
+    };
+    let req = RecordedRequest {
+        seq: 0,
+        protocol,
+        method: method.to_string(),
+        path: uri.path().to_string(),
+        headers: headers
+            .iter()
+            .map(|(k, v)| {
+                (
+                    k.as_str().to_string(),
+                    String::from_utf8_lossy(v.as_bytes()).into_owned(),
+                )
+            })
+            .collect(),
+        body: serde_json::from_slice(&body).unwrap_or(Value::Null),
+    };
+    let view = Request {
+        protocol,
+        model: req.model().to_string(),
+        user_text: req.last_user_text(),
+        key: req.api_key().unwrap_or_default().to_string(),
+        body_len: body.len(),
+    };
+    let problem = check(&req);
+    record(&shared, req);
+
+    if protocol == Protocol::Unknown {
+        let body = json!({"error": {"message": format!("Unknown request URL: {method} {}", uri.path()),
+                                    "type": "invalid_request_error", "param": null, "code": "unknown_url"}});
+        return json_response(404, &[], body.to_string());
+    }
+    if let Some(message) = problem {
+        return json_response(400, &[], invalid_request(protocol, &message).to_string());
+    }
+    let reply = {
+        let mut script = shared.script.lock().unwrap_or_else(|p| p.into_inner());
+        match &script.api_key {
+            Some(k) if *k != view.key => Arc::new(Reply::bad_key()),
+            _ => script.pick(&view.user_text),
+        }
+    };
+    if !reply.first_byte_delay.is_zero() {
+        tokio::time::sleep(reply.first_byte_delay).await;
+    }
+    match &reply.failure {
+        Some(f) => failure_response(f, &reply, &view),
+        None => stream_response(&reply, &view),
+    }
+}
+
+/// What rendering a reply needs to know about its request.
+struct Request {
+    protocol: Protocol,
+    model: String,
+    user_text: String,
+    key: String,
+    body_len: usize,
+}
+
+fn record(shared: &Shared, mut req: RecordedRequest) {
+    let limit = shared.record_limit.load(Ordering::Relaxed);
+    {
+        let mut requests = shared.requests.lock().unwrap_or_else(|p| p.into_inner());
+        req.seq = shared.count.fetch_add(1, Ordering::SeqCst);
+        if limit > 0 {
+            while requests.len() >= limit {
+                requests.pop_front();
+            }
+            requests.push_back(req);
+        }
+    }
+    shared.arrived.notify_waiters();
+}
+
+/// The checks a real server makes before anything else; a message for a 400 on failure.
+fn check(req: &RecordedRequest) -> Option<String> {
+    if req.protocol == Protocol::Unknown {
+        return None;
+    }
+    if req.body.is_null() {
+        return Some("the request body is not valid JSON".into());
+    }
+    if req.model().is_empty() {
+        return Some("model: field required".into());
+    }
+    if req.body.get("messages").and_then(Value::as_array).is_none() {
+        return Some("messages: field required".into());
+    }
+    if req.protocol == Protocol::Anthropic
+        && req.body.get("max_tokens").and_then(Value::as_u64).is_none()
+    {
+        return Some("max_tokens: field required".into());
+    }
+    None
+}
+
