@@ -125,7 +125,8 @@ impl App {
         let access = Arc::new(Access::new(&cfg.access, local, &cfg.agent.timezone));
         let wake = Arc::new(Notify::new());
         let ingress: Arc<dyn Ingress> = Arc::new(InboxIngress::new(store.clone(), wake.clone()));
-        let triage = Triage { store: store.clone(), access, sessions: sessions.clone(), model: llm.model().to_string() };
+        let triage =
+            Triage { store: store.clone(), access, sessions: sessions.clone(), model: llm.model().to_string() };
 
         let intake = CancellationToken::new();
         let intake_tasks = TaskTracker::new();
@@ -170,6 +171,7 @@ impl App {
                         model: llm.model().to_string(),
                     },
                     shutdown: intake.clone(),
+                    owners: Default::default(),
                 })
             } else {
                 axum::Router::new()

@@ -55,11 +55,7 @@ const BOUNDS: [f64; 10] = [0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0
 
 impl Histogram {
     pub const fn new() -> Self {
-        Self {
-            buckets: [const { AtomicU64::new(0) }; 10],
-            count: AtomicU64::new(0),
-            sum_micros: AtomicU64::new(0),
-        }
+        Self { buckets: [const { AtomicU64::new(0) }; 10], count: AtomicU64::new(0), sum_micros: AtomicU64::new(0) }
     }
 
     pub fn observe(&self, secs: f64) {

@@ -33,6 +33,8 @@ CREATE TABLE sessions (
     conversation  TEXT NOT NULL,
     system_prompt TEXT NOT NULL,
     version       BIGINT NOT NULL DEFAULT 0,
+    -- The seq of the session's last message (appends take the next ones).
+    last_seq      BIGINT NOT NULL DEFAULT 0,
     created_ms    BIGINT NOT NULL,
     updated_ms    BIGINT NOT NULL,
     closed_ms     BIGINT

@@ -13,8 +13,7 @@ pub const INTERRUPTED: &str = "(no result: the turn was interrupted before this 
 /// between recording its calls and their results).
 pub fn dangling_results(history: &[NewMessage]) -> Vec<NewMessage> {
     let Some(pos) = history.iter().rposition(|m| m.role() == Role::Assistant) else { return vec![] };
-    let answered: HashSet<&str> =
-        history[pos + 1..].iter().filter_map(|m| m.tool_call_id.as_deref()).collect();
+    let answered: HashSet<&str> = history[pos + 1..].iter().filter_map(|m| m.tool_call_id.as_deref()).collect();
     history[pos]
         .tool_calls
         .iter()
@@ -49,7 +48,11 @@ pub fn build_messages(history: &[NewMessage]) -> Vec<ChatMessage> {
                 let Some(id) = m.tool_call_id.as_deref() else { continue };
                 let Some(i) = open_calls.iter().position(|c| c == id) else { continue };
                 open_calls.remove(i);
-                out.push(ChatMessage::Tool { call_id: id.to_string(), content: m.content.clone(), is_error: m.is_error });
+                out.push(ChatMessage::Tool {
+                    call_id: id.to_string(),
+                    content: m.content.clone(),
+                    is_error: m.is_error,
+                });
             }
         }
     }
@@ -71,7 +74,9 @@ mod tests {
             .map(|m| match m {
                 ChatMessage::User { .. } => "U".to_string(),
                 ChatMessage::Assistant { tool_calls, .. } => format!("A{}", tool_calls.len()),
-                ChatMessage::Tool { call_id, is_error, .. } => format!("T{call_id}{}", if *is_error { "!" } else { "" }),
+                ChatMessage::Tool { call_id, is_error, .. } => {
+                    format!("T{call_id}{}", if *is_error { "!" } else { "" })
+                }
             })
             .collect::<Vec<_>>()
             .join(" ")

@@ -114,12 +114,12 @@ type Prepared = (std::sync::Arc<dyn crate::tools::Tool>, Value);
 
 /// Looks the tool up, parses and validates its arguments.
 fn prepare(tools: &Tools, call: &ToolCall) -> Result<Prepared, ToolError> {
-    let tool = tools
-        .get(&call.name)
-        .ok_or_else(|| ToolError::Failed(format!("unknown tool `{}`; available: {}", call.name, tools.names().join(", "))))?;
+    let tool = tools.get(&call.name).ok_or_else(|| {
+        ToolError::Failed(format!("unknown tool `{}`; available: {}", call.name, tools.names().join(", ")))
+    })?;
     let raw = if call.arguments.trim().is_empty() { "{}" } else { call.arguments.as_str() };
-    let args: Value = serde_json::from_str(raw)
-        .map_err(|e| ToolError::InvalidArgs(format!("arguments are not valid JSON ({e})")))?;
+    let args: Value =
+        serde_json::from_str(raw).map_err(|e| ToolError::InvalidArgs(format!("arguments are not valid JSON ({e})")))?;
     validate_args(&tool.spec().parameters, &args).map_err(ToolError::InvalidArgs)?;
     Ok((tool.clone(), args))
 }

@@ -3,7 +3,9 @@
 use super::{build_messages, dangling_results, run_calls, SessionState};
 use crate::config::LimitsConfig;
 use crate::llm::{Assembled, ChatRequest, LlmError, Provider, StreamEvent, Usage};
-use crate::store::{InboxStatus, NewMessage, NewOutbox, Role, Store, StoreError, TurnCommit, UsageRecord, UserRow};
+use crate::store::{
+    InboxStatus, NewMessage, NewOutbox, OutboxRow, Role, Store, StoreError, TurnCommit, UsageRecord, UserRow,
+};
 use crate::tools::{ToolCtx, Tools};
 use butler_channel::{ConversationKind, InboundEvent};
 use futures::StreamExt;
@@ -48,6 +50,9 @@ pub struct TurnInput<'a> {
     pub stop: CancellationToken,
     /// Shutdown past the grace period: stop now, commit nothing (the event is retried later).
     pub abort: CancellationToken,
+    /// False when the event was claimed before (a retry or a re-run after a crash): only then
+    /// can its message already be in the transcript.
+    pub first_attempt: bool,
 }
 
 #[derive(Debug, PartialEq)]
@@ -84,6 +89,8 @@ struct Progress {
     shown: String,
     usage: Usage,
     iterations: u32,
+    /// The turn's user message until it is stored.
+    unsaved_user: Option<NewMessage>,
 }
 
 impl Progress {
@@ -99,10 +106,12 @@ impl Progress {
 /// What the user sees for a model failure.
 pub fn explain(e: &LlmError) -> String {
     match e {
-        LlmError::NotConfigured => "⚠️ Butler has no language model configured yet. Set OPENAI_API_KEY (and optionally \
+        LlmError::NotConfigured => {
+            "⚠️ Butler has no language model configured yet. Set OPENAI_API_KEY (and optionally \
              OPENAI_BASE_URL and BUTLER_MODEL), or ANTHROPIC_API_KEY, or the [llm] section of the config file, then \
              restart Butler."
-            .to_string(),
+                .to_string()
+        }
         _ => format!("⚠️ {e}"),
     }
 }
@@ -112,10 +121,11 @@ impl Agent {
     /// ending is returned for the caller to commit.
     #[tracing::instrument(skip_all, fields(event = %input.event.id, session = %input.session.row.id))]
     pub async fn run(&self, input: TurnInput<'_>, obs: &mut dyn TurnObserver) -> Result<TurnOutcome, TurnError> {
-        let TurnInput { session, event, user, stop, abort } = input;
+        let TurnInput { session, event, user, stop, abort, first_attempt } = input;
         let sid = session.row.id.clone();
-        let mut progress = Progress { shown: String::new(), usage: Usage::default(), iterations: 0 };
-        self.start_or_resume(session, event, &mut progress).await?;
+        let mut progress =
+            Progress { shown: String::new(), usage: Usage::default(), iterations: 0, unsaved_user: None };
+        self.start_or_resume(session, event, first_attempt, &mut progress).await?;
 
         let tool_ctx = ToolCtx {
             user: user.clone(),
@@ -139,9 +149,17 @@ impl Agent {
             }
             progress.iterations += 1;
             let start = session.history.len().saturating_sub(window);
+            let messages = match &progress.unsaved_user {
+                None => build_messages(&session.history[start..]),
+                Some(user) => {
+                    let mut view = session.history[start..].to_vec();
+                    view.push(user.clone());
+                    build_messages(&view)
+                }
+            };
             let req = ChatRequest {
                 system: session.row.system_prompt.clone(),
-                messages: build_messages(&session.history[start..]),
+                messages,
                 tools: defs.clone(),
                 max_tokens: Some(self.max_tokens),
             };
@@ -191,7 +209,8 @@ impl Agent {
             }
             // Record the calls before running them, so a crash mid-tools resumes correctly.
             let calls = asm.tool_calls.clone();
-            self.append(session, vec![NewMessage::assistant(asm.text.clone(), calls.clone())]).await?;
+            let round = vec![NewMessage::assistant(asm.text.clone(), calls.clone())];
+            self.append(session, &mut progress, round).await?;
             progress.shown = progress.join(&asm.text);
             obs.tools(&calls.iter().map(|c| c.name.clone()).collect::<Vec<_>>());
             let timeout = Duration::from_secs(self.limits.tool_timeout_secs);
@@ -201,7 +220,7 @@ impl Agent {
             };
             obs.tools(&[]);
             let msgs = results.into_iter().map(|r| NewMessage::tool(r.call_id, r.content, r.is_error)).collect();
-            self.append(session, msgs).await?;
+            self.append(session, &mut progress, msgs).await?;
         };
 
         let note = match &ending {
@@ -221,8 +240,8 @@ impl Agent {
             Some(n) if last_text.is_empty() => n.clone(),
             Some(n) => format!("{last_text}\n\n{n}"),
         };
-        let mut reply = progress.join(&final_text);
-        if reply.trim().is_empty() {
+        let mut reply = progress.join(&final_text).trim_end().to_string();
+        if reply.is_empty() {
             reply = "(The model returned an empty answer.)".into();
         }
         let final_msg = NewMessage::assistant(final_text, vec![]);
@@ -241,7 +260,7 @@ impl Agent {
             inbox_id: event.id.0.clone(),
             inbox_status: InboxStatus::Done,
             session_id: Some(sid),
-            messages: vec![final_msg],
+            messages: progress.unsaved_user.take().into_iter().chain([final_msg]).collect(),
             reply: Some(NewOutbox {
                 key: reply_key(&event.id.0),
                 conversation: event.conversation.to_string(),
@@ -262,15 +281,19 @@ impl Agent {
 
     /// Commits a finished turn (after its streaming has stopped) and keeps the session's cached
     /// transcript in step with the store.
-    pub async fn commit(&self, session: &mut SessionState, commit: &TurnCommit) -> Result<(), StoreError> {
-        self.store.finish_event(commit).await?;
+    pub async fn commit(
+        &self,
+        session: &mut SessionState,
+        commit: &TurnCommit,
+    ) -> Result<Option<OutboxRow>, StoreError> {
+        let reply = self.store.finish_event(commit).await?;
         session.history.extend(commit.messages.iter().cloned());
         let keep = self.limits.history_messages.max(2) * 2;
         if session.history.len() > keep {
             let cut = session.history.len() - keep / 2;
             session.history.drain(..cut);
         }
-        Ok(())
+        Ok(reply)
     }
 
     fn park(&self) -> Result<TurnOutcome, TurnError> {
@@ -278,7 +301,15 @@ impl Agent {
         Ok(TurnOutcome::Parked)
     }
 
-    async fn append(&self, session: &mut SessionState, msgs: Vec<NewMessage>) -> Result<(), StoreError> {
+    /// Persists `msgs` (preceded by the turn's user message if that is not stored yet) and adds
+    /// them to the cached transcript.
+    async fn append(
+        &self,
+        session: &mut SessionState,
+        progress: &mut Progress,
+        msgs: Vec<NewMessage>,
+    ) -> Result<(), StoreError> {
+        let msgs: Vec<NewMessage> = progress.unsaved_user.take().into_iter().chain(msgs).collect();
         if msgs.is_empty() {
             return Ok(());
         }
@@ -287,19 +318,22 @@ impl Agent {
         Ok(())
     }
 
-    /// Appends the user message, or, when this event's message is already in the transcript
+    /// Prepares the user message (stored with the first tool round or the final commit, so a
+    /// plain turn costs one write), or, when this event's message is already in the transcript
     /// (the turn is being re-run after a crash or a retry), repairs the transcript and restores
     /// the text shown so far.
     async fn start_or_resume(
         &self,
         session: &mut SessionState,
         event: &InboundEvent,
+        first_attempt: bool,
         progress: &mut Progress,
     ) -> Result<(), StoreError> {
         let eid = event.id.0.as_str();
         let found = session.history.iter().rposition(|m| m.event_id.as_deref() == Some(eid));
         let found = match found {
             Some(i) => Some(i),
+            None if first_attempt => None,
             None if self.store.message_seq_for_event(&session.row.id, eid).await?.is_some() => {
                 // In the store but outside the cached window: reload the tail.
                 let recent = self.store.messages_recent(&session.row.id, self.limits.history_messages).await?;
@@ -312,10 +346,13 @@ impl Agent {
             None => {
                 let text = event.text().unwrap_or_default();
                 let (content, name) = match event.kind {
-                    ConversationKind::Group => (format!("[{}] {text}", event.actor.name()), Some(event.actor.name().to_string())),
+                    ConversationKind::Group => {
+                        (format!("[{}] {text}", event.actor.name()), Some(event.actor.name().to_string()))
+                    }
                     ConversationKind::Direct => (text.to_string(), None),
                 };
-                self.append(session, vec![NewMessage::user(content, name, Some(eid.to_string()))]).await
+                progress.unsaved_user = Some(NewMessage::user(content, name, Some(eid.to_string())));
+                Ok(())
             }
             Some(i) => {
                 tracing::info!(event = eid, "resuming a turn cut off earlier");
@@ -328,7 +365,7 @@ impl Agent {
                     }
                 }
                 let fixes = dangling_results(&session.history[i..]);
-                self.append(session, fixes).await
+                self.append(session, progress, fixes).await
             }
         }
     }

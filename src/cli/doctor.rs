@@ -30,7 +30,9 @@ pub async fn run(explicit: Option<&Path>) -> bool {
     let mut r = Report { failures: 0 };
     let cfg = match config::load(explicit) {
         Ok(loaded) => {
-            let src = loaded.source.map_or_else(|| "built-in defaults (no config file)".to_string(), |p| p.display().to_string());
+            let src = loaded
+                .source
+                .map_or_else(|| "built-in defaults (no config file)".to_string(), |p| p.display().to_string());
             r.ok("config", src);
             loaded.config
         }
@@ -94,7 +96,11 @@ async fn redis(r: &mut Report, cfg: &Config) {
     match tokio::time::timeout(Duration::from_secs(5), probe).await {
         Ok(Ok(reply)) if reply == "+PONG" || reply.starts_with("-NOAUTH") => r.ok("redis", &hostport),
         Ok(Ok(reply)) => r.fail("redis", format!("unexpected answer `{reply}` from {hostport}"), "check [redis] url"),
-        Ok(Err(e)) => r.fail("redis", format!("{hostport}: {e}"), "start Redis or fix [redis] url (or remove [redis] to run one process)"),
+        Ok(Err(e)) => r.fail(
+            "redis",
+            format!("{hostport}: {e}"),
+            "start Redis or fix [redis] url (or remove [redis] to run one process)",
+        ),
         Err(_) => r.fail("redis", format!("no answer from {hostport} within 5s"), "check [redis] url"),
     }
 }
@@ -104,10 +110,11 @@ async fn llm(r: &mut Report, cfg: &Config) {
     let req = ChatRequest {
         system: "You are a health check.".into(),
         messages: vec![ChatMessage::User { content: "Reply with the word OK.".into(), name: None }],
-        tools: vec![],
+        tools: Vec::new().into(),
         max_tokens: Some(5),
     };
-    let what = format!("model ({} {})", provider.name(), if provider.model().is_empty() { "-" } else { provider.model() });
+    let what =
+        format!("model ({} {})", provider.name(), if provider.model().is_empty() { "-" } else { provider.model() });
     let check = async {
         let mut stream = provider.stream(&req).await?;
         while let Some(ev) = stream.next().await {
@@ -119,9 +126,15 @@ async fn llm(r: &mut Report, cfg: &Config) {
         Ok(Ok(())) => r.ok(&what, "answered a test request"),
         Ok(Err(e)) => {
             let fix = match e {
-                crate::llm::LlmError::NotConfigured => "set OPENAI_API_KEY (+ BUTLER_MODEL), ANTHROPIC_API_KEY, or [llm] in the config",
-                crate::llm::LlmError::Auth(_) => "set a valid key in [llm] api_key (or OPENAI_API_KEY / ANTHROPIC_API_KEY)",
-                crate::llm::LlmError::UnknownModel(_) => "set [llm] model (or BUTLER_MODEL) to a model this endpoint serves",
+                crate::llm::LlmError::NotConfigured => {
+                    "set OPENAI_API_KEY (+ BUTLER_MODEL), ANTHROPIC_API_KEY, or [llm] in the config"
+                }
+                crate::llm::LlmError::Auth(_) => {
+                    "set a valid key in [llm] api_key (or OPENAI_API_KEY / ANTHROPIC_API_KEY)"
+                }
+                crate::llm::LlmError::UnknownModel(_) => {
+                    "set [llm] model (or BUTLER_MODEL) to a model this endpoint serves"
+                }
                 crate::llm::LlmError::Unreachable(_) => "check [llm] base_url and that the model server is running",
                 _ => "check [llm] and the provider's status",
             };

@@ -58,8 +58,8 @@ pub async fn main() -> ExitCode {
 
 fn init_tracing(quiet: bool) {
     let default = if quiet { "warn" } else { "info,sqlx=warn,hyper=warn" };
-    let filter =
-        tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
     let _ = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).try_init();
 }
 

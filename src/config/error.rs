@@ -54,12 +54,7 @@ pub enum ConfigError {
 
     /// The file is not valid TOML.
     #[error("{file}:{line}:{column}: TOML syntax error: {message}")]
-    Syntax {
-        file: String,
-        line: usize,
-        column: usize,
-        message: String,
-    },
+    Syntax { file: String, line: usize, column: usize, message: String },
 
     /// A key the configuration does not have (often a typo).
     #[error(
@@ -67,50 +62,26 @@ pub enum ConfigError {
         at_line(*line),
         did_you_mean(suggestion)
     )]
-    UnknownKey {
-        file: String,
-        key: String,
-        line: Option<usize>,
-        suggestion: Option<String>,
-    },
+    UnknownKey { file: String, key: String, line: Option<usize>, suggestion: Option<String> },
 
     /// A required key is absent (e.g. `model` in an `[[llm.fallback]]` entry).
     #[error("{file}: missing key `{key}`{}; add it", at_line(*line))]
-    MissingKey {
-        file: String,
-        key: String,
-        line: Option<usize>,
-    },
+    MissingKey { file: String, key: String, line: Option<usize> },
 
     /// A value of the wrong type or out of range.
     #[error("{file}: bad value for `{key}`{}: {reason}", at_line(*line))]
-    BadValue {
-        file: String,
-        key: String,
-        line: Option<usize>,
-        reason: String,
-    },
+    BadValue { file: String, key: String, line: Option<usize>, reason: String },
 
     /// `${VAR}` names a variable that is not set.
     #[error(
         "{file}: `{key}` uses ${{{var}}}, but {var} is not set; set {var} in the environment, \
          or write ${{{var}:-default}} to fall back to a default"
     )]
-    MissingVar {
-        file: String,
-        key: String,
-        var: String,
-    },
+    MissingVar { file: String, key: String, var: String },
 
     /// A malformed `${...}` (unterminated, or not a variable name).
-    #[error(
-        "{file}: `{key}`: {reason} (write ${{NAME}} or ${{NAME:-default}}; `$${{` gives a literal `${{`)"
-    )]
-    BadInterpolation {
-        file: String,
-        key: String,
-        reason: String,
-    },
+    #[error("{file}: `{key}`: {reason} (write ${{NAME}} or ${{NAME:-default}}; `$${{` gives a literal `${{`)")]
+    BadInterpolation { file: String, key: String, reason: String },
 
     /// `BUTLER_<SECTION>__<KEY>` names a key the configuration does not have.
     #[error(
@@ -118,26 +89,15 @@ pub enum ConfigError {
          overrides are BUTLER_<SECTION>__<KEY>, with a double underscore between levels)",
         did_you_mean(suggestion)
     )]
-    UnknownOverride {
-        var: String,
-        key: String,
-        suggestion: Option<String>,
-    },
+    UnknownOverride { var: String, key: String, suggestion: Option<String> },
 
     /// An override whose value does not fit its key, or that cannot be applied.
     #[error("environment variable {var}: bad value for `{key}`: {reason}")]
-    BadOverride {
-        var: String,
-        key: String,
-        reason: String,
-    },
+    BadOverride { var: String, key: String, reason: String },
 
     /// Values that parse but make no sense (see `Config::validate`).
     #[error("{}", fmt_problems(origin, problems))]
-    Invalid {
-        origin: String,
-        problems: Vec<Problem>,
-    },
+    Invalid { origin: String, problems: Vec<Problem> },
 }
 
 impl ConfigError {
@@ -152,9 +112,7 @@ impl ConfigError {
             | ConfigError::UnknownOverride { key, .. }
             | ConfigError::BadOverride { key, .. } => Some(key),
             ConfigError::Invalid { problems, .. } => problems.first().map(|p| p.key.as_str()),
-            ConfigError::NotFound { .. }
-            | ConfigError::Read { .. }
-            | ConfigError::Syntax { .. } => None,
+            ConfigError::NotFound { .. } | ConfigError::Read { .. } | ConfigError::Syntax { .. } => None,
         }
     }
 }
@@ -164,10 +122,7 @@ fn at_line(line: Option<usize>) -> String {
 }
 
 fn did_you_mean(suggestion: &Option<String>) -> String {
-    suggestion
-        .as_ref()
-        .map(|s| format!("; did you mean `{s}`?"))
-        .unwrap_or_default()
+    suggestion.as_ref().map(|s| format!("; did you mean `{s}`?")).unwrap_or_default()
 }
 
 fn fmt_problems(origin: &str, problems: &[Problem]) -> String {
@@ -231,9 +186,7 @@ impl fmt::Display for KeyPath {
                     if i > 0 {
                         f.write_str(".")?;
                     }
-                    let bare = !k.is_empty()
-                        && k.chars()
-                            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+                    let bare = !k.is_empty() && k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
                     if bare {
                         f.write_str(k)?;
                     } else {
@@ -248,16 +201,11 @@ impl fmt::Display for KeyPath {
 
 /// The closest candidate to `word` (edit distance at most 2, or a prefix match), for "did you
 /// mean" hints.
-pub(crate) fn closest<'a>(
-    word: &str,
-    candidates: impl IntoIterator<Item = &'a str>,
-) -> Option<&'a str> {
+pub(crate) fn closest<'a>(word: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
     candidates
         .into_iter()
         .map(|c| (edit_distance(word, c), c))
-        .filter(|(d, c)| {
-            *d <= 2.min(c.len().saturating_sub(1)) || (word.len() >= 3 && c.starts_with(word))
-        })
+        .filter(|(d, c)| *d <= 2.min(c.len().saturating_sub(1)) || (word.len() >= 3 && c.starts_with(word)))
         .min_by_key(|(d, _)| *d)
         .map(|(_, c)| c)
 }

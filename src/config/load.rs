@@ -43,10 +43,7 @@ pub struct Env {
 impl Env {
     /// The process environment (variables that are not valid UTF-8 are skipped).
     pub fn process() -> Self {
-        Self::from_pairs(
-            std::env::vars_os()
-                .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?))),
-        )
+        Self::from_pairs(std::env::vars_os().filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?))))
     }
 
     pub fn from_pairs<I, K, V>(pairs: I) -> Self
@@ -55,12 +52,7 @@ impl Env {
         K: Into<String>,
         V: Into<String>,
     {
-        Self {
-            vars: pairs
-                .into_iter()
-                .map(|(k, v)| (k.into(), v.into()))
-                .collect(),
-        }
+        Self { vars: pairs.into_iter().map(|(k, v)| (k.into(), v.into())).collect() }
     }
 
     pub fn get(&self, name: &str) -> Option<&str> {
@@ -92,18 +84,12 @@ pub fn load(explicit: Option<&Path>) -> Result<Loaded, ConfigError> {
 }
 
 /// [`load`] with the environment and the directory relative paths start from given, for tests.
-pub fn load_from(
-    explicit: Option<&Path>,
-    env: &Env,
-    base_dir: &Path,
-) -> Result<Loaded, ConfigError> {
+pub fn load_from(explicit: Option<&Path>, env: &Env, base_dir: &Path) -> Result<Loaded, ConfigError> {
     let source = select_file(explicit, env, base_dir)?;
     let (text, origin) = match &source {
         Some(path) => {
-            let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
-                path: path.clone(),
-                source,
-            })?;
+            let text =
+                std::fs::read_to_string(path).map_err(|source| ConfigError::Read { path: path.clone(), source })?;
             (text, path.display().to_string())
         }
         None => (String::new(), NO_FILE.to_string()),
@@ -119,24 +105,14 @@ pub const NO_FILE: &str = "built-in defaults (no config file)";
 /// Which file to read: `explicit`, else `BUTLER_CONFIG` (empty counts as unset), else
 /// `config/butler.toml` under `base_dir` if it exists, else `None`. A named file that does not
 /// exist is an error naming it.
-pub fn select_file(
-    explicit: Option<&Path>,
-    env: &Env,
-    base_dir: &Path,
-) -> Result<Option<PathBuf>, ConfigError> {
+pub fn select_file(explicit: Option<&Path>, env: &Env, base_dir: &Path) -> Result<Option<PathBuf>, ConfigError> {
     let named = match explicit {
         Some(p) => Some((p.to_path_buf(), FileFrom::Flag)),
-        None => env
-            .non_empty("BUTLER_CONFIG")
-            .map(|p| (PathBuf::from(p), FileFrom::EnvVar)),
+        None => env.non_empty("BUTLER_CONFIG").map(|p| (PathBuf::from(p), FileFrom::EnvVar)),
     };
     if let Some((path, from)) = named {
         let path = base_dir.join(path);
-        return if path.exists() {
-            Ok(Some(path))
-        } else {
-            Err(ConfigError::NotFound { path, from })
-        };
+        return if path.exists() { Ok(Some(path)) } else { Err(ConfigError::NotFound { path, from }) };
     }
     let default = base_dir.join(DEFAULT_PATH);
     Ok(default.is_file().then_some(default))
@@ -157,15 +133,10 @@ pub fn select_file(
 /// Empty variables count as unset; when the file (or an override) sets `llm.provider`, only
 /// that provider's variables are used; `BUTLER_MODEL` alone configures nothing.
 pub fn parse_str(text: &str, origin: &str, env: &Env) -> Result<Config, ConfigError> {
-    let mut table: toml::Table = text
-        .parse()
-        .map_err(|e: toml::de::Error| syntax_error(text, origin, &e))?;
+    let mut table: toml::Table = text.parse().map_err(|e: toml::de::Error| syntax_error(text, origin, &e))?;
     interpolate::expand_table(&mut table, origin, env)?;
     let applied = overrides::apply(&mut table, env)?;
-    let provider_set = table
-        .get("llm")
-        .and_then(|llm| llm.get("provider"))
-        .is_some();
+    let provider_set = table.get("llm").and_then(|llm| llm.get("provider")).is_some();
     let mut config = deser::deserialize(table, text, origin, applied)?;
     llm_env::apply_defaults(&mut config.llm, provider_set, env);
     Ok(config)
@@ -174,10 +145,7 @@ pub fn parse_str(text: &str, origin: &str, env: &Env) -> Result<Config, ConfigEr
 /// Puts the real origin into a validation error (which does not know the file).
 fn with_origin(err: ConfigError, origin: &str) -> ConfigError {
     match err {
-        ConfigError::Invalid { problems, .. } => ConfigError::Invalid {
-            origin: origin.to_string(),
-            problems,
-        },
+        ConfigError::Invalid { problems, .. } => ConfigError::Invalid { origin: origin.to_string(), problems },
         other => other,
     }
 }
@@ -185,16 +153,8 @@ fn with_origin(err: ConfigError, origin: &str) -> ConfigError {
 /// A syntax error with line and column but without toml's source excerpt, which could show a
 /// secret written on the failing line.
 fn syntax_error(text: &str, origin: &str, err: &toml::de::Error) -> ConfigError {
-    let (line, column) = err
-        .span()
-        .map(|s| line_col(text, s.start))
-        .unwrap_or((1, 1));
-    ConfigError::Syntax {
-        file: origin.to_string(),
-        line,
-        column,
-        message: err.message().trim().to_string(),
-    }
+    let (line, column) = err.span().map(|s| line_col(text, s.start)).unwrap_or((1, 1));
+    ConfigError::Syntax { file: origin.to_string(), line, column, message: err.message().trim().to_string() }
 }
 
 /// 1-based line and column (in characters) of byte `offset` in `text`.

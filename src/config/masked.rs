@@ -54,11 +54,7 @@ pub(crate) fn mask_url(url: &str) -> String {
     let query: Vec<String> = query
         .split('&')
         .map(|pair| match pair.split_once('=') {
-            Some((k, _))
-                if ["pass", "secret", "token", "key"]
-                    .iter()
-                    .any(|w| k.to_ascii_lowercase().contains(w)) =>
-            {
+            Some((k, _)) if ["pass", "secret", "token", "key"].iter().any(|w| k.to_ascii_lowercase().contains(w)) => {
                 format!("{k}=***")
             }
             _ => pair.to_string(),

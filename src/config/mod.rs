@@ -15,8 +15,8 @@ mod validate;
 
 pub use error::{ConfigError, FileFrom, Problem};
 pub use load::{
-    load, load_from, parse_str, select_file, Env, Loaded, DEFAULT_ANTHROPIC_MODEL,
-    DEFAULT_OPENAI_MODEL, DEFAULT_PATH, NO_FILE,
+    load, load_from, parse_str, select_file, Env, Loaded, DEFAULT_ANTHROPIC_MODEL, DEFAULT_OPENAI_MODEL, DEFAULT_PATH,
+    NO_FILE,
 };
 pub use secret::Secret;
 

@@ -22,10 +22,7 @@ impl Config {
         if p.0.is_empty() {
             Ok(())
         } else {
-            Err(ConfigError::Invalid {
-                origin: "config".into(),
-                problems: p.0,
-            })
+            Err(ConfigError::Invalid { origin: "config".into(), problems: p.0 })
         }
     }
 
@@ -38,25 +35,16 @@ impl Config {
             );
         }
         if self.server.max_body_bytes < 1024 {
-            p.add(
-                "server.max_body_bytes",
-                "must be at least 1024 (bytes); the default is 1048576",
-            );
+            p.add("server.max_body_bytes", "must be at least 1024 (bytes); the default is 1048576");
         }
     }
 
     fn check_stores(&self, p: &mut Problems) {
         let db = self.database.url.expose();
-        if !["sqlite://", "postgres://", "postgresql://"]
-            .iter()
-            .any(|s| db.starts_with(s))
-        {
+        if !["sqlite://", "postgres://", "postgresql://"].iter().any(|s| db.starts_with(s)) {
             p.add(
                 "database.url",
-                format!(
-                    "{}; use sqlite://data/butler.db or postgres://user:password@host/db",
-                    scheme_note(db)
-                ),
+                format!("{}; use sqlite://data/butler.db or postgres://user:password@host/db", scheme_note(db)),
             );
         }
         positive(p, "database.max_connections", self.database.max_connections);
@@ -80,19 +68,12 @@ impl Config {
             http_url(p, "llm.base_url", url);
         }
         positive(p, "llm.connect_timeout_secs", llm.connect_timeout_secs);
-        positive(
-            p,
-            "llm.first_byte_timeout_secs",
-            llm.first_byte_timeout_secs,
-        );
+        positive(p, "llm.first_byte_timeout_secs", llm.first_byte_timeout_secs);
         positive(p, "llm.idle_timeout_secs", llm.idle_timeout_secs);
         positive(p, "llm.max_tokens", llm.max_tokens);
         positive(p, "llm.context_window", llm.context_window);
         if llm.max_tokens >= llm.context_window && llm.context_window > 0 {
-            p.add(
-                "llm.max_tokens",
-                "must be smaller than llm.context_window, or no room is left for the prompt",
-            );
+            p.add("llm.max_tokens", "must be smaller than llm.context_window, or no room is left for the prompt");
         }
         for (key, price) in [
             ("llm.input_price_per_mtok", llm.input_price_per_mtok),
@@ -114,11 +95,7 @@ impl Config {
 
     fn check_web(&self, p: &mut Problems) {
         let web = &self.channels.web;
-        if web
-            .token
-            .as_ref()
-            .is_some_and(|t| t.expose().trim().is_empty())
-        {
+        if web.token.as_ref().is_some_and(|t| t.expose().trim().is_empty()) {
             p.add(
                 "channels.web.token",
                 "is empty; set a long random value (e.g. from `openssl rand -hex 32`), or remove the key",
@@ -137,18 +114,15 @@ impl Config {
                 );
             }
             if name == "owner" && web.token.is_some() {
-                p.add(key.clone(), "`owner` is the identity of channels.web.token; use another name or drop one of them");
+                p.add(
+                    key.clone(),
+                    "`owner` is the identity of channels.web.token; use another name or drop one of them",
+                );
             }
             if token.expose().trim().is_empty() {
-                p.add(
-                    key,
-                    "is empty; set a long random value (e.g. from `openssl rand -hex 32`)",
-                );
+                p.add(key, "is empty; set a long random value (e.g. from `openssl rand -hex 32`)");
             } else if let Some(other) = seen.insert(token.expose(), name) {
-                p.add(
-                    key,
-                    format!("has the same token as `{other}`; each web user needs their own token"),
-                );
+                p.add(key, format!("has the same token as `{other}`; each web user needs their own token"));
             }
         }
         let has_token = web.token.is_some() || !web.tokens.is_empty();
@@ -169,10 +143,7 @@ impl Config {
 
     fn check_rest(&self, p: &mut Problems) {
         if self.agent.name.trim().is_empty() {
-            p.add(
-                "agent.name",
-                "must not be empty; it is the assistant's name in its prompt",
-            );
+            p.add("agent.name", "must not be empty; it is the assistant's name in its prompt");
         }
         if self.agent.timezone.parse::<chrono_tz::Tz>().is_err() {
             p.add(
@@ -199,10 +170,7 @@ struct Problems(Vec<Problem>);
 
 impl Problems {
     fn add(&mut self, key: impl Into<String>, message: impl Into<String>) {
-        self.0.push(Problem {
-            key: key.into(),
-            message: message.into(),
-        });
+        self.0.push(Problem { key: key.into(), message: message.into() });
     }
 }
 
@@ -214,21 +182,14 @@ fn positive<N: PartialEq + Default>(p: &mut Problems, key: &str, n: N) {
 
 fn http_url(p: &mut Problems, key: &str, url: &str) {
     if !url.starts_with("http://") && !url.starts_with("https://") {
-        p.add(
-            key,
-            format!("{}; use an http:// or https:// URL", scheme_note(url)),
-        );
+        p.add(key, format!("{}; use an http:// or https:// URL", scheme_note(url)));
     }
 }
 
 /// "has scheme `mysql://`" or "has no scheme": says what is wrong without showing the URL.
 fn scheme_note(url: &str) -> String {
     match url.split_once("://") {
-        Some((scheme, _))
-            if scheme
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c)) =>
-        {
+        Some((scheme, _)) if scheme.chars().all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c)) => {
             format!("has the unsupported scheme `{scheme}://`")
         }
         _ => "does not start with a scheme such as `name://`".into(),
@@ -237,7 +198,5 @@ fn scheme_note(url: &str) -> String {
 
 fn is_simple_name(name: &str) -> bool {
     (1..=64).contains(&name.len())
-        && name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '.')
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '.')
 }

@@ -59,9 +59,15 @@ fn from_rejection(r: JsonRejection) -> ApiError {
         JsonRejection::MissingJsonContentType(_) => {
             ("unsupported_media_type", "send the body as JSON with Content-Type: application/json".to_string())
         }
-        JsonRejection::JsonSyntaxError(e) => ("malformed_json", format!("the body is not valid JSON: {}", e.body_text())),
-        JsonRejection::JsonDataError(e) => ("invalid_fields", format!("the JSON has wrong or missing fields: {}", e.body_text())),
-        _ if status == StatusCode::PAYLOAD_TOO_LARGE => ("body_too_large", "the body is larger than [server] max_body_bytes allows".to_string()),
+        JsonRejection::JsonSyntaxError(e) => {
+            ("malformed_json", format!("the body is not valid JSON: {}", e.body_text()))
+        }
+        JsonRejection::JsonDataError(e) => {
+            ("invalid_fields", format!("the JSON has wrong or missing fields: {}", e.body_text()))
+        }
+        _ if status == StatusCode::PAYLOAD_TOO_LARGE => {
+            ("body_too_large", "the body is larger than [server] max_body_bytes allows".to_string())
+        }
         _ => ("invalid_request", r.body_text()),
     };
     ApiError::new(status, code, message)

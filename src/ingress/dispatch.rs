@@ -79,17 +79,21 @@ impl Dispatcher {
                     }),
                     usage: None,
                 };
-                self.store.finish_event(&commit).await?;
-                self.deliverer.wake();
+                if let Some(row) = self.store.finish_event(&commit).await? {
+                    self.deliverer.hand_over(row);
+                }
                 Ok(())
             }
-            Decision::Session { key, job } => match self.triage.sessions.submit(&key, *job) {
-                Ok(()) => Ok(()),
-                Err(busy) => {
-                    tracing::debug!(event = %id, %busy, "session busy; offering the event again shortly");
-                    self.store.inbox_retry(id, BUSY_RETRY_MS, None).await
+            Decision::Session { key, mut job } => {
+                job.attempt = row.attempts;
+                match self.triage.sessions.submit(&key, *job) {
+                    Ok(()) => Ok(()),
+                    Err(busy) => {
+                        tracing::debug!(event = %id, %busy, "session busy; offering the event again shortly");
+                        self.store.inbox_retry(id, BUSY_RETRY_MS, None).await
+                    }
                 }
-            },
+            }
         }
     }
 }

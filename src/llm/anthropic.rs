@@ -221,7 +221,11 @@ impl Decode for AnthropicDecoder {
                     Some("tool_use") => {
                         let ordinal = self.tools.len();
                         self.tools.push(ToolBlock { block, ordinal, has_input: false });
-                        out.push_back(StreamEvent::ToolCallStart { index: ordinal, id: text("id"), name: text("name") });
+                        out.push_back(StreamEvent::ToolCallStart {
+                            index: ordinal,
+                            id: text("id"),
+                            name: text("name"),
+                        });
                     }
                     _ => {}
                 }

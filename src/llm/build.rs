@@ -182,7 +182,12 @@ impl Provider for Fallback {
             tracing::warn!(error = %error, next = provider.name(), next_model = provider.model(), "llm endpoint failed; trying the next");
             match provider.stream(req).await {
                 Ok(stream) => {
-                    tracing::info!(provider = provider.name(), model = provider.model(), position = i + 1, "llm fallback answered");
+                    tracing::info!(
+                        provider = provider.name(),
+                        model = provider.model(),
+                        position = i + 1,
+                        "llm fallback answered"
+                    );
                     return Ok(stream);
                 }
                 Err(e) => error = e,

@@ -148,7 +148,13 @@ pub(crate) fn scrub(err: LlmError, secret: &str) -> LlmError {
     if secret.is_empty() {
         return err;
     }
-    let s = |t: String| if t.contains(secret) { t.replace(secret, "[redacted]") } else { t };
+    let s = |t: String| {
+        if t.contains(secret) {
+            t.replace(secret, "[redacted]")
+        } else {
+            t
+        }
+    };
     match err {
         LlmError::Auth(m) => LlmError::Auth(s(m)),
         LlmError::UnknownModel(m) => LlmError::UnknownModel(s(m)),

@@ -17,7 +17,7 @@ use crate::config::Secret;
 use bytes::Bytes;
 use futures::{FutureExt, Stream, StreamExt};
 use rand::Rng;
-use reqwest::header::{HeaderMap, RETRY_AFTER};
+use reqwest::header::{HeaderMap, CONTENT_TYPE, RETRY_AFTER};
 use std::collections::VecDeque;
 use std::pin::Pin;
 use std::time::Duration;
@@ -117,6 +117,11 @@ impl Transport {
             let described = parse_error(status.as_u16(), &body);
             return Err((classify(&described, &self.model, hint), hint));
         }
+        if is_json(response.headers()) {
+            // Not a stream: an error some servers send with 200, or a server ignoring `stream`.
+            let body = read_error_body(response, self.timeouts.idle).await;
+            return Err((self.json_instead_of_stream(&body, parse_error), None));
+        }
         let mut live = Live {
             body: Box::pin(response.bytes_stream()),
             parser: SseParser::new(),
@@ -124,11 +129,26 @@ impl Transport {
             frames: Vec::new(),
             out: VecDeque::new(),
             finished: false,
+            failed: None,
             timeouts: self.timeouts,
             secret: self.api_key.clone(),
         };
         live.prefetch(deadline).await.map_err(|e| (e, None))?;
         Ok(live.into_stream())
+    }
+
+    fn json_instead_of_stream(&self, body: &str, parse_error: ErrorParser) -> LlmError {
+        let v: serde_json::Value = serde_json::from_str(body).unwrap_or_default();
+        let error =
+            v.get("error").is_some_and(|e| !e.is_null()) || v.get("type").and_then(|t| t.as_str()) == Some("error");
+        if error {
+            let mut described = parse_error(200, body);
+            described.status = None;
+            return classify(&described, &self.model, None);
+        }
+        LlmError::Protocol(
+            "the server answered with plain JSON instead of an event stream; does it support `stream: true`?".into(),
+        )
     }
 
     fn first_byte_timeout(&self) -> LlmError {
@@ -203,6 +223,13 @@ async fn read_error_body(response: reqwest::Response, idle: Duration) -> String 
     String::from_utf8_lossy(&body).into_owned()
 }
 
+fn is_json(headers: &HeaderMap) -> bool {
+    headers
+        .get(CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|ct| ct.trim_start().starts_with("application/json"))
+}
+
 fn is_content(ev: &StreamEvent) -> bool {
     !matches!(ev, StreamEvent::Usage(_))
 }
@@ -216,27 +243,44 @@ struct Live<D> {
     decoder: D,
     frames: Vec<SseEvent>,
     out: VecDeque<StreamEvent>,
-    /// The decoder reported the end, or the body ended.
+    /// The decoder reported the end, the body ended, or reading failed.
     finished: bool,
+    /// Why reading stopped early; handed out after the events decoded before it.
+    failed: Option<LlmError>,
     timeouts: Timeouts,
     secret: Option<Secret>,
 }
 
 impl<D: Decode> Live<D> {
-    /// Reads until the first content event is decoded (or the response ends).
+    /// Reads until the first content event is decoded or the response ends. Fails only when
+    /// something went wrong before any content: an error decoded after content in the same
+    /// chunk is kept and handed out after that content, so chunking never changes the outcome.
     async fn prefetch(&mut self, first_deadline: Instant) -> Result<(), LlmError> {
         let mut deadline = first_deadline;
         let mut first = true;
         while !self.finished && !self.out.iter().any(is_content) {
-            self.pump(deadline, first).await?;
+            self.pump(deadline, first).await;
             first = false;
             deadline = Instant::now() + self.timeouts.idle;
         }
-        Ok(())
+        match self.failed.take() {
+            Some(e) if !self.out.iter().any(is_content) => Err(e),
+            other => {
+                self.failed = other;
+                Ok(())
+            }
+        }
     }
 
-    /// Reads and decodes one body chunk.
-    async fn pump(&mut self, deadline: Instant, first: bool) -> Result<(), LlmError> {
+    /// Reads and decodes one body chunk; an error ends the response and is kept in `failed`.
+    async fn pump(&mut self, deadline: Instant, first: bool) {
+        if let Err(e) = self.read(deadline, first).await {
+            self.finished = true;
+            self.failed = Some(e);
+        }
+    }
+
+    async fn read(&mut self, deadline: Instant, first: bool) -> Result<(), LlmError> {
         let next = match timeout_at(deadline, self.body.next()).await {
             Ok(next) => next,
             Err(_) if first => {
@@ -246,10 +290,7 @@ impl<D: Decode> Live<D> {
                 )))
             }
             Err(_) => {
-                return Err(LlmError::Timeout(format!(
-                    "the stream stalled for {}s",
-                    self.timeouts.idle.as_secs_f64()
-                )))
+                return Err(LlmError::Timeout(format!("the stream stalled for {}s", self.timeouts.idle.as_secs_f64())))
             }
         };
         self.frames.clear();
@@ -283,16 +324,17 @@ impl<D: Decode> Live<D> {
                 if let Some(ev) = live.out.pop_front() {
                     return Some((Ok(ev), Some(live)));
                 }
-                if live.finished {
-                    return None;
-                }
-                let deadline = Instant::now() + live.timeouts.idle;
-                if let Err(e) = live.pump(deadline, false).await {
+                if let Some(e) = live.failed.take() {
                     let secret = live.secret.as_ref().map(Secret::expose).unwrap_or_default();
                     let e = scrub(e, secret);
                     tracing::warn!(error = %e, "llm stream failed");
                     return Some((Err(e), None));
                 }
+                if live.finished {
+                    return None;
+                }
+                let deadline = Instant::now() + live.timeouts.idle;
+                live.pump(deadline, false).await;
             }
         }))
     }

@@ -15,7 +15,9 @@ use super::{ChatMessage, ChatRequest, FinishReason, LlmError, LlmStream, Provide
 use async_trait::async_trait;
 use bytes::Bytes;
 use reqwest::header::{ACCEPT, CONTENT_TYPE};
+use serde::Serialize;
 use serde_json::{json, Value};
+use std::borrow::Cow;
 use std::collections::VecDeque;
 
 /// A Chat Completions endpoint (`{base_url}/chat/completions`).
@@ -38,58 +40,120 @@ impl OpenAi {
         }
     }
 
-    /// The JSON request body.
-    pub fn body(&self, req: &ChatRequest) -> Value {
+    /// The JSON request body, serialized straight from borrowed data (this runs once per model
+    /// call, so it avoids building an intermediate JSON tree).
+    pub fn body(&self, req: &ChatRequest) -> Vec<u8> {
         let mut messages = Vec::with_capacity(req.messages.len() + 1);
         if !req.system.is_empty() {
-            messages.push(json!({"role": "system", "content": req.system}));
+            messages.push(Msg::System { content: &req.system });
         }
         for m in &req.messages {
             messages.push(match m {
-                ChatMessage::User { content, name } => {
-                    json!({"role": "user", "content": speaker_text(name.as_deref(), content)})
-                }
-                ChatMessage::Assistant { content, tool_calls } => {
-                    let mut msg = json!({"role": "assistant", "content": content});
-                    if !tool_calls.is_empty() {
-                        if content.is_empty() {
-                            msg["content"] = Value::Null;
-                        }
-                        msg["tool_calls"] = tool_calls
-                            .iter()
-                            .map(|c| {
-                                json!({"id": c.id, "type": "function",
-                                       "function": {"name": c.name, "arguments": arguments_or_empty(&c.arguments)}})
-                            })
-                            .collect();
-                    }
-                    msg
-                }
+                ChatMessage::User { content, name } => Msg::User { content: speaker_text(name.as_deref(), content) },
+                ChatMessage::Assistant { content, tool_calls } => Msg::Assistant {
+                    content: (!content.is_empty() || tool_calls.is_empty()).then_some(content.as_str()),
+                    tool_calls: tool_calls
+                        .iter()
+                        .map(|c| Call {
+                            id: &c.id,
+                            kind: "function",
+                            function: CallFn { name: &c.name, arguments: arguments_or_empty(&c.arguments) },
+                        })
+                        .collect(),
+                },
                 ChatMessage::Tool { call_id, content, is_error } => {
-                    json!({"role": "tool", "tool_call_id": call_id, "content": tool_result_text(content, *is_error)})
+                    Msg::Tool { tool_call_id: call_id, content: tool_result_text(content, *is_error) }
                 }
             });
         }
-        let mut body = json!({
-            "model": self.transport.model,
-            "messages": messages,
-            "stream": true,
-            "stream_options": {"include_usage": true},
-        });
-        let field = if self.completion_tokens_field { "max_completion_tokens" } else { "max_tokens" };
-        body[field] = json!(req.max_tokens.unwrap_or(self.max_tokens));
-        if !req.tools.is_empty() {
-            body["tools"] = req
+        let max = req.max_tokens.unwrap_or(self.max_tokens);
+        let (max_tokens, max_completion_tokens) =
+            if self.completion_tokens_field { (None, Some(max)) } else { (Some(max), None) };
+        let body = Body {
+            model: &self.transport.model,
+            messages,
+            stream: true,
+            stream_options: StreamOptions { include_usage: true },
+            max_tokens,
+            max_completion_tokens,
+            tools: req
                 .tools
                 .iter()
-                .map(|t| {
-                    json!({"type": "function",
-                           "function": {"name": t.name, "description": t.description, "parameters": schema(t)}})
+                .map(|t| ToolSpec {
+                    kind: "function",
+                    function: FnSpec { name: &t.name, description: &t.description, parameters: schema(t) },
                 })
-                .collect();
-        }
-        body
+                .collect(),
+        };
+        serde_json::to_vec(&body).unwrap_or_default()
     }
+}
+
+#[derive(Serialize)]
+struct Body<'a> {
+    model: &'a str,
+    messages: Vec<Msg<'a>>,
+    stream: bool,
+    stream_options: StreamOptions,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    max_tokens: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    max_completion_tokens: Option<u32>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    tools: Vec<ToolSpec<'a>>,
+}
+
+#[derive(Serialize)]
+struct StreamOptions {
+    include_usage: bool,
+}
+
+#[derive(Serialize)]
+#[serde(tag = "role", rename_all = "lowercase")]
+enum Msg<'a> {
+    System {
+        content: &'a str,
+    },
+    User {
+        content: Cow<'a, str>,
+    },
+    Assistant {
+        content: Option<&'a str>,
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        tool_calls: Vec<Call<'a>>,
+    },
+    Tool {
+        tool_call_id: &'a str,
+        content: Cow<'a, str>,
+    },
+}
+
+#[derive(Serialize)]
+struct Call<'a> {
+    id: &'a str,
+    #[serde(rename = "type")]
+    kind: &'static str,
+    function: CallFn<'a>,
+}
+
+#[derive(Serialize)]
+struct CallFn<'a> {
+    name: &'a str,
+    arguments: &'a str,
+}
+
+#[derive(Serialize)]
+struct ToolSpec<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    function: FnSpec<'a>,
+}
+
+#[derive(Serialize)]
+struct FnSpec<'a> {
+    name: &'a str,
+    description: &'a str,
+    parameters: Cow<'a, Value>,
 }
 
 #[async_trait]
@@ -103,7 +167,7 @@ impl Provider for OpenAi {
     }
 
     async fn stream(&self, req: &ChatRequest) -> Result<LlmStream, LlmError> {
-        let body = Bytes::from(self.body(req).to_string());
+        let body = Bytes::from(self.body(req));
         let build = || {
             let rb = self
                 .transport
@@ -123,19 +187,19 @@ impl Provider for OpenAi {
 }
 
 /// A group speaker is named in the text, which every server and chat template understands.
-pub(crate) fn speaker_text(name: Option<&str>, content: &str) -> String {
+pub(crate) fn speaker_text<'a>(name: Option<&str>, content: &'a str) -> Cow<'a, str> {
     match name.map(str::trim).filter(|n| !n.is_empty()) {
-        Some(name) => format!("[{name}] {content}"),
-        None => content.to_string(),
+        Some(name) => Cow::Owned(format!("[{name}] {content}")),
+        None => Cow::Borrowed(content),
     }
 }
 
 /// Tool failures are marked in the text for providers without an error flag.
-pub(crate) fn tool_result_text(content: &str, is_error: bool) -> String {
+pub(crate) fn tool_result_text(content: &str, is_error: bool) -> Cow<'_, str> {
     if is_error {
-        format!("error: {content}")
+        Cow::Owned(format!("error: {content}"))
     } else {
-        content.to_string()
+        Cow::Borrowed(content)
     }
 }
 
@@ -148,11 +212,11 @@ fn arguments_or_empty(args: &str) -> &str {
 }
 
 /// The tool's parameters schema; an object schema with no properties when none is given.
-pub(crate) fn schema(t: &ToolDef) -> Value {
+pub(crate) fn schema(t: &ToolDef) -> Cow<'_, Value> {
     if t.parameters.is_object() {
-        t.parameters.clone()
+        Cow::Borrowed(&t.parameters)
     } else {
-        json!({"type": "object", "properties": {}})
+        Cow::Owned(json!({"type": "object", "properties": {}}))
     }
 }
 

@@ -43,15 +43,21 @@ pub struct ChatRequest {
     /// Byte-stable for a session; never carries per-turn context.
     pub system: String,
     pub messages: Vec<ChatMessage>,
-    pub tools: Vec<ToolDef>,
+    /// Shared, so the agent sends the same list every call without copying it.
+    pub tools: std::sync::Arc<[ToolDef]>,
     pub max_tokens: Option<u32>,
 }
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Usage {
+    /// Input tokens that were neither read from nor written to the prompt cache (Anthropic's
+    /// `input_tokens`; OpenAI's `prompt_tokens` minus `cached_tokens`). The whole prompt is
+    /// `input_tokens + cache_read_tokens + cache_write_tokens`.
     pub input_tokens: u64,
     pub output_tokens: u64,
+    /// Input tokens served from the prompt cache.
     pub cache_read_tokens: u64,
+    /// Input tokens written to the prompt cache (Anthropic only).
     pub cache_write_tokens: u64,
 }
 
@@ -71,9 +77,16 @@ pub enum StreamEvent {
     Text(String),
     /// A tool call begins. `index` is the call's 0-based position among this response's tool
     /// calls (parsers map a provider's own block indices to it).
-    ToolCallStart { index: usize, id: String, name: String },
+    ToolCallStart {
+        index: usize,
+        id: String,
+        name: String,
+    },
     /// More of a tool call's JSON arguments.
-    ToolCallArgs { index: usize, delta: String },
+    ToolCallArgs {
+        index: usize,
+        delta: String,
+    },
     /// Token counts; later events overwrite earlier non-zero counts.
     Usage(Usage),
     Finish(FinishReason),

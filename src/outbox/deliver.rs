@@ -5,12 +5,12 @@
 
 use super::{chunk_key, Channels};
 use crate::metrics::METRICS;
-use crate::store::{now_ms, OutboxMark, OutboxRow, Store};
+use crate::store::{now_ms, OutboxMark, OutboxRow, OutboxStatus, Store};
 use butler_channel::{chunk_text, ChannelError, ChunkLimit, ConversationRef, MessageRef, Outbound};
-use std::collections::HashSet;
-use std::sync::{Arc, Mutex};
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
-use tokio::sync::Notify;
+use tokio::sync::{mpsc, Notify, Semaphore};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
@@ -22,49 +22,95 @@ pub struct DeliveryConfig {
     pub concurrency: usize,
     /// Attempts (not counting rate limits) before a reply is marked failed.
     pub max_attempts: i32,
-    /// Poll interval when nothing wakes the worker (retries come due on their own).
+    /// How often the store is polled for rows not handed over (retries, rows left by a crash).
     pub poll: Duration,
 }
 
 impl Default for DeliveryConfig {
     fn default() -> Self {
-        Self { batch: 128, concurrency: 32, max_attempts: 10, poll: Duration::from_millis(500) }
+        Self { batch: 128, concurrency: 64, max_attempts: 10, poll: Duration::from_secs(1) }
     }
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 pub struct Deliverer {
     store: Arc<dyn Store>,
     channels: Channels,
     cfg: DeliveryConfig,
+    /// Poll the store now (something may be due that was not handed over).
     wake: Notify,
-    /// Conversations with a delivery in flight (their later rows wait, to keep order).
-    busy: Mutex<HashSet<String>>,
+    handoff_tx: mpsc::Sender<OutboxRow>,
+    handoff_rx: Mutex<Option<mpsc::Receiver<OutboxRow>>>,
+    /// Rows queued or in flight, by conversation (a conversation's rows go out in order, one
+    /// at a time), and the ids among them.
+    state: Mutex<Queues>,
+    permits: Arc<Semaphore>,
+}
+
+#[derive(Default)]
+struct Queues {
+    by_conversation: HashMap<String, VecDeque<OutboxRow>>,
+    ids: HashSet<i64>,
 }
 
 impl Deliverer {
     pub fn new(store: Arc<dyn Store>, channels: Channels, cfg: DeliveryConfig) -> Arc<Self> {
-        Arc::new(Self { store, channels, cfg, wake: Notify::new(), busy: Mutex::new(HashSet::new()) })
+        let (handoff_tx, handoff_rx) = mpsc::channel(cfg.batch * 8);
+        let permits = Arc::new(Semaphore::new(cfg.concurrency.max(1)));
+        Arc::new(Self {
+            store,
+            channels,
+            cfg,
+            wake: Notify::new(),
+            handoff_tx,
+            handoff_rx: Mutex::new(Some(handoff_rx)),
+            state: Mutex::new(Queues::default()),
+            permits,
+        })
     }
 
-    /// Something was enqueued: look now instead of at the next poll.
+    /// Something may be due that was not handed over: poll the store now.
     pub fn wake(&self) {
         self.wake.notify_one();
     }
 
+    /// Delivers a row just committed, without waiting for the next poll. If the hand-over queue
+    /// is full the row is still safe in the store and the next poll finds it.
+    pub fn hand_over(&self, row: OutboxRow) {
+        if row.status != OutboxStatus::Pending {
+            return;
+        }
+        if self.handoff_tx.try_send(row).is_err() {
+            self.wake();
+        }
+    }
+
     /// Delivers until `cancel` fires, then finishes what is in flight.
     pub async fn run(self: Arc<Self>, cancel: CancellationToken) {
+        let Some(mut rx) = lock(&self.handoff_rx).take() else {
+            tracing::error!("the delivery worker was started twice");
+            return;
+        };
         let mut tasks = JoinSet::new();
+        let mut poll = tokio::time::interval(self.cfg.poll);
+        poll.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut batch = Vec::with_capacity(self.cfg.batch);
         loop {
-            let started = self.clone().start_due(&mut tasks).await;
-            if started == 0 || tasks.len() >= self.cfg.concurrency {
-                tokio::select! {
-                    _ = self.wake.notified() => {}
-                    _ = tokio::time::sleep(self.cfg.poll) => {}
-                    Some(_) = tasks.join_next(), if !tasks.is_empty() => {}
-                    _ = cancel.cancelled() => break,
+            tokio::select! {
+                n = rx.recv_many(&mut batch, self.cfg.batch) => {
+                    if n == 0 {
+                        break;
+                    }
+                    self.schedule(batch.drain(..), &mut tasks);
                 }
+                _ = self.wake.notified() => self.poll(&mut tasks).await,
+                _ = poll.tick() => self.poll(&mut tasks).await,
+                Some(_) = tasks.join_next(), if !tasks.is_empty() => {}
+                _ = cancel.cancelled() => break,
             }
-            while tasks.try_join_next().is_some() {}
         }
         while tasks.join_next().await.is_some() {}
     }
@@ -74,8 +120,8 @@ impl Deliverer {
         let deadline = tokio::time::Instant::now() + within;
         let mut tasks = JoinSet::new();
         loop {
-            let started = self.clone().start_due(&mut tasks).await;
-            if started == 0 && tasks.is_empty() {
+            self.poll(&mut tasks).await;
+            if tasks.is_empty() {
                 return;
             }
             tokio::select! {
@@ -83,52 +129,68 @@ impl Deliverer {
                     tracing::warn!("outbox flush did not finish before the grace period; the rest goes out at next start");
                     return;
                 }
-                _ = tasks.join_next(), if !tasks.is_empty() => {}
-                _ = tokio::time::sleep(Duration::from_millis(20)), if tasks.is_empty() => {}
+                _ = async { while tasks.join_next().await.is_some() {} } => {}
             }
         }
     }
 
-    /// Starts one task per idle conversation with due rows; returns how many started.
-    async fn start_due(self: Arc<Self>, tasks: &mut JoinSet<()>) -> usize {
-        let rows = match self.store.outbox_due(&self.channels.names(), now_ms(), self.cfg.batch).await {
-            Ok(rows) => rows,
-            Err(e) => {
-                tracing::warn!(error = %e, "outbox poll failed");
-                return 0;
-            }
-        };
-        let mut groups: Vec<(String, Vec<OutboxRow>)> = Vec::new();
+    /// Queues every due row of the store.
+    async fn poll(self: &Arc<Self>, tasks: &mut JoinSet<()>) {
+        match self.store.outbox_due(&self.channels.names(), now_ms(), self.cfg.batch).await {
+            Ok(rows) => self.schedule(rows.into_iter(), tasks),
+            Err(e) => tracing::warn!(error = %e, "outbox poll failed"),
+        }
+    }
+
+    /// Queues rows behind their conversation's delivery, starting a task for each conversation
+    /// that has none.
+    fn schedule(self: &Arc<Self>, rows: impl Iterator<Item = OutboxRow>, tasks: &mut JoinSet<()>) {
+        let mut start = Vec::new();
         {
-            let mut busy = self.busy.lock().unwrap_or_else(|p| p.into_inner());
+            let mut q = lock(&self.state);
             for row in rows {
-                if let Some(g) = groups.iter_mut().find(|(c, _)| *c == row.conversation) {
-                    g.1.push(row);
-                } else if !busy.contains(&row.conversation) && tasks.len() + groups.len() < self.cfg.concurrency {
-                    busy.insert(row.conversation.clone());
-                    groups.push((row.conversation.clone(), vec![row]));
+                if !q.ids.insert(row.id) {
+                    continue; // already queued or in flight
+                }
+                match q.by_conversation.get_mut(&row.conversation) {
+                    Some(waiting) => waiting.push_back(row),
+                    None => {
+                        q.by_conversation.insert(row.conversation.clone(), VecDeque::new());
+                        start.push(row);
+                    }
                 }
             }
         }
-        let started = groups.len();
-        for (conversation, rows) in groups {
+        for first in start {
             let me = self.clone();
-            tasks.spawn(async move {
-                for row in rows {
-                    me.deliver(row).await;
-                }
-                me.busy.lock().unwrap_or_else(|p| p.into_inner()).remove(&conversation);
-            });
+            tasks.spawn(async move { me.drain(first).await });
         }
-        started
+    }
+
+    /// Delivers `row`, then the rows queued behind it for the same conversation.
+    async fn drain(&self, mut row: OutboxRow) {
+        let Ok(_permit) = self.permits.clone().acquire_owned().await else { return };
+        loop {
+            let (id, conversation) = (row.id, row.conversation.clone());
+            self.deliver(row).await;
+            let mut q = lock(&self.state);
+            q.ids.remove(&id);
+            match q.by_conversation.get_mut(&conversation).and_then(VecDeque::pop_front) {
+                Some(next) => row = next,
+                None => {
+                    q.by_conversation.remove(&conversation);
+                    return;
+                }
+            }
+        }
     }
 
     #[tracing::instrument(skip_all, fields(outbox_id = row.id, key = %row.key, channel = %row.channel))]
     async fn deliver(&self, row: OutboxRow) {
         let mark = match self.send_row(&row).await {
-            Ok(()) => {
+            Ok(platform_ids) => {
                 METRICS.outbox_sent.inc();
-                OutboxMark::Sent
+                OutboxMark::Sent { platform_ids }
             }
             Err(ChannelError::RateLimited { retry_after }) => {
                 METRICS.outbox_retried.inc();
@@ -160,13 +222,14 @@ impl Deliverer {
         }
     }
 
-    async fn send_row(&self, row: &OutboxRow) -> Result<(), ChannelError> {
+    /// Delivers every chunk not delivered yet and returns all platform ids. Progress is recorded
+    /// after each chunk but the last (whose id is recorded with the `Sent` mark).
+    async fn send_row(&self, row: &OutboxRow) -> Result<Vec<String>, ChannelError> {
         let channel = self
             .channels
             .get(&row.channel)
             .ok_or_else(|| ChannelError::Rejected(format!("no channel named `{}` is configured", row.channel)))?;
-        let conversation: ConversationRef =
-            row.conversation.parse().map_err(|e: String| ChannelError::Rejected(e))?;
+        let conversation: ConversationRef = row.conversation.parse().map_err(|e: String| ChannelError::Rejected(e))?;
         let caps = channel.caps();
         let chunks = chunk_text(&row.text, ChunkLimit::Chars(caps.max_len));
         let mut ids = row.platform_ids.clone();
@@ -188,7 +251,9 @@ impl Deliverer {
                         Ok(()) | Err(ChannelError::NotModified) => {}
                         Err(ChannelError::NotFound(_)) => {
                             ids[0] = channel.send(&msg).await?.id;
-                            self.progress(row.id, &ids).await?;
+                            if i != last {
+                                self.progress(row.id, &ids).await?;
+                            }
                         }
                         Err(e) => return Err(e),
                     }
@@ -196,11 +261,13 @@ impl Deliverer {
                 Some(_) => {} // delivered by an earlier attempt
                 None => {
                     ids.push(channel.send(&msg).await?.id);
-                    self.progress(row.id, &ids).await?;
+                    if i != last {
+                        self.progress(row.id, &ids).await?;
+                    }
                 }
             }
         }
-        Ok(())
+        Ok(ids)
     }
 
     async fn progress(&self, id: i64, ids: &[String]) -> Result<(), ChannelError> {

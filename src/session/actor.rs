@@ -136,7 +136,7 @@ impl Actor {
             Some(s) => s,
             None => &mut sink,
         };
-        let input = TurnInput { session, event, user: &job.user, stop, abort };
+        let input = TurnInput { session, event, user: &job.user, stop, abort, first_attempt: job.attempt <= 1 };
         let outcome = deps.agent.run(input, observer).await;
         if let Some(s) = streamer {
             s.close().await;
@@ -144,8 +144,9 @@ impl Actor {
         match outcome? {
             TurnOutcome::Finished(commit) => {
                 let session = self.state.as_mut().expect("loaded for this turn");
-                deps.agent.commit(session, &commit).await?;
-                deps.deliverer.wake();
+                if let Some(row) = deps.agent.commit(session, &commit).await? {
+                    deps.deliverer.hand_over(row);
+                }
                 METRICS.turns.inc();
                 METRICS.turn_seconds.observe(started.elapsed().as_secs_f64());
                 if let Some(u) = &commit.usage {
@@ -182,8 +183,9 @@ impl Actor {
             }),
             usage: None,
         };
-        store.finish_event(&commit).await?;
-        deps.deliverer.wake();
+        if let Some(row) = store.finish_event(&commit).await? {
+            deps.deliverer.hand_over(row);
+        }
         Ok(())
     }
 }

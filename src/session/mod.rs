@@ -30,6 +30,8 @@ pub struct Job {
     pub event: InboundEvent,
     pub user: UserRow,
     pub kind: JobKind,
+    /// How many times the inbox handed this event out (1 the first time).
+    pub attempt: i32,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -146,7 +148,8 @@ impl Sessions {
     fn spawn_actor(&self, key: &str) -> Handle {
         let (tx, rx) = mpsc::channel(self.inner.deps.limits.session_mailbox.max(1));
         let running = Arc::new(Mutex::new(None));
-        let actor = actor::Actor { key: key.to_string(), sessions: self.clone(), running: running.clone(), state: None };
+        let actor =
+            actor::Actor { key: key.to_string(), sessions: self.clone(), running: running.clone(), state: None };
         METRICS.sessions_live.add(1);
         self.inner.tracker.spawn(actor.run(rx));
         Handle { tx, running }

@@ -80,8 +80,8 @@ pub trait SessionStore {
 /// Ending an event atomically: transcript, reply, usage and inbox status in one transaction.
 #[async_trait]
 pub trait TurnStore {
-    /// Applies a [`TurnCommit`] in one transaction; returns the outbox row id of the reply.
-    async fn finish_event(&self, commit: &TurnCommit) -> Result<Option<i64>>;
+    /// Applies a [`TurnCommit`] in one transaction; returns the reply's outbox row.
+    async fn finish_event(&self, commit: &TurnCommit) -> Result<Option<OutboxRow>>;
     /// Tokens and cost of one user since `since_ms`.
     async fn usage_since(&self, user_id: &str, since_ms: i64) -> Result<UsageTotals>;
 }
@@ -97,7 +97,7 @@ pub trait OutboxStore {
     async fn outbox_progress(&self, id: i64, platform_ids: &[String]) -> Result<()>;
     /// Pending rows of the given channels due at `now_ms`, oldest first.
     async fn outbox_due(&self, channels: &[String], now_ms: i64, limit: usize) -> Result<Vec<OutboxRow>>;
-    /// Marks a row sent or failed, or reschedules it (`Pending` with `next_attempt_ms`).
+    /// Marks a row sent (with its platform ids) or failed, or reschedules it.
     async fn outbox_mark(&self, id: i64, mark: &OutboxMark) -> Result<()>;
     async fn outbox_get(&self, key: &str) -> Result<Option<OutboxRow>>;
 }
@@ -177,8 +177,5 @@ pub fn redact_url(url: &str) -> String {
 
 /// Milliseconds since the Unix epoch, the one time unit stored everywhere.
 pub fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or(0)
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis() as i64).unwrap_or(0)
 }

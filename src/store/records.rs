@@ -227,10 +227,19 @@ pub struct OutboxRow {
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum OutboxMark {
-    Sent,
-    Failed { error: String },
+    /// Delivered; `platform_ids` are the ids of every chunk (recorded in the same write).
+    Sent {
+        platform_ids: Vec<String>,
+    },
+    Failed {
+        error: String,
+    },
     /// Try again at `next_attempt_ms`; `count_attempt` is false for rate limits.
-    Retry { next_attempt_ms: i64, error: String, count_attempt: bool },
+    Retry {
+        next_attempt_ms: i64,
+        error: String,
+        count_attempt: bool,
+    },
 }
 
 /// What ends one inbound event, applied in one transaction.

@@ -68,28 +68,39 @@ pub trait Tool: Send + Sync {
 
 /// The tools available to a turn, by name. Sorted, so the tool list sent to the model is
 /// byte-stable (provider prompt caches key on it).
-#[derive(Clone, Default)]
+#[derive(Clone)]
 pub struct Tools {
     by_name: BTreeMap<String, Arc<dyn Tool>>,
+    /// The definitions sent to the model, rebuilt when a tool is added.
+    defs: Arc<[ToolDef]>,
+}
+
+impl Default for Tools {
+    fn default() -> Self {
+        Self { by_name: BTreeMap::new(), defs: Arc::from(Vec::new()) }
+    }
 }
 
 impl Tools {
     pub fn add(&mut self, tool: Arc<dyn Tool>) {
         self.by_name.insert(tool.spec().name.clone(), tool);
+        self.defs = self
+            .by_name
+            .values()
+            .map(|t| {
+                let s = t.spec();
+                ToolDef { name: s.name.clone(), description: s.description.clone(), parameters: s.parameters.clone() }
+            })
+            .collect();
     }
 
     pub fn get(&self, name: &str) -> Option<&Arc<dyn Tool>> {
         self.by_name.get(name)
     }
 
-    pub fn defs(&self) -> Vec<ToolDef> {
-        self.by_name
-            .values()
-            .map(|t| {
-                let s = t.spec();
-                ToolDef { name: s.name.clone(), description: s.description.clone(), parameters: s.parameters.clone() }
-            })
-            .collect()
+    /// The definitions sent to the model, in name order (byte-stable).
+    pub fn defs(&self) -> Arc<[ToolDef]> {
+        self.defs.clone()
     }
 
     pub fn names(&self) -> Vec<&str> {

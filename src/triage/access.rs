@@ -56,7 +56,11 @@ impl Access {
 
     /// The user behind `actor`, or why not: `Err(Some(text))` is a refusal to send,
     /// `Err(None)` means stay silent (refused recently).
-    pub async fn resolve(&self, store: &dyn Store, actor: &Actor) -> Result<Result<UserRow, Option<String>>, StoreError> {
+    pub async fn resolve(
+        &self,
+        store: &dyn Store,
+        actor: &Actor,
+    ) -> Result<Result<UserRow, Option<String>>, StoreError> {
         let id = &actor.identity;
         if let Some(u) = self.users.lock().unwrap_or_else(|p| p.into_inner()).get(id) {
             return Ok(Ok(u.clone()));

@@ -56,7 +56,10 @@ impl Triage {
             EventBody::Action { action, .. } => Ok(self.action(&key, action)),
             EventBody::Message { text } | EventBody::Trigger { text, .. } => match parse_command(text) {
                 Some(cmd) => self.command(cmd, event, user, key).await,
-                None => Ok(Decision::Session { key, job: Box::new(Job { event: event.clone(), user, kind: JobKind::Turn }) }),
+                None => Ok(Decision::Session {
+                    key,
+                    job: Box::new(Job { event: event.clone(), user, kind: JobKind::Turn, attempt: 1 }),
+                }),
             },
         }
     }
@@ -83,7 +86,10 @@ impl Triage {
             Command::Help => commands::HELP.to_string(),
             Command::New => {
                 self.sessions.stop(&key, None);
-                return Ok(Decision::Session { key, job: Box::new(Job { event: event.clone(), user, kind: JobKind::Reset }) });
+                return Ok(Decision::Session {
+                    key,
+                    job: Box::new(Job { event: event.clone(), user, kind: JobKind::Reset, attempt: 1 }),
+                });
             }
             Command::Stop => {
                 if self.sessions.stop(&key, None) {
@@ -100,7 +106,10 @@ impl Triage {
                 user.timezone
             ),
             Command::Unknown => {
-                return Ok(Decision::Session { key, job: Box::new(Job { event: event.clone(), user, kind: JobKind::Turn }) })
+                return Ok(Decision::Session {
+                    key,
+                    job: Box::new(Job { event: event.clone(), user, kind: JobKind::Turn, attempt: 1 }),
+                })
             }
         };
         Ok(Decision::Reply { text })

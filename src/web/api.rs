@@ -11,15 +11,18 @@ use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{Html, IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
-use butler_channel::{Accepted, Actor, ConversationKind, ConversationRef, EventBody, EventId, Identity, InboundEvent, Ingress, IngressError};
+use butler_channel::{
+    Accepted, Actor, ConversationKind, ConversationRef, EventBody, EventId, Identity, InboundEvent, Ingress,
+    IngressError,
+};
 use futures::Stream;
+use futures::StreamExt;
 use serde::Deserialize;
 use serde_json::json;
 use std::convert::Infallible;
 use std::sync::Arc;
 use tokio_stream::wrappers::errors::BroadcastStreamRecvError;
 use tokio_stream::wrappers::BroadcastStream;
-use futures::StreamExt;
 use tokio_util::sync::CancellationToken;
 
 const MAX_TEXT_CHARS: usize = 32_000;
@@ -32,6 +35,27 @@ pub struct PageInfo {
     pub model: String,
 }
 
+/// Owners of conversations seen recently (an owner never changes), so a busy conversation does
+/// not cost a database read per message.
+#[derive(Default)]
+pub struct OwnerCache(std::sync::Mutex<std::collections::HashMap<String, String>>);
+
+const OWNER_CACHE_MAX: usize = 10_000;
+
+impl OwnerCache {
+    fn get(&self, conv: &str) -> Option<String> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner()).get(conv).cloned()
+    }
+
+    fn put(&self, conv: &str, owner: &str) {
+        let mut map = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        if map.len() >= OWNER_CACHE_MAX {
+            map.clear();
+        }
+        map.insert(conv.to_string(), owner.to_string());
+    }
+}
+
 #[derive(Clone)]
 pub struct WebState {
     pub store: Arc<dyn Store>,
@@ -41,6 +65,7 @@ pub struct WebState {
     pub info: PageInfo,
     /// Ends open event streams on shutdown.
     pub shutdown: CancellationToken,
+    pub owners: Arc<OwnerCache>,
 }
 
 pub fn routes(state: WebState) -> Router {
@@ -58,7 +83,10 @@ pub fn routes(state: WebState) -> Router {
 
 async fn page() -> impl IntoResponse {
     (
-        [(header::CONTENT_SECURITY_POLICY, "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'")],
+        [(
+            header::CONTENT_SECURITY_POLICY,
+            "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'",
+        )],
         Html(include_str!("assets/index.html")),
     )
 }
@@ -118,26 +146,40 @@ struct PostAction {
     conversation: String,
     user: Option<String>,
     action: String,
+    /// Client-chosen id: a retried click with the same id counts once.
+    id: Option<String>,
 }
 
-/// Resolves who is asking and checks they may use conversation `conv` (if it exists).
+/// Resolves who is asking and checks they may use conversation `conv`. Returns the user and
+/// whether the conversation exists.
 async fn authorize(
     s: &WebState,
     headers: &HeaderMap,
     claimed: Option<&str>,
     conv: &str,
-) -> Result<(String, Option<ConversationRow>), ApiError> {
+) -> Result<(String, bool), ApiError> {
     if let Some(u) = claimed {
         check_name("user", u.strip_prefix("web:").unwrap_or(u), 64)?;
     }
     let user = s.auth.user(headers, claimed)?;
-    let row = s.store.conversation_get(&format!("{CHANNEL}:{conv}")).await.map_err(ApiError::unavailable)?;
-    if let Some(r) = &row {
-        if r.owner != format!("{CHANNEL}:{user}") {
-            return Err(ApiError::new(StatusCode::FORBIDDEN, "forbidden", "this conversation belongs to someone else"));
+    let id = format!("{CHANNEL}:{conv}");
+    let owner = match s.owners.get(&id) {
+        Some(owner) => Some(owner),
+        None => {
+            let row = s.store.conversation_get(&id).await.map_err(ApiError::unavailable)?;
+            if let Some(r) = &row {
+                s.owners.put(&id, &r.owner);
+            }
+            row.map(|r| r.owner)
         }
+    };
+    match owner {
+        Some(o) if o != format!("{CHANNEL}:{user}") => {
+            Err(ApiError::new(StatusCode::FORBIDDEN, "forbidden", "this conversation belongs to someone else"))
+        }
+        Some(_) => Ok((user, true)),
+        None => Ok((user, false)),
     }
-    Ok((user, row))
 }
 
 fn event(conv: &str, user: &str, id: String, body: EventBody) -> InboundEvent {
@@ -186,9 +228,9 @@ async fn post_message(
     if let Some(id) = &body.id {
         check_name("id", id, 100)?;
     }
-    let (user, existing) = authorize(&s, &headers, body.user.as_deref(), &conv).await?;
+    let (user, exists) = authorize(&s, &headers, body.user.as_deref(), &conv).await?;
     let identity = format!("{CHANNEL}:{user}");
-    if existing.is_none() {
+    if !exists {
         let row = ConversationRow {
             id: format!("{CHANNEL}:{conv}"),
             kind: ConversationKind::Direct,
@@ -196,6 +238,7 @@ async fn post_message(
             created_ms: now_ms(),
         };
         let stored = s.store.conversation_ensure(&row).await.map_err(ApiError::unavailable)?;
+        s.owners.put(&stored.id, &stored.owner);
         if stored.owner != identity {
             return Err(ApiError::new(StatusCode::FORBIDDEN, "forbidden", "this conversation belongs to someone else"));
         }
@@ -204,21 +247,21 @@ async fn post_message(
         Some(id) => format!("{CHANNEL}:{conv}:{id}"),
         None => format!("{CHANNEL}:{}", uuid::Uuid::new_v4()),
     };
-    let ev = event(&conv, &user, event_id.clone(), EventBody::Message { text: text.to_string() });
-    let outcome = s.ingress.accept(ev).await.map_err(ingress_error)?;
-    // Show the user's own message on the page (idempotent on the event id).
+    // The user's own message goes into the page's log first, so it always sorts before the
+    // reply (idempotent on the event id, so a retried POST shows it once).
     let shown = NewWebMessage {
         conversation: format!("{CHANNEL}:{conv}"),
         key: event_id.clone(),
         role: "user".into(),
-        author: user,
+        author: user.clone(),
         text: text.to_string(),
         buttons: vec![],
     };
-    match s.store.web_insert(&shown).await {
-        Ok(row) if outcome == Accepted::New => s.hub.publish(&shown.conversation, "created", message_json(&row)),
-        Ok(_) => {}
-        Err(e) => tracing::warn!(error = %e, "could not log the user's web message; it is processed anyway"),
+    let row = s.store.web_insert(&shown).await.map_err(ApiError::unavailable)?;
+    let ev = event(&conv, &user, event_id.clone(), EventBody::Message { text: text.to_string() });
+    let outcome = s.ingress.accept(ev).await.map_err(ingress_error)?;
+    if outcome == Accepted::New {
+        s.hub.publish(&shown.conversation, "created", message_json(&row));
     }
     Ok(accepted(&event_id, outcome))
 }
@@ -230,13 +273,23 @@ async fn post_action(
 ) -> Result<Response, ApiError> {
     let conv = conversation_id(&body.conversation)?;
     if body.action.is_empty() || body.action.len() > 200 {
-        return Err(ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_fields", "`action` must be 1 to 200 characters"));
+        return Err(ApiError::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "invalid_fields",
+            "`action` must be 1 to 200 characters",
+        ));
     }
-    let (user, existing) = authorize(&s, &headers, body.user.as_deref(), &conv).await?;
-    if existing.is_none() {
+    if let Some(id) = &body.id {
+        check_name("id", id, 100)?;
+    }
+    let (user, exists) = authorize(&s, &headers, body.user.as_deref(), &conv).await?;
+    if !exists {
         return Err(ApiError::new(StatusCode::NOT_FOUND, "unknown_conversation", "no such conversation"));
     }
-    let event_id = format!("{CHANNEL}:action:{}", uuid::Uuid::new_v4());
+    let event_id = match &body.id {
+        Some(id) => format!("{CHANNEL}:{conv}:action:{id}"),
+        None => format!("{CHANNEL}:action:{}", uuid::Uuid::new_v4()),
+    };
     let ev = event(&conv, &user, event_id.clone(), EventBody::Action { action: body.action, message: None });
     let outcome = s.ingress.accept(ev).await.map_err(ingress_error)?;
     Ok(accepted(&event_id, outcome))

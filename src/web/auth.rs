@@ -54,7 +54,8 @@ impl WebAuth {
                 found = Some(user.clone());
             }
         }
-        let user = found.ok_or_else(|| ApiError::new(StatusCode::UNAUTHORIZED, "unauthorized", "the token is not valid"))?;
+        let user =
+            found.ok_or_else(|| ApiError::new(StatusCode::UNAUTHORIZED, "unauthorized", "the token is not valid"))?;
         match claimed {
             Some(c) if c != user => Err(ApiError::new(
                 StatusCode::FORBIDDEN,

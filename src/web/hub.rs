@@ -24,10 +24,7 @@ pub struct WebHub {
 impl WebHub {
     pub fn subscribe(&self, conversation: &str) -> broadcast::Receiver<HubEvent> {
         let mut senders = self.senders.lock().unwrap_or_else(|p| p.into_inner());
-        senders
-            .entry(conversation.to_string())
-            .or_insert_with(|| broadcast::channel(PER_CONVERSATION).0)
-            .subscribe()
+        senders.entry(conversation.to_string()).or_insert_with(|| broadcast::channel(PER_CONVERSATION).0).subscribe()
     }
 
     pub fn publish(&self, conversation: &str, kind: &'static str, data: Value) {

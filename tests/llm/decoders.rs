@@ -26,7 +26,8 @@ fn call(id: &str, name: &str, arguments: &str) -> ToolCall {
 #[test]
 fn in_stream_errors_map_to_distinct_variants() {
     type Check = fn(&LlmError) -> bool;
-    let table: Vec<(&str, Result<Vec<StreamEvent>, LlmError>, Check)> = vec![
+    type Decoded = Result<Vec<StreamEvent>, LlmError>;
+    let table: Vec<(&str, Decoded, Check)> = vec![
         (
             "openai server_error",
             openai("data: {\"error\":{\"message\":\"boom\",\"type\":\"server_error\",\"code\":null}}\n\n"),
@@ -101,7 +102,10 @@ fn openai_parallel_tool_calls_by_index_and_reused_index_with_new_id() {
         "data: [DONE]\n\n",
     );
     let got = assembled(&openai(body).unwrap());
-    assert_eq!(got.tool_calls, vec![call("a", "one", "{}"), call("b", "two", "{\"y\":2}"), call("c", "three", "{\"z\":3}")]);
+    assert_eq!(
+        got.tool_calls,
+        vec![call("a", "one", "{}"), call("b", "two", "{\"y\":2}"), call("c", "three", "{\"z\":3}")]
+    );
     assert_eq!(got.finish, Some(FinishReason::ToolCalls));
 }
 

@@ -3,8 +3,7 @@
 //! expected_assembled.json. Must never edit or regenerate the fixtures.
 
 use butler::llm::{
-    decode_chunks, AnthropicDecoder, Assembled, FinishReason, OpenAiDecoder, SseEvent, SseParser, StreamEvent,
-    ToolCall,
+    decode_chunks, AnthropicDecoder, Assembled, FinishReason, OpenAiDecoder, SseEvent, SseParser, StreamEvent, ToolCall,
 };
 use serde_json::Value;
 use std::path::{Path, PathBuf};

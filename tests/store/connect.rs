@@ -8,10 +8,7 @@ use std::sync::Arc;
 pub async fn basics(store: Arc<dyn Store>) {
     store.migrate().await.expect("second migrate is a no-op");
     store.ping().await.expect("ping");
-    assert!(matches!(
-        store.backend(),
-        Backend::Sqlite | Backend::Postgres
-    ));
+    assert!(matches!(store.backend(), Backend::Sqlite | Backend::Postgres));
 }
 
 #[tokio::test]
@@ -19,16 +16,11 @@ async fn urls_pick_the_backend_and_errors_hide_passwords() {
     let db = crate::support::db::SqliteTestDb::new();
     let store = butler::store::connect(&db.url, 2).await.expect("sqlite");
     assert_eq!(store.backend(), Backend::Sqlite);
-    assert!(
-        db.dir.path().join("data/butler.db").exists(),
-        "parent directory and file are created"
-    );
+    assert!(db.dir.path().join("data/butler.db").exists(), "parent directory and file are created");
     store.close().await;
 
-    let cases: &[(&str, &str)] = &[
-        ("mysql://bob:hunter2@localhost/db", "config"),
-        ("postgres://bob:hunter2@127.0.0.1:1/db", "unavailable"),
-    ];
+    let cases: &[(&str, &str)] =
+        &[("mysql://bob:hunter2@localhost/db", "config"), ("postgres://bob:hunter2@127.0.0.1:1/db", "unavailable")];
     for (url, want) in cases {
         let err = match butler::store::connect(url, 1).await {
             Ok(_) => panic!("{url}: connected"),
@@ -40,18 +32,13 @@ async fn urls_pick_the_backend_and_errors_hide_passwords() {
             other => panic!("{url}: unexpected {other:?}"),
         };
         assert_eq!(kind, *want, "{url}: {err}");
-        assert!(
-            !err.to_string().contains("hunter2"),
-            "{url}: password leaked in `{err}`"
-        );
+        assert!(!err.to_string().contains("hunter2"), "{url}: password leaked in `{err}`");
     }
 }
 
 #[tokio::test]
 async fn in_memory_sqlite_keeps_its_data_across_calls() {
-    let store = butler::store::connect("sqlite::memory:", 4)
-        .await
-        .expect("memory");
+    let store = butler::store::connect("sqlite::memory:", 4).await.expect("memory");
     store.migrate().await.expect("migrate");
     let ev = crate::fixtures::event("mem:1", "web", "c1");
     assert!(store.inbox_insert(&ev).await.unwrap());

@@ -1,27 +1,19 @@
 //! Builders for the rows the contract tests write. Plain data only: no store calls here.
 
-use butler::channel::{
-    Actor, ConversationKind, ConversationRef, EventBody, EventId, Identity, InboundEvent,
-};
+use butler::channel::{Actor, ConversationKind, ConversationRef, EventBody, EventId, Identity, InboundEvent};
 use butler::store::{NewOutbox, NewSession, NewUser, UserRole};
 
 /// A direct text message `id` in `channel:conv`.
 pub fn event(id: &str, channel: &str, conv: &str) -> InboundEvent {
     InboundEvent {
         id: EventId(id.to_string()),
-        actor: Actor {
-            identity: Identity::new(channel, "u1"),
-            display_name: Some("Alice".into()),
-            is_bot: false,
-        },
+        actor: Actor { identity: Identity::new(channel, "u1"), display_name: Some("Alice".into()), is_bot: false },
         conversation: ConversationRef::new(channel, conv),
         kind: ConversationKind::Direct,
         addressed: true,
         reply_to: None,
         message_id: Some(format!("m-{id}")),
-        body: EventBody::Message {
-            text: format!("hello from {id}"),
-        },
+        body: EventBody::Message { text: format!("hello from {id}") },
         at_ms: 1_700_000_000_000,
     }
 }

@@ -18,102 +18,43 @@ pub async fn duplicate_ids_are_dropped(store: Arc<dyn Store>) {
     ];
     for (id, want) in steps {
         let channel = id.split(':').next().unwrap();
-        assert_eq!(
-            store.inbox_insert(&event(id, channel, "c1")).await.unwrap(),
-            *want,
-            "{id}"
-        );
+        assert_eq!(store.inbox_insert(&event(id, channel, "c1")).await.unwrap(), *want, "{id}");
     }
-    let row = store
-        .inbox_get("telegram:update:1")
-        .await
-        .unwrap()
-        .expect("stored");
-    assert_eq!(
-        row.event,
-        event("telegram:update:1", "telegram", "c1"),
-        "the event round-trips"
-    );
-    assert_eq!(
-        (row.status, row.attempts, row.error.as_deref()),
-        (InboxStatus::Pending, 0, None)
-    );
+    let row = store.inbox_get("telegram:update:1").await.unwrap().expect("stored");
+    assert_eq!(row.event, event("telegram:update:1", "telegram", "c1"), "the event round-trips");
+    assert_eq!((row.status, row.attempts, row.error.as_deref()), (InboxStatus::Pending, 0, None));
     assert!(store.inbox_get("nope").await.unwrap().is_none());
-    let all = store
-        .inbox_claim(&strings(&["telegram", "slack"]), "w", 100)
-        .await
-        .unwrap();
+    let all = store.inbox_claim(&strings(&["telegram", "slack"]), "w", 100).await.unwrap();
     assert_eq!(all.len(), 3, "one row per distinct id");
 }
 
 pub async fn claims_in_order_by_channel(store: Arc<dyn Store>) {
     for i in 0..6 {
         let channel = if i % 2 == 0 { "telegram" } else { "slack" };
-        store
-            .inbox_insert(&event(&format!("e{i}"), channel, "c1"))
-            .await
-            .unwrap();
+        store.inbox_insert(&event(&format!("e{i}"), channel, "c1")).await.unwrap();
     }
-    assert!(
-        store.inbox_claim(&[], "w1", 10).await.unwrap().is_empty(),
-        "no channels, no claims"
-    );
-    assert!(store
-        .inbox_claim(&strings(&["telegram"]), "w1", 0)
-        .await
-        .unwrap()
-        .is_empty());
+    assert!(store.inbox_claim(&[], "w1", 10).await.unwrap().is_empty(), "no channels, no claims");
+    assert!(store.inbox_claim(&strings(&["telegram"]), "w1", 0).await.unwrap().is_empty());
 
-    let first = store
-        .inbox_claim(&strings(&["telegram"]), "w1", 2)
-        .await
-        .unwrap();
+    let first = store.inbox_claim(&strings(&["telegram"]), "w1", 2).await.unwrap();
     let ids: Vec<&str> = first.iter().map(|r| r.event.id.0.as_str()).collect();
-    assert_eq!(
-        ids,
-        ["e0", "e2"],
-        "oldest first, only telegram, at most the limit"
-    );
+    assert_eq!(ids, ["e0", "e2"], "oldest first, only telegram, at most the limit");
     assert!(first.windows(2).all(|w| w[0].seq < w[1].seq));
     for row in &first {
         assert_eq!((row.status, row.attempts), (InboxStatus::Processing, 1));
     }
-    let rest = store
-        .inbox_claim(&strings(&["telegram", "discord"]), "w2", 10)
-        .await
-        .unwrap();
-    assert_eq!(
-        rest.iter()
-            .map(|r| r.event.id.0.as_str())
-            .collect::<Vec<_>>(),
-        ["e4"]
-    );
-    assert!(store
-        .inbox_claim(&strings(&["telegram"]), "w1", 10)
-        .await
-        .unwrap()
-        .is_empty());
-    let slack = store
-        .inbox_claim(&strings(&["slack"]), "w1", 10)
-        .await
-        .unwrap();
-    assert_eq!(
-        slack
-            .iter()
-            .map(|r| r.event.id.0.as_str())
-            .collect::<Vec<_>>(),
-        ["e1", "e3", "e5"]
-    );
+    let rest = store.inbox_claim(&strings(&["telegram", "discord"]), "w2", 10).await.unwrap();
+    assert_eq!(rest.iter().map(|r| r.event.id.0.as_str()).collect::<Vec<_>>(), ["e4"]);
+    assert!(store.inbox_claim(&strings(&["telegram"]), "w1", 10).await.unwrap().is_empty());
+    let slack = store.inbox_claim(&strings(&["slack"]), "w1", 10).await.unwrap();
+    assert_eq!(slack.iter().map(|r| r.event.id.0.as_str()).collect::<Vec<_>>(), ["e1", "e3", "e5"]);
 }
 
 pub async fn concurrent_claims_never_overlap(store: Arc<dyn Store>) {
     const ROWS: usize = 200;
     for i in 0..ROWS {
         let channel = if i % 3 == 0 { "slack" } else { "telegram" };
-        store
-            .inbox_insert(&event(&format!("ev{i:03}"), channel, "c1"))
-            .await
-            .unwrap();
+        store.inbox_insert(&event(&format!("ev{i:03}"), channel, "c1")).await.unwrap();
     }
     let channels = strings(&["telegram", "slack"]);
     let mut tasks = Vec::new();
@@ -122,10 +63,7 @@ pub async fn concurrent_claims_never_overlap(store: Arc<dyn Store>) {
         tasks.push(tokio::spawn(async move {
             let mut mine = Vec::new();
             loop {
-                let got = store
-                    .inbox_claim(&channels, &format!("worker-{w}"), 7)
-                    .await
-                    .unwrap();
+                let got = store.inbox_claim(&channels, &format!("worker-{w}"), 7).await.unwrap();
                 if got.is_empty() {
                     break mine;
                 }
@@ -148,22 +86,13 @@ pub async fn finish_retry_recover(store: Arc<dyn Store>) {
     for id in ["a", "b", "c", "d"] {
         store.inbox_insert(&event(id, "web", "c1")).await.unwrap();
     }
-    store
-        .inbox_insert(&event("other", "slack", "c9"))
-        .await
-        .unwrap();
+    store.inbox_insert(&event("other", "slack", "c9")).await.unwrap();
     let web = strings(&["web"]);
     let claimed = store.inbox_claim(&web, "w1", 4).await.unwrap();
     assert_eq!(claimed.len(), 4);
 
-    store
-        .inbox_finish("a", InboxStatus::Done, None)
-        .await
-        .unwrap();
-    store
-        .inbox_finish("b", InboxStatus::Failed, Some("model exploded"))
-        .await
-        .unwrap();
+    store.inbox_finish("a", InboxStatus::Done, None).await.unwrap();
+    store.inbox_finish("b", InboxStatus::Failed, Some("model exploded")).await.unwrap();
     store.inbox_retry("c", 0, Some("429")).await.unwrap();
     store.inbox_retry("d", 60_000, Some("later")).await.unwrap();
 
@@ -176,61 +105,21 @@ pub async fn finish_retry_recover(store: Arc<dyn Store>) {
     ];
     for (id, status, attempts, error) in want {
         let row = store.inbox_get(id).await.unwrap().unwrap();
-        assert_eq!(
-            (row.status, row.attempts, row.error.as_deref()),
-            (*status, *attempts, *error),
-            "{id}"
-        );
+        assert_eq!((row.status, row.attempts, row.error.as_deref()), (*status, *attempts, *error), "{id}");
     }
 
     let again = store.inbox_claim(&web, "w2", 10).await.unwrap();
-    assert_eq!(
-        again
-            .iter()
-            .map(|r| r.event.id.0.as_str())
-            .collect::<Vec<_>>(),
-        ["c"],
-        "d is not due yet"
-    );
+    assert_eq!(again.iter().map(|r| r.event.id.0.as_str()).collect::<Vec<_>>(), ["c"], "d is not due yet");
     assert_eq!(again[0].attempts, 2);
 
     // A crash leaves `c` (web) and `other` (slack) processing; recovery is per channel.
-    store
-        .inbox_claim(&strings(&["slack"]), "w3", 10)
-        .await
-        .unwrap();
+    store.inbox_claim(&strings(&["slack"]), "w3", 10).await.unwrap();
     assert_eq!(store.inbox_recover(&web).await.unwrap(), 1);
-    assert_eq!(
-        store.inbox_recover(&web).await.unwrap(),
-        0,
-        "nothing left to recover"
-    );
-    assert_eq!(
-        store.inbox_get("c").await.unwrap().unwrap().status,
-        InboxStatus::Pending
-    );
-    assert_eq!(
-        store.inbox_get("other").await.unwrap().unwrap().status,
-        InboxStatus::Processing
-    );
-    assert_eq!(
-        store.inbox_get("a").await.unwrap().unwrap().status,
-        InboxStatus::Done,
-        "finished rows stay"
-    );
-    assert_eq!(
-        store
-            .inbox_recover(&strings(&["slack", "web"]))
-            .await
-            .unwrap(),
-        1
-    );
+    assert_eq!(store.inbox_recover(&web).await.unwrap(), 0, "nothing left to recover");
+    assert_eq!(store.inbox_get("c").await.unwrap().unwrap().status, InboxStatus::Pending);
+    assert_eq!(store.inbox_get("other").await.unwrap().unwrap().status, InboxStatus::Processing);
+    assert_eq!(store.inbox_get("a").await.unwrap().unwrap().status, InboxStatus::Done, "finished rows stay");
+    assert_eq!(store.inbox_recover(&strings(&["slack", "web"])).await.unwrap(), 1);
     let reclaimed = store.inbox_claim(&web, "w4", 10).await.unwrap();
-    assert_eq!(
-        reclaimed
-            .iter()
-            .map(|r| (r.event.id.0.as_str(), r.attempts))
-            .collect::<Vec<_>>(),
-        [("c", 3)]
-    );
+    assert_eq!(reclaimed.iter().map(|r| (r.event.id.0.as_str(), r.attempts)).collect::<Vec<_>>(), [("c", 3)]);
 }

@@ -30,9 +30,7 @@ where
     Fut: Future<Output = ()>,
 {
     let db = SqliteTestDb::new();
-    let store = butler::store::connect(&db.url, 4)
-        .await
-        .expect("open SQLite");
+    let store = butler::store::connect(&db.url, 4).await.expect("open SQLite");
     store.migrate().await.expect("migrate SQLite");
     test(store.clone()).await;
     store.close().await;
@@ -45,9 +43,7 @@ where
     Fut: Future<Output = ()>,
 {
     let db = PgTestDb::create().await;
-    let store = butler::store::connect(&db.url, 8)
-        .await
-        .expect("connect Postgres");
+    let store = butler::store::connect(&db.url, 8).await.expect("connect Postgres");
     store.migrate().await.expect("migrate Postgres");
     test(store.clone()).await;
     store.close().await;

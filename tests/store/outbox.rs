@@ -7,36 +7,14 @@ use butler::store::{OutboxMark, OutboxStatus, Store};
 use std::sync::Arc;
 
 pub async fn draft_and_enqueue(store: Arc<dyn Store>) {
-    let approve = vec![Button {
-        label: "Approve".into(),
-        action: "ap:1".into(),
-        style: ButtonStyle::Primary,
-    }];
+    let approve = vec![Button { label: "Approve".into(), action: "ap:1".into(), style: ButtonStyle::Primary }];
     // (operation, key, text, expected status, expected text)
     let steps: &[(&str, &str, &str, OutboxStatus, &str)] = &[
         ("draft", "k1", "Hel", OutboxStatus::Draft, "Hel"),
         ("draft", "k1", "Hello wor", OutboxStatus::Draft, "Hel"),
-        (
-            "enqueue",
-            "k1",
-            "Hello world",
-            OutboxStatus::Pending,
-            "Hello world",
-        ),
-        (
-            "enqueue",
-            "k1",
-            "changed",
-            OutboxStatus::Pending,
-            "Hello world",
-        ),
-        (
-            "draft",
-            "k1",
-            "back to draft?",
-            OutboxStatus::Pending,
-            "Hello world",
-        ),
+        ("enqueue", "k1", "Hello world", OutboxStatus::Pending, "Hello world"),
+        ("enqueue", "k1", "changed", OutboxStatus::Pending, "Hello world"),
+        ("draft", "k1", "back to draft?", OutboxStatus::Pending, "Hello world"),
         ("enqueue", "k2", "direct", OutboxStatus::Pending, "direct"),
         ("enqueue", "k2", "again", OutboxStatus::Pending, "direct"),
     ];
@@ -49,154 +27,74 @@ pub async fn draft_and_enqueue(store: Arc<dyn Store>) {
             "draft" => store.outbox_draft(&new).await.unwrap(),
             _ => store.outbox_enqueue(&new).await.unwrap(),
         };
-        assert_eq!(
-            (row.status, row.text.as_str()),
-            (*status, *want_text),
-            "{op} {key} {text}"
-        );
-        assert_eq!(
-            *ids.entry(key.to_string()).or_insert(row.id),
-            row.id,
-            "{op} {key}: one row per key"
-        );
+        assert_eq!((row.status, row.text.as_str()), (*status, *want_text), "{op} {key} {text}");
+        assert_eq!(*ids.entry(key.to_string()).or_insert(row.id), row.id, "{op} {key}: one row per key");
         assert_eq!(row.channel, "slack");
         assert_eq!(row.conversation, "slack:C024BE91L/1355517523.000005");
-        assert_eq!(
-            (row.buttons.clone(), row.reply_to.as_deref()),
-            (approve.clone(), Some("m-1"))
-        );
-        assert_eq!(
-            store.outbox_get(key).await.unwrap().unwrap(),
-            row,
-            "outbox_get sees the same row"
-        );
+        assert_eq!((row.buttons.clone(), row.reply_to.as_deref()), (approve.clone(), Some("m-1")));
+        assert_eq!(store.outbox_get(key).await.unwrap().unwrap(), row, "outbox_get sees the same row");
     }
     assert!(store.outbox_get("k3").await.unwrap().is_none());
 }
 
 pub async fn due_mark_retry(store: Arc<dyn Store>) {
     let mut ids = Vec::new();
-    for (key, conv) in [
-        ("a", "telegram:1"),
-        ("b", "slack:C1"),
-        ("c", "telegram:2/7"),
-        ("d", "telegram:3"),
-    ] {
-        ids.push(
-            store
-                .outbox_enqueue(&reply(key, conv, key))
-                .await
-                .unwrap()
-                .id,
-        );
+    for (key, conv) in [("a", "telegram:1"), ("b", "slack:C1"), ("c", "telegram:2/7"), ("d", "telegram:3")] {
+        ids.push(store.outbox_enqueue(&reply(key, conv, key)).await.unwrap().id);
     }
-    store
-        .outbox_draft(&reply("drafting", "telegram:1", "..."))
-        .await
-        .unwrap();
+    store.outbox_draft(&reply("drafting", "telegram:1", "...")).await.unwrap();
     let tg = strings(&["telegram"]);
     let now = butler::store::now_ms();
-    let keys =
-        |rows: Vec<butler::store::OutboxRow>| rows.into_iter().map(|r| r.key).collect::<Vec<_>>();
+    let keys = |rows: Vec<butler::store::OutboxRow>| rows.into_iter().map(|r| r.key).collect::<Vec<_>>();
 
-    assert_eq!(
-        keys(store.outbox_due(&tg, now, 10).await.unwrap()),
-        ["a", "c", "d"],
-        "oldest first, no drafts"
-    );
-    assert_eq!(
-        keys(store.outbox_due(&tg, now, 2).await.unwrap()),
-        ["a", "c"]
-    );
-    assert_eq!(
-        keys(
-            store
-                .outbox_due(&strings(&["slack", "telegram"]), now, 10)
-                .await
-                .unwrap()
-        ),
-        ["a", "b", "c", "d"]
-    );
+    assert_eq!(keys(store.outbox_due(&tg, now, 10).await.unwrap()), ["a", "c", "d"], "oldest first, no drafts");
+    assert_eq!(keys(store.outbox_due(&tg, now, 2).await.unwrap()), ["a", "c"]);
+    assert_eq!(keys(store.outbox_due(&strings(&["slack", "telegram"]), now, 10).await.unwrap()), ["a", "b", "c", "d"]);
     assert!(store.outbox_due(&[], now, 10).await.unwrap().is_empty());
 
-    store
-        .outbox_progress(ids[0], &strings(&["101", "102"]))
-        .await
-        .unwrap();
-    store.outbox_mark(ids[0], &OutboxMark::Sent).await.unwrap();
+    store.outbox_progress(ids[0], &strings(&["101"])).await.unwrap();
+    // The last chunk's id is recorded by the same write that marks the row sent.
+    let sent = OutboxMark::Sent { platform_ids: strings(&["101", "102"]) };
+    store.outbox_mark(ids[0], &sent).await.unwrap();
     let later = now + 60_000;
-    let rate_limited = OutboxMark::Retry {
-        next_attempt_ms: later,
-        error: "429".into(),
-        count_attempt: false,
-    };
+    let rate_limited = OutboxMark::Retry { next_attempt_ms: later, error: "429".into(), count_attempt: false };
     store.outbox_mark(ids[2], &rate_limited).await.unwrap();
-    let broken = OutboxMark::Retry {
-        next_attempt_ms: later,
-        error: "502".into(),
-        count_attempt: true,
-    };
+    let broken = OutboxMark::Retry { next_attempt_ms: later, error: "502".into(), count_attempt: true };
     store.outbox_mark(ids[3], &broken).await.unwrap();
     store.outbox_mark(ids[3], &broken).await.unwrap();
 
-    assert!(
-        store.outbox_due(&tg, now, 10).await.unwrap().is_empty(),
-        "sent and rescheduled rows are not due"
-    );
-    assert_eq!(
-        keys(store.outbox_due(&tg, later, 10).await.unwrap()),
-        ["c", "d"],
-        "due again at their time"
-    );
+    assert!(store.outbox_due(&tg, now, 10).await.unwrap().is_empty(), "sent and rescheduled rows are not due");
+    assert_eq!(keys(store.outbox_due(&tg, later, 10).await.unwrap()), ["c", "d"], "due again at their time");
 
     // (key, status, attempts, last error, platform ids)
-    let want: &[(&str, OutboxStatus, i32, Option<&str>, &[&str])] = &[
+    type Expected<'a> = (&'a str, OutboxStatus, i32, Option<&'a str>, &'a [&'a str]);
+    let want: &[Expected] = &[
         ("a", OutboxStatus::Sent, 1, None, &["101", "102"]),
         ("c", OutboxStatus::Pending, 0, Some("429"), &[]),
         ("d", OutboxStatus::Pending, 2, Some("502"), &[]),
     ];
     for (key, status, attempts, error, pids) in want {
         let row = store.outbox_get(key).await.unwrap().unwrap();
-        assert_eq!(
-            (row.status, row.attempts, row.last_error.as_deref()),
-            (*status, *attempts, *error),
-            "{key}"
-        );
+        assert_eq!((row.status, row.attempts, row.last_error.as_deref()), (*status, *attempts, *error), "{key}");
         assert_eq!(row.platform_ids, strings(pids), "{key}");
         if *status == OutboxStatus::Pending {
             assert_eq!(row.next_attempt_ms, later, "{key}");
         }
     }
 
-    store
-        .outbox_mark(
-            ids[3],
-            &OutboxMark::Failed {
-                error: "gave up".into(),
-            },
-        )
-        .await
-        .unwrap();
+    store.outbox_mark(ids[3], &OutboxMark::Failed { error: "gave up".into() }).await.unwrap();
     let d = store.outbox_get("d").await.unwrap().unwrap();
-    assert_eq!(
-        (d.status, d.attempts, d.last_error.as_deref()),
-        (OutboxStatus::Failed, 3, Some("gave up"))
-    );
+    assert_eq!((d.status, d.attempts, d.last_error.as_deref()), (OutboxStatus::Failed, 3, Some("gave up")));
 
     // A sent row never changes again, whatever is marked.
     for mark in [
-        OutboxMark::Failed {
-            error: "late".into(),
-        },
+        OutboxMark::Failed { error: "late".into() },
         rate_limited.clone(),
-        OutboxMark::Sent,
+        OutboxMark::Sent { platform_ids: strings(&["999"]) },
     ] {
         store.outbox_mark(ids[0], &mark).await.unwrap();
         let a = store.outbox_get("a").await.unwrap().unwrap();
-        assert_eq!(
-            (a.status, a.attempts, a.last_error.as_deref()),
-            (OutboxStatus::Sent, 1, None),
-            "{mark:?}"
-        );
+        assert_eq!((a.status, a.attempts, a.last_error.as_deref()), (OutboxStatus::Sent, 1, None), "{mark:?}");
+        assert_eq!(a.platform_ids, strings(&["101", "102"]), "{mark:?}");
     }
 }

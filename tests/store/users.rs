@@ -12,53 +12,23 @@ pub async fn ensure_links_identities(store: Arc<dyn Store>) {
     let slack = Identity::new("slack", "U2CERLKJA");
     assert!(store.identity_user(&tg).await.unwrap().is_none());
 
-    let alice = store
-        .user_ensure(&tg, &user("alice", "Alice"))
-        .await
-        .unwrap();
-    assert_eq!(
-        (alice.id.as_str(), alice.display_name.as_deref()),
-        ("alice", Some("Alice"))
-    );
-    assert_eq!(
-        (alice.role, alice.timezone.as_str()),
-        (UserRole::Member, "Europe/Berlin")
-    );
+    let alice = store.user_ensure(&tg, &user("alice", "Alice")).await.unwrap();
+    assert_eq!((alice.id.as_str(), alice.display_name.as_deref()), ("alice", Some("Alice")));
+    assert_eq!((alice.role, alice.timezone.as_str()), (UserRole::Member, "Europe/Berlin"));
 
     // (identity, proposed new user, expected user id, expected display name)
     let steps = [
         (&tg, user("bob", "Bob"), "alice", "Alice"),
         (&slack, user("alice", "Someone else"), "alice", "Alice"),
-        (
-            &Identity::new("web", "bob"),
-            user("bob", "Bob"),
-            "bob",
-            "Bob",
-        ),
+        (&Identity::new("web", "bob"), user("bob", "Bob"), "bob", "Bob"),
     ];
     for (identity, new, want_id, want_name) in steps {
         let got = store.user_ensure(identity, &new).await.unwrap();
-        assert_eq!(
-            (got.id.as_str(), got.display_name.as_deref()),
-            (want_id, Some(want_name)),
-            "{identity}"
-        );
-        assert_eq!(
-            store.identity_user(identity).await.unwrap().unwrap(),
-            got,
-            "{identity}"
-        );
+        assert_eq!((got.id.as_str(), got.display_name.as_deref()), (want_id, Some(want_name)), "{identity}");
+        assert_eq!(store.identity_user(identity).await.unwrap().unwrap(), got, "{identity}");
     }
-    assert_eq!(
-        store.identity_user(&slack).await.unwrap().unwrap().id,
-        "alice",
-        "two identities, one user"
-    );
-    assert!(store
-        .identity_user(&Identity::new("telegram", "987"))
-        .await
-        .unwrap()
-        .is_none());
+    assert_eq!(store.identity_user(&slack).await.unwrap().unwrap().id, "alice", "two identities, one user");
+    assert!(store.identity_user(&Identity::new("telegram", "987")).await.unwrap().is_none());
 }
 
 pub async fn ensure_race(store: Arc<dyn Store>) {
@@ -66,21 +36,14 @@ pub async fn ensure_race(store: Arc<dyn Store>) {
     let mut tasks = Vec::new();
     for i in 0..8 {
         let (store, identity) = (store.clone(), identity.clone());
-        tasks.push(tokio::spawn(async move {
-            store
-                .user_ensure(&identity, &user(&format!("u{i}"), "X"))
-                .await
-        }));
+        tasks.push(tokio::spawn(async move { store.user_ensure(&identity, &user(&format!("u{i}"), "X")).await }));
     }
     let mut ids = BTreeSet::new();
     for t in tasks {
         ids.insert(t.await.unwrap().unwrap().id);
     }
     assert_eq!(ids.len(), 1, "all racers see one user: {ids:?}");
-    assert_eq!(
-        &store.identity_user(&identity).await.unwrap().unwrap().id,
-        ids.first().unwrap()
-    );
+    assert_eq!(&store.identity_user(&identity).await.unwrap().unwrap().id, ids.first().unwrap());
 }
 
 pub async fn conversation_first_writer_wins(store: Arc<dyn Store>) {
@@ -98,15 +61,8 @@ pub async fn conversation_first_writer_wins(store: Arc<dyn Store>) {
         created_ms: 2_000,
     };
     assert_eq!(store.conversation_ensure(&first).await.unwrap(), first);
-    assert_eq!(
-        store.conversation_ensure(&second).await.unwrap(),
-        first,
-        "the first writer wins"
-    );
-    assert_eq!(
-        store.conversation_get("web:c1").await.unwrap().unwrap(),
-        first
-    );
+    assert_eq!(store.conversation_ensure(&second).await.unwrap(), first, "the first writer wins");
+    assert_eq!(store.conversation_get("web:c1").await.unwrap().unwrap(), first);
 
     let group = ConversationRow {
         id: "slack:C1/1.2".into(),
@@ -115,9 +71,6 @@ pub async fn conversation_first_writer_wins(store: Arc<dyn Store>) {
         created_ms: 0,
     };
     let stored = store.conversation_ensure(&group).await.unwrap();
-    assert_eq!(
-        (stored.kind, stored.owner.as_str()),
-        (ConversationKind::Group, "slack:U1")
-    );
+    assert_eq!((stored.kind, stored.owner.as_str()), (ConversationKind::Group, "slack:U1"));
     assert!(stored.created_ms > 0, "a zero creation time becomes now");
 }

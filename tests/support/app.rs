@@ -21,10 +21,7 @@ pub fn config(llm_url: Option<&str>) -> (Config, tempfile::TempDir) {
     let mut cfg = Config::default();
     cfg.server.listen = "127.0.0.1:0".into();
     cfg.server.shutdown_grace_secs = 5;
-    cfg.database.url = butler::config::Secret::new(format!(
-        "sqlite://{}",
-        dir.path().join("butler.db").display()
-    ));
+    cfg.database.url = butler::config::Secret::new(format!("sqlite://{}", dir.path().join("butler.db").display()));
     if let Some(url) = llm_url {
         cfg.llm.provider = ProviderKind::Openai;
         cfg.llm.base_url = Some(url.to_string());
@@ -39,21 +36,12 @@ impl TestApp {
         Self::start_with(cfg, dir, vec![]).await
     }
 
-    pub async fn start_with(
-        cfg: Config,
-        dir: Option<tempfile::TempDir>,
-        tools: Vec<Arc<dyn Tool>>,
-    ) -> Self {
+    pub async fn start_with(cfg: Config, dir: Option<tempfile::TempDir>, tools: Vec<Arc<dyn Tool>>) -> Self {
         let mut opts = AppOptions::serve(cfg);
         opts.extra_tools = tools;
         let app = App::start(opts).await.expect("app starts");
         let base = format!("http://{}", app.addr.expect("listening"));
-        Self {
-            app,
-            base,
-            http: reqwest::Client::new(),
-            _dir: dir,
-        }
+        Self { app, base, http: reqwest::Client::new(), _dir: dir }
     }
 
     /// The SQLite URL of this app's database (for direct inspection in tests).
@@ -67,20 +55,9 @@ impl TestApp {
     }
 
     /// POST /api/v1/messages as `user`; returns the status and JSON body.
-    pub async fn post(
-        &self,
-        conversation: &str,
-        user: &str,
-        text: &str,
-    ) -> (u16, serde_json::Value) {
+    pub async fn post(&self, conversation: &str, user: &str, text: &str) -> (u16, serde_json::Value) {
         let body = serde_json::json!({"conversation": conversation, "user": user, "text": text});
-        let r = self
-            .http
-            .post(self.url("/api/v1/messages"))
-            .json(&body)
-            .send()
-            .await
-            .expect("post");
+        let r = self.http.post(self.url("/api/v1/messages")).json(&body).send().await.expect("post");
         let status = r.status().as_u16();
         (status, r.json().await.unwrap_or(serde_json::Value::Null))
     }
@@ -102,24 +79,13 @@ impl TestApp {
 
     /// Waits (up to `secs`) until the conversation holds `n` assistant messages whose final text
     /// is delivered, and returns them.
-    pub async fn wait_replies(
-        &self,
-        conversation: &str,
-        n: usize,
-        secs: u64,
-    ) -> Vec<serde_json::Value> {
+    pub async fn wait_replies(&self, conversation: &str, n: usize, secs: u64) -> Vec<serde_json::Value> {
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(secs);
         loop {
-            let replies: Vec<_> = self
-                .messages(conversation)
-                .await
-                .into_iter()
-                .filter(|m| m["role"] == "assistant")
-                .collect();
-            let settled = replies.len() >= n
-                && replies
-                    .iter()
-                    .all(|m| m["buttons"].as_array().is_none_or(|b| b.is_empty()));
+            let replies: Vec<_> =
+                self.messages(conversation).await.into_iter().filter(|m| m["role"] == "assistant").collect();
+            let settled =
+                replies.len() >= n && replies.iter().all(|m| m["buttons"].as_array().is_none_or(|b| b.is_empty()));
             if settled || std::time::Instant::now() > deadline {
                 return replies;
             }

@@ -43,11 +43,7 @@ impl PgTestDb {
     /// Creates `butler_test_<pid>_<random>`; panics with a hint if the server is unreachable.
     pub async fn create() -> Self {
         let admin_url = pg_admin_url();
-        let name = format!(
-            "butler_test_{}_{:08x}",
-            std::process::id(),
-            rand::random::<u32>()
-        );
+        let name = format!("butler_test_{}_{:08x}", std::process::id(), rand::random::<u32>());
         let mut conn = PgConnection::connect(&admin_url)
             .await
             .unwrap_or_else(|e| panic!("Postgres for tests (set BUTLER_TEST_PG_URL): {e}"));
@@ -55,11 +51,7 @@ impl PgTestDb {
             .await
             .unwrap_or_else(|e| panic!("CREATE DATABASE {name}: {e}"));
         let _ = conn.close().await;
-        Self {
-            url: with_database(&admin_url, &name),
-            name,
-            admin_url,
-        }
+        Self { url: with_database(&admin_url, &name), name, admin_url }
     }
 }
 
@@ -70,9 +62,7 @@ impl Drop for PgTestDb {
         let admin_url = self.admin_url.clone();
         let sql = format!("DROP DATABASE IF EXISTS \"{}\" WITH (FORCE)", self.name);
         let dropped = std::thread::spawn(move || {
-            let rt = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()?;
+            let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
             rt.block_on(async move {
                 let mut conn = PgConnection::connect(&admin_url).await?;
                 conn.execute(AssertSqlSafe(sql)).await?;

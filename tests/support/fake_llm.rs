@@ -8,7 +8,13 @@
 //! 1. rules, in the order added, whose needle is a substring of the request's last user text
 //!    (`on` replies are used once each, in order; an `on_every` reply is used every time);
 //! 2. the FIFO queue filled by `push`;
-//! 3. the default reply: `echo: <last user text>`, one chunk per word, no delay.
+//! 3. the default reply: `echo: <last user text>`, one chunk per word, no delay
+//!    (`set_default` changes it).
+//!
+//! "Last user text" is the text of the last `user` message that has text (tool results are
+//! skipped), so one rule answers every step of one conversation's turn, and concurrent
+//! conversations with distinct texts are scripted deterministically whatever their order.
+//! The server runs on the current Tokio runtime and stops when the `FakeLlm` is dropped.
 //!
 //! ```ignore
 //! let llm = FakeLlm::start().await;
@@ -26,29 +32,32 @@
 //! assert!(req.last_user_text().contains("weather"));
 //! ```
 //!
-//! Replies: `text`, `chunks`, `echo`, `tool_call` (+ `and_tool_call`, `with_text`), errors
-//! (`bad_key`, `unknown_model`, `context_too_long`, `rate_limited`, `server_error`,
-//! `http_error`) and modifiers (`first_byte_delay`, `chunk_delay`, `drop_after`, `error_after`,
-//! `error_message`, `pause_after`, `usage`, `cache_usage`, `max_tokens_reached`, `arg_piece_len`, `header`). Every streamed
-//! reply reports usage. Requests are recorded (the last 10,000 by default, see
-//! `set_record_limit`); `request_count` counts all of them.
+//! Replies: `text`, `chunks`, `echo`, `tool_call` (+ `and_tool_call`, `and_raw_tool_call`,
+//! `with_text`); errors in each provider's real JSON shape (`bad_key`, `unknown_model`,
+//! `context_too_long`, `rate_limited`, `server_error`, `http_error`); modifiers
+//! (`first_byte_delay`, `chunk_delay`, `pause_after`, `drop_after`, `error_after`,
+//! `error_message`, `usage`, `cache_usage`, `max_tokens_reached`, `arg_piece_len`, `header`).
+//! Every streamed reply reports usage. `require_api_key` makes keyless or wrong-key requests
+//! get `bad_key()`. Requests are recorded (the last 10,000 by default, see
+//! `set_record_limit`; a benchmark may use 0); `request_count` counts all of them and
+//! `wait_for_requests` waits for a count; `reset` clears everything between cases.
 
-use axum::body::Body;
 use axum::extract::{DefaultBodyLimit, State};
-use axum::http::{HeaderMap, Method, StatusCode, Uri};
+use axum::http::{HeaderMap, Method, Uri};
 use axum::response::Response;
 use axum::Router;
 use bytes::Bytes;
-use futures::StreamExt as _;
+pub use reply::Reply;
 use serde_json::{json, Value};
 use std::collections::VecDeque;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 use tokio::sync::Notify;
 use wire::{failure_response, invalid_request, json_response, stream_response};
 
+mod reply;
 mod wire;
 
 /// Which wire protocol a request used.
@@ -77,40 +86,24 @@ pub struct RecordedRequest {
 impl RecordedRequest {
     pub fn header(&self, name: &str) -> Option<&str> {
         let name = name.to_ascii_lowercase();
-        self.headers
-            .iter()
-            .find(|(k, _)| *k == name)
-            .map(|(_, v)| v.as_str())
+        self.headers.iter().find(|(k, _)| *k == name).map(|(_, v)| v.as_str())
     }
 
     /// The key the client sent: `Authorization: Bearer ...` or `x-api-key`.
     pub fn api_key(&self) -> Option<&str> {
-        self.header("authorization")
-            .and_then(|v| v.strip_prefix("Bearer "))
-            .or_else(|| self.header("x-api-key"))
+        self.header("authorization").and_then(|v| v.strip_prefix("Bearer ")).or_else(|| self.header("x-api-key"))
     }
 
     pub fn model(&self) -> &str {
-        self.body
-            .get("model")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
+        self.body.get("model").and_then(Value::as_str).unwrap_or_default()
     }
 
     pub fn messages(&self) -> &[Value] {
-        self.body
-            .get("messages")
-            .and_then(Value::as_array)
-            .map(Vec::as_slice)
-            .unwrap_or_default()
+        self.body.get("messages").and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default()
     }
 
     pub fn tools(&self) -> &[Value] {
-        self.body
-            .get("tools")
-            .and_then(Value::as_array)
-            .map(Vec::as_slice)
-            .unwrap_or_default()
+        self.body.get("tools").and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default()
     }
 
     /// The system prompt: OpenAI's system message, or Anthropic's `system` (string or blocks).
@@ -144,15 +137,8 @@ impl RecordedRequest {
             if m.get("role").and_then(Value::as_str) == Some("tool") {
                 return Some(text_of(m.get("content").unwrap_or(&Value::Null)));
             }
-            let blocks = m
-                .get("content")
-                .and_then(Value::as_array)
-                .map(Vec::as_slice)
-                .unwrap_or_default();
-            if let Some(b) = blocks
-                .iter()
-                .rev()
-                .find(|b| b.get("type").and_then(Value::as_str) == Some("tool_result"))
+            let blocks = m.get("content").and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default();
+            if let Some(b) = blocks.iter().rev().find(|b| b.get("type").and_then(Value::as_str) == Some("tool_result"))
             {
                 return Some(text_of(b.get("content").unwrap_or(&Value::Null)));
             }
@@ -173,234 +159,6 @@ fn text_of(v: &Value) -> String {
             .join("\n"),
         _ => String::new(),
     }
-}
-
-#[derive(Clone, Debug)]
-enum Content {
-    Echo,
-    Chunks(Vec<String>),
-}
-
-#[derive(Clone, Debug)]
-enum Failure {
-    BadKey,
-    UnknownModel,
-    ContextTooLong,
-    RateLimited,
-    Server(u16),
-    Raw { status: u16, body: String },
-}
-
-/// What the fake answers to one request. Build with a constructor, adjust with modifiers.
-#[derive(Clone, Debug)]
-pub struct Reply {
-    content: Content,
-    tools: Vec<(String, String)>,
-    failure: Option<Failure>,
-    headers: Vec<(String, String)>,
-    first_byte_delay: Duration,
-    chunk_delay: Duration,
-    drop_after: Option<usize>,
-    error_after: Option<usize>,
-    error_message: Option<String>,
-    pause_after: Option<(usize, Duration)>,
-    arg_piece_len: usize,
-    usage: Option<(u64, u64)>,
-    cache: (u64, u64),
-    length_limited: bool,
-}
-
-impl Reply {
-    fn base(content: Content) -> Self {
-        Self {
-            content,
-            tools: Vec::new(),
-            failure: None,
-            headers: Vec::new(),
-            first_byte_delay: Duration::ZERO,
-            chunk_delay: Duration::ZERO,
-            drop_after: None,
-            error_after: None,
-            error_message: None,
-            pause_after: None,
-            arg_piece_len: 8,
-            usage: None,
-            cache: (0, 0),
-            length_limited: false,
-        }
-    }
-
-    /// Text streamed one word per chunk (`"Hello there!"` -> `"Hello"`, `" there!"`).
-    pub fn text(text: &str) -> Self {
-        Self::base(Content::Chunks(words(text)))
-    }
-
-    /// Text streamed in exactly these chunks.
-    pub fn chunks<S: Into<String>>(chunks: impl IntoIterator<Item = S>) -> Self {
-        Self::base(Content::Chunks(
-            chunks.into_iter().map(Into::into).collect(),
-        ))
-    }
-
-    /// `echo: <last user text>`, one chunk per word (the default reply).
-    pub fn echo() -> Self {
-        Self::base(Content::Echo)
-    }
-
-    /// One tool call (no text); `arguments` is streamed in pieces of `arg_piece_len` chars.
-    pub fn tool_call(name: &str, arguments: Value) -> Self {
-        Self::base(Content::Chunks(Vec::new())).and_tool_call(name, arguments)
-    }
-
-    /// Adds another tool call after the previous ones.
-    pub fn and_tool_call(mut self, name: &str, arguments: Value) -> Self {
-        self.tools.push((name.to_string(), arguments.to_string()));
-        self
-    }
-
-    /// Adds a tool call whose arguments are this exact text (may be invalid JSON).
-    pub fn and_raw_tool_call(mut self, name: &str, arguments: &str) -> Self {
-        self.tools.push((name.to_string(), arguments.to_string()));
-        self
-    }
-
-    /// Text streamed (one chunk per word) before the tool calls.
-    pub fn with_text(mut self, text: &str) -> Self {
-        self.content = Content::Chunks(words(text));
-        self
-    }
-
-    /// 401: OpenAI `invalid_api_key` (quoting the key masked, as OpenAI does) or Anthropic
-    /// `authentication_error`.
-    pub fn bad_key() -> Self {
-        Self::failing(Failure::BadKey)
-    }
-
-    /// 404: OpenAI `model_not_found` or Anthropic `not_found_error` naming the model.
-    pub fn unknown_model() -> Self {
-        Self::failing(Failure::UnknownModel)
-    }
-
-    /// 400: OpenAI `context_length_exceeded` or Anthropic "prompt is too long".
-    pub fn context_too_long() -> Self {
-        Self::failing(Failure::ContextTooLong)
-    }
-
-    /// 429 with `Retry-After: <secs>`.
-    pub fn rate_limited(retry_after_secs: u64) -> Self {
-        Self::failing(Failure::RateLimited).header("retry-after", &retry_after_secs.to_string())
-    }
-
-    /// A 5xx in the provider's shape (Anthropic 529 is `overloaded_error`).
-    pub fn server_error(status: u16) -> Self {
-        Self::failing(Failure::Server(status))
-    }
-
-    /// Any status with this exact body (sent as `application/json`).
-    pub fn http_error(status: u16, body: impl Into<String>) -> Self {
-        Self::failing(Failure::Raw {
-            status,
-            body: body.into(),
-        })
-    }
-
-    fn failing(f: Failure) -> Self {
-        let mut r = Self::base(Content::Chunks(Vec::new()));
-        r.failure = Some(f);
-        r
-    }
-
-    /// An extra response header (e.g. `retry-after` as an HTTP date).
-    pub fn header(mut self, name: &str, value: &str) -> Self {
-        self.headers
-            .push((name.to_ascii_lowercase(), value.to_string()));
-        self
-    }
-
-    /// Wait before sending the response headers.
-    pub fn first_byte_delay(mut self, d: Duration) -> Self {
-        self.first_byte_delay = d;
-        self
-    }
-
-    /// Wait between SSE events.
-    pub fn chunk_delay(mut self, d: Duration) -> Self {
-        self.chunk_delay = d;
-        self
-    }
-
-    /// Drop the connection after `n` content deltas (text or argument pieces).
-    pub fn drop_after(mut self, n: usize) -> Self {
-        self.drop_after = Some(n);
-        self
-    }
-
-    /// Send an in-stream error after `n` content deltas (OpenAI `{"error":...}` data, Anthropic
-    /// `event: error` with `overloaded_error`), then end the stream.
-    pub fn error_after(mut self, n: usize) -> Self {
-        self.error_after = Some(n);
-        self
-    }
-
-    /// The message of the in-stream error sent by `error_after`.
-    pub fn error_message(mut self, message: &str) -> Self {
-        self.error_message = Some(message.to_string());
-        self
-    }
-
-    /// After `n` content deltas, go silent for `d` before the rest (a stalled stream).
-    pub fn pause_after(mut self, n: usize, d: Duration) -> Self {
-        self.pause_after = Some((n, d));
-        self
-    }
-
-    /// Input and output token counts to report (default: body bytes / 4, number of deltas).
-    pub fn usage(mut self, input: u64, output: u64) -> Self {
-        self.usage = Some((input, output));
-        self
-    }
-
-    /// Cached input tokens read and written (OpenAI reports only reads).
-    pub fn cache_usage(mut self, read: u64, write: u64) -> Self {
-        self.cache = (read, write);
-        self
-    }
-
-    /// Finish with `length` / `max_tokens` instead of a normal stop.
-    pub fn max_tokens_reached(mut self) -> Self {
-        self.length_limited = true;
-        self
-    }
-
-    /// Characters per streamed piece of tool arguments (default 8).
-    pub fn arg_piece_len(mut self, n: usize) -> Self {
-        self.arg_piece_len = n.max(1);
-        self
-    }
-}
-
-fn words(text: &str) -> Vec<String> {
-    let mut out: Vec<String> = Vec::new();
-    let mut cur = String::new();
-    let mut in_word = false;
-    for ch in text.chars() {
-        if ch.is_whitespace() && in_word {
-            out.push(std::mem::take(&mut cur));
-            in_word = false;
-        } else if !ch.is_whitespace() {
-            in_word = true;
-        }
-        cur.push(ch);
-    }
-    if !cur.is_empty() {
-        out.push(cur);
-    }
-    out
-}
-
-fn pieces(s: &str, n: usize) -> Vec<String> {
-    let chars: Vec<char> = s.chars().collect();
-    chars.chunks(n).map(|c| c.iter().collect()).collect()
 }
 
 struct Rule {
@@ -426,9 +184,7 @@ impl Script {
                 return r.clone();
             }
         }
-        self.queue
-            .pop_front()
-            .unwrap_or_else(|| self.default.clone())
+        self.queue.pop_front().unwrap_or_else(|| self.default.clone())
     }
 }
 
@@ -468,13 +224,8 @@ impl FakeLlm {
             count: AtomicUsize::new(0),
             arrived: Notify::new(),
         });
-        let app = Router::new()
-            .fallback(handle)
-            .layer(DefaultBodyLimit::max(64 << 20))
-            .with_state(shared.clone());
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("bind the fake LLM");
+        let app = Router::new().fallback(handle).layer(DefaultBodyLimit::max(64 << 20)).with_state(shared.clone());
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind the fake LLM");
         let addr = listener.local_addr().expect("fake LLM address");
         let task = tokio::spawn(async move {
             let _ = axum::serve(listener, app).await;
@@ -506,7 +257,7 @@ impl FakeLlm {
     }
 
     /// Answers the next request whose last user text contains `needle` with `reply`, once.
-    /// Several calls with one needle are used in order.
+    /// Several calls with one needle are used in order. The empty needle matches every request.
     pub fn on(&self, needle: &str, reply: Reply) {
         let mut script = self.script();
         match script.rules.iter_mut().find(|r| r.needle == needle) {
@@ -551,11 +302,7 @@ impl FakeLlm {
         script.queue.clear();
         script.default = Arc::new(Reply::echo());
         script.api_key = None;
-        let mut requests = self
-            .shared
-            .requests
-            .lock()
-            .unwrap_or_else(|p| p.into_inner());
+        let mut requests = self.shared.requests.lock().unwrap_or_else(|p| p.into_inner());
         requests.clear();
         self.shared.count.store(0, Ordering::SeqCst);
     }
@@ -567,22 +314,11 @@ impl FakeLlm {
 
     /// The recorded requests, oldest first.
     pub fn requests(&self) -> Vec<RecordedRequest> {
-        self.shared
-            .requests
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .iter()
-            .cloned()
-            .collect()
+        self.shared.requests.lock().unwrap_or_else(|p| p.into_inner()).iter().cloned().collect()
     }
 
     pub fn last_request(&self) -> Option<RecordedRequest> {
-        self.shared
-            .requests
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .back()
-            .cloned()
+        self.shared.requests.lock().unwrap_or_else(|p| p.into_inner()).back().cloned()
     }
 
     /// How many requests arrived in total (recorded or not).
@@ -624,12 +360,7 @@ async fn handle(
         path: uri.path().to_string(),
         headers: headers
             .iter()
-            .map(|(k, v)| {
-                (
-                    k.as_str().to_string(),
-                    String::from_utf8_lossy(v.as_bytes()).into_owned(),
-                )
-            })
+            .map(|(k, v)| (k.as_str().to_string(), String::from_utf8_lossy(v.as_bytes()).into_owned()))
             .collect(),
         body: serde_json::from_slice(&body).unwrap_or(Value::Null),
     };
@@ -705,11 +436,8 @@ fn check(req: &RecordedRequest) -> Option<String> {
     if req.body.get("messages").and_then(Value::as_array).is_none() {
         return Some("messages: field required".into());
     }
-    if req.protocol == Protocol::Anthropic
-        && req.body.get("max_tokens").and_then(Value::as_u64).is_none()
-    {
+    if req.protocol == Protocol::Anthropic && req.body.get("max_tokens").and_then(Value::as_u64).is_none() {
         return Some("max_tokens: field required".into());
     }
     None
 }
-

@@ -1,6 +1,7 @@
 //! Shared test support: fake servers and test databases. Each test binary includes this with
 //! `#[path = "../support/mod.rs"] mod support;`.
 #![allow(dead_code)]
+pub mod app;
 pub mod db;
 pub mod fake_llm;
-pub mod app;
+pub mod proc;

@@ -9,7 +9,10 @@ async fn stored_rows(app: &TestApp) -> i64 {
     let pool = sqlx::SqlitePool::connect(&app.db_url()).await.expect("open db");
     let mut total = 0;
     for table in ["inbox", "conversations", "web_messages", "outbox"] {
-        let n: i64 = sqlx::query_scalar(sqlx::AssertSqlSafe(format!("SELECT COUNT(*) FROM {table}"))).fetch_one(&pool).await.expect("count");
+        let n: i64 = sqlx::query_scalar(sqlx::AssertSqlSafe(format!("SELECT COUNT(*) FROM {table}")))
+            .fetch_one(&pool)
+            .await
+            .expect("count");
         total += n;
     }
     pool.close().await;
@@ -28,7 +31,16 @@ struct Case {
 }
 
 fn case(name: &'static str, path: &'static str, body: impl Into<String>, status: u16, code: &'static str) -> Case {
-    Case { name, method: "POST", path, content_type: Some("application/json"), body: body.into(), auth: None, status, code }
+    Case {
+        name,
+        method: "POST",
+        path,
+        content_type: Some("application/json"),
+        body: body.into(),
+        auth: None,
+        status,
+        code,
+    }
 }
 
 async fn run(app: &TestApp, cases: Vec<Case>) {
@@ -69,23 +81,80 @@ async fn bad_input_is_refused_and_changes_nothing() {
         case("not an object", "/api/v1/messages", "[1,2]", 422, "invalid_fields"),
         case("missing text", "/api/v1/messages", r#"{"conversation":"c1","user":"local"}"#, 422, "invalid_fields"),
         case("missing conversation", "/api/v1/messages", r#"{"user":"local","text":"hi"}"#, 422, "invalid_fields"),
-        case("text wrong type", "/api/v1/messages", r#"{"conversation":"c1","user":"local","text":5}"#, 422, "invalid_fields"),
-        case("unknown field", "/api/v1/messages", r#"{"conversation":"c1","text":"hi","colour":"red"}"#, 422, "invalid_fields"),
-        case("empty text", "/api/v1/messages", r#"{"conversation":"c1","user":"local","text":"   "}"#, 422, "empty_text"),
-        case("bad conversation id", "/api/v1/messages", r#"{"conversation":"../etc","user":"local","text":"hi"}"#, 422, "invalid_fields"),
-        case("bad user", "/api/v1/messages", r#"{"conversation":"c1","user":"a b","text":"hi"}"#, 422, "invalid_fields"),
+        case(
+            "text wrong type",
+            "/api/v1/messages",
+            r#"{"conversation":"c1","user":"local","text":5}"#,
+            422,
+            "invalid_fields",
+        ),
+        case(
+            "unknown field",
+            "/api/v1/messages",
+            r#"{"conversation":"c1","text":"hi","colour":"red"}"#,
+            422,
+            "invalid_fields",
+        ),
+        case(
+            "empty text",
+            "/api/v1/messages",
+            r#"{"conversation":"c1","user":"local","text":"   "}"#,
+            422,
+            "empty_text",
+        ),
+        case(
+            "bad conversation id",
+            "/api/v1/messages",
+            r#"{"conversation":"../etc","user":"local","text":"hi"}"#,
+            422,
+            "invalid_fields",
+        ),
+        case(
+            "bad user",
+            "/api/v1/messages",
+            r#"{"conversation":"c1","user":"a b","text":"hi"}"#,
+            422,
+            "invalid_fields",
+        ),
         case("body over the limit", "/api/v1/messages", big, 413, "body_too_large"),
-        case("action to unknown conversation", "/api/v1/actions", r#"{"conversation":"nope","user":"local","action":"x"}"#, 404, "unknown_conversation"),
-        case("empty action", "/api/v1/actions", r#"{"conversation":"c1","user":"local","action":""}"#, 422, "invalid_fields"),
+        case(
+            "action to unknown conversation",
+            "/api/v1/actions",
+            r#"{"conversation":"nope","user":"local","action":"x"}"#,
+            404,
+            "unknown_conversation",
+        ),
+        case(
+            "empty action",
+            "/api/v1/actions",
+            r#"{"conversation":"c1","user":"local","action":""}"#,
+            422,
+            "invalid_fields",
+        ),
     ];
-    let mut no_ct = case("no content type", "/api/v1/messages", r#"{"conversation":"c1","text":"hi"}"#, 415, "unsupported_media_type");
+    let mut no_ct = case(
+        "no content type",
+        "/api/v1/messages",
+        r#"{"conversation":"c1","text":"hi"}"#,
+        415,
+        "unsupported_media_type",
+    );
     no_ct.content_type = None;
     cases.push(no_ct);
     for (name, path) in [
         ("list unknown conversation", "/api/v1/conversations/nope/messages"),
         ("stream unknown conversation", "/api/v1/conversations/nope/stream"),
     ] {
-        cases.push(Case { name, method: "GET", path, content_type: None, body: String::new(), auth: None, status: 404, code: "unknown_conversation" });
+        cases.push(Case {
+            name,
+            method: "GET",
+            path,
+            content_type: None,
+            body: String::new(),
+            auth: None,
+            status: 404,
+            code: "unknown_conversation",
+        });
     }
     cases.push(Case {
         name: "bad limit",
@@ -97,7 +166,16 @@ async fn bad_input_is_refused_and_changes_nothing() {
         status: 400,
         code: "invalid_request",
     });
-    cases.push(Case { name: "unknown endpoint", method: "GET", path: "/api/v2/nothing", content_type: None, body: String::new(), auth: None, status: 404, code: "not_found" });
+    cases.push(Case {
+        name: "unknown endpoint",
+        method: "GET",
+        path: "/api/v2/nothing",
+        content_type: None,
+        body: String::new(),
+        auth: None,
+        status: 404,
+        code: "not_found",
+    });
     run(&app, cases).await;
     app.stop().await;
 }
@@ -117,22 +195,44 @@ async fn tokens_decide_who_is_speaking() {
     let mut wrong = case("wrong token", "/api/v1/messages", msg, 401, "unauthorized");
     wrong.auth = Some("not-a-token");
     cases.push(wrong);
-    let mut mismatch = case("user disagrees with token", "/api/v1/messages", r#"{"conversation":"a1","user":"bob","text":"hi"}"#, 403, "forbidden");
+    let mut mismatch = case(
+        "user disagrees with token",
+        "/api/v1/messages",
+        r#"{"conversation":"a1","user":"bob","text":"hi"}"#,
+        403,
+        "forbidden",
+    );
     mismatch.auth = Some("alice-secret-token");
     cases.push(mismatch);
     run(&app, cases).await;
 
     // Alice creates a conversation; Bob can neither post to it nor read it.
     let post = |token: &'static str, body: &'static str| {
-        app.http.post(app.url("/api/v1/messages")).bearer_auth(token).header("content-type", "application/json").body(body)
+        app.http
+            .post(app.url("/api/v1/messages"))
+            .bearer_auth(token)
+            .header("content-type", "application/json")
+            .body(body)
     };
     let r = post("alice-secret-token", msg).send().await.unwrap();
     assert_eq!(r.status(), 202);
     let r = post("bob-secret-token", msg).send().await.unwrap();
     assert_eq!(r.status(), 403);
-    let r = app.http.get(app.url("/api/v1/conversations/a1/messages")).bearer_auth("bob-secret-token").send().await.unwrap();
+    let r = app
+        .http
+        .get(app.url("/api/v1/conversations/a1/messages"))
+        .bearer_auth("bob-secret-token")
+        .send()
+        .await
+        .unwrap();
     assert_eq!(r.status(), 403);
-    let r = app.http.get(app.url("/api/v1/conversations/a1/messages")).bearer_auth("alice-secret-token").send().await.unwrap();
+    let r = app
+        .http
+        .get(app.url("/api/v1/conversations/a1/messages"))
+        .bearer_auth("alice-secret-token")
+        .send()
+        .await
+        .unwrap();
     assert_eq!(r.status(), 200);
     app.stop().await;
 }

@@ -7,4 +7,5 @@ mod support;
 
 mod agent;
 mod api;
+mod browser;
 mod sessions;

@@ -147,14 +147,20 @@ async fn the_event_stream_carries_created_and_updated_messages() {
     let resp = app.http.get(app.url("/api/v1/conversations/sse/stream")).send().await.unwrap();
     assert_eq!(resp.status(), 200);
     assert!(resp.headers()["content-type"].to_str().unwrap().starts_with("text/event-stream"));
-    llm.on("stream me", Reply::chunks(["part one, ", "part two, ", "part three."]).chunk_delay(Duration::from_millis(250)));
+    llm.on(
+        "stream me",
+        Reply::chunks(["part one, ", "part two, ", "part three."]).chunk_delay(Duration::from_millis(250)),
+    );
     app.post("sse", "local", "stream me").await;
 
     let mut body = resp.bytes_stream();
     let mut buf = String::new();
     let mut events: Vec<(String, Value)> = Vec::new();
     let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
-    while !events.iter().any(|(k, v)| k == "updated" && v["text"] == "part one, part two, part three." && v.get("draft").is_none()) {
+    while !events
+        .iter()
+        .any(|(k, v)| k == "updated" && v["text"] == "part one, part two, part three." && v.get("draft").is_none())
+    {
         let chunk = tokio::time::timeout_at(deadline, body.next()).await.expect("events in time").unwrap().unwrap();
         buf.push_str(&String::from_utf8_lossy(&chunk));
         while let Some(end) = buf.find("\n\n") {

@@ -26,9 +26,8 @@ impl fmt::Display for Identity {
 
 /// Splits `channel:rest`, requiring both parts to be non-empty and the channel to be a plain name.
 fn split_channel(s: &str) -> Result<(&str, &str), String> {
-    let (channel, rest) = s
-        .split_once(':')
-        .ok_or_else(|| format!("`{s}` is not of the form channel:id (e.g. telegram:123456789)"))?;
+    let (channel, rest) =
+        s.split_once(':').ok_or_else(|| format!("`{s}` is not of the form channel:id (e.g. telegram:123456789)"))?;
     let plain = |c: char| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || c == '-';
     if channel.is_empty() || !channel.chars().all(plain) {
         return Err(format!("`{s}`: the channel before `:` must be a lowercase name such as telegram"));

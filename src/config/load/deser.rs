@@ -29,9 +29,7 @@ pub(super) fn deserialize(
         };
         let path = key_path(err.path());
         let message = err.inner().message().trim().to_string();
-        let retry = applied
-            .iter()
-            .find(|a| a.path == path && !retried.contains(&a.path));
+        let retry = applied.iter().find(|a| a.path == path && !retried.contains(&a.path));
         if let Some(ov) = retry {
             if let Some(value) = fallback_value(&message, &ov.raw) {
                 if let Some(slot) = value_at(&mut table, &path) {
@@ -56,46 +54,21 @@ fn fallback_value(message: &str, raw: &str) -> Option<Value> {
     }
     if message.ends_with("expected a sequence") {
         let items = raw.split(',').map(str::trim).filter(|s| !s.is_empty());
-        return Some(Value::Array(
-            items.map(|s| Value::String(s.to_string())).collect(),
-        ));
+        return Some(Value::Array(items.map(|s| Value::String(s.to_string())).collect()));
     }
     None
 }
 
-fn classify(
-    path: KeyPath,
-    message: &str,
-    text: &str,
-    origin: &str,
-    applied: &[Applied],
-) -> ConfigError {
+fn classify(path: KeyPath, message: &str, text: &str, origin: &str, applied: &[Applied]) -> ConfigError {
     let file = origin.to_string();
     if let Some((field, expected)) = parse_unknown_field(message) {
         let parent = path.clone();
-        let key = if path.last_key() == Some(field.as_str()) {
-            path
-        } else {
-            path.child(&field)
-        };
-        let parent = if parent == key {
-            KeyPath(key.0[..key.0.len() - 1].to_vec())
-        } else {
-            parent
-        };
-        let suggestion =
-            closest(&field, expected.iter().map(String::as_str)).map(|s| parent.child(s));
+        let key = if path.last_key() == Some(field.as_str()) { path } else { path.child(&field) };
+        let parent = if parent == key { KeyPath(key.0[..key.0.len() - 1].to_vec()) } else { parent };
+        let suggestion = closest(&field, expected.iter().map(String::as_str)).map(|s| parent.child(s));
         if let Some(ov) = applied.iter().find(|a| a.path.starts_with(&key)) {
-            let suggestion = if ov.path == key {
-                suggestion.as_ref().and_then(env_name)
-            } else {
-                None
-            };
-            return ConfigError::UnknownOverride {
-                var: ov.var.clone(),
-                key: key.to_string(),
-                suggestion,
-            };
+            let suggestion = if ov.path == key { suggestion.as_ref().and_then(env_name) } else { None };
+            return ConfigError::UnknownOverride { var: ov.var.clone(), key: key.to_string(), suggestion };
         }
         let line = locate(text, &key, true);
         return ConfigError::UnknownKey {
@@ -105,23 +78,13 @@ fn classify(
             suggestion: suggestion.map(|s| s.to_string()),
         };
     }
-    if let Some(field) = message
-        .strip_prefix("missing field `")
-        .and_then(|r| r.split('`').next())
-    {
+    if let Some(field) = message.strip_prefix("missing field `").and_then(|r| r.split('`').next()) {
         let line = locate(text, &path, false);
-        return ConfigError::MissingKey {
-            file,
-            key: path.child(field).to_string(),
-            line,
-        };
+        return ConfigError::MissingKey { file, key: path.child(field).to_string(), line };
     }
     let reason = sanitize(message, &path);
     // The override set this value, or created a table (or list entry) inside it.
-    if let Some(ov) = applied
-        .iter()
-        .find(|a| path.starts_with(&a.path) || a.path.starts_with(&path))
-    {
+    if let Some(ov) = applied.iter().find(|a| path.starts_with(&a.path) || a.path.starts_with(&path)) {
         let reason = match ov.path.0.get(path.0.len()) {
             Some(Seg::Key(k)) if k.bytes().all(|b| b.is_ascii_digit()) => format!(
                 "{reason}; `{path}` has no entries in the file, and an override can only change an \
@@ -129,31 +92,17 @@ fn classify(
             ),
             _ => reason,
         };
-        return ConfigError::BadOverride {
-            var: ov.var.clone(),
-            key: path.to_string(),
-            reason,
-        };
+        return ConfigError::BadOverride { var: ov.var.clone(), key: path.to_string(), reason };
     }
     let line = locate(text, &path, false);
-    ConfigError::BadValue {
-        file,
-        key: path.to_string(),
-        line,
-        reason,
-    }
+    ConfigError::BadValue { file, key: path.to_string(), line, reason }
 }
 
 /// serde's `unknown field `x`, expected one of `a`, `b`` -> (`x`, [`a`, `b`]).
 fn parse_unknown_field(message: &str) -> Option<(String, Vec<String>)> {
     let rest = message.strip_prefix("unknown field `")?;
     let (field, rest) = rest.split_once('`')?;
-    let expected = rest
-        .split('`')
-        .skip(1)
-        .step_by(2)
-        .map(str::to_string)
-        .collect();
+    let expected = rest.split('`').skip(1).step_by(2).map(str::to_string).collect();
     Some((field.to_string(), expected))
 }
 
@@ -173,9 +122,7 @@ fn env_name(path: &KeyPath) -> Option<String> {
 /// Key path segments whose values may be secrets: their values never appear in a message.
 fn is_sensitive(path: &KeyPath) -> bool {
     path.0.iter().any(|s| match s {
-        Seg::Key(k) => ["token", "secret", "key", "password", "pass", "url"]
-            .iter()
-            .any(|w| k.contains(w)),
+        Seg::Key(k) => ["token", "secret", "key", "password", "pass", "url"].iter().any(|w| k.contains(w)),
         Seg::Index(_) => false,
     })
 }
@@ -202,9 +149,7 @@ fn key_path(path: &serde_path_to_error::Path) -> KeyPath {
         path.iter()
             .filter_map(|seg| match seg {
                 Segment::Seq { index } => Some(Seg::Index(*index)),
-                Segment::Map { key } | Segment::Enum { variant: key } => {
-                    Some(Seg::Key(key.clone()))
-                }
+                Segment::Map { key } | Segment::Enum { variant: key } => Some(Seg::Key(key.clone())),
                 Segment::Unknown => None,
             })
             .collect(),
@@ -235,9 +180,7 @@ fn locate(text: &str, path: &KeyPath, key_line: bool) -> Option<usize> {
     for seg in &path.0 {
         let item = match (seg, table, array) {
             (Seg::Key(k), Some(t), _) => {
-                let (key, value) = t
-                    .iter()
-                    .find(|(key, _)| key.get_ref().as_ref() == k.as_str())?;
+                let (key, value) = t.iter().find(|(key, _)| key.get_ref().as_ref() == k.as_str())?;
                 span = Some(if key_line { key.span() } else { value.span() });
                 value
             }

@@ -17,12 +17,7 @@ pub(super) fn expand_table(table: &mut Table, origin: &str, env: &Env) -> Result
     Ok(())
 }
 
-fn expand_value(
-    value: &mut Value,
-    path: &KeyPath,
-    origin: &str,
-    env: &Env,
-) -> Result<(), ConfigError> {
+fn expand_value(value: &mut Value, path: &KeyPath, origin: &str, env: &Env) -> Result<(), ConfigError> {
     match value {
         Value::String(s) => {
             if s.contains('$') {
@@ -62,8 +57,7 @@ impl ExpandError {
             ExpandError::BadName => ConfigError::BadInterpolation {
                 file,
                 key,
-                reason: "the name inside `${...}` must be letters, digits and `_`, not starting with a digit"
-                    .into(),
+                reason: "the name inside `${...}` must be letters, digits and `_`, not starting with a digit".into(),
             },
         }
     }

@@ -25,18 +25,8 @@ pub(super) fn apply_defaults(llm: &mut LlmConfig, provider_set: bool, env: &Env)
         return;
     }
     let candidates = [
-        (
-            ProviderKind::Openai,
-            "OPENAI_API_KEY",
-            "OPENAI_BASE_URL",
-            DEFAULT_OPENAI_MODEL,
-        ),
-        (
-            ProviderKind::Anthropic,
-            "ANTHROPIC_API_KEY",
-            "ANTHROPIC_BASE_URL",
-            DEFAULT_ANTHROPIC_MODEL,
-        ),
+        (ProviderKind::Openai, "OPENAI_API_KEY", "OPENAI_BASE_URL", DEFAULT_OPENAI_MODEL),
+        (ProviderKind::Anthropic, "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", DEFAULT_ANTHROPIC_MODEL),
     ];
     for (provider, key_var, url_var, default_model) in candidates {
         if provider_set && llm.provider != provider {

@@ -39,11 +39,7 @@ pub(super) fn apply(table: &mut Table, env: &Env) -> Result<Vec<Applied>, Config
         if let Value::Table(t) = root {
             *table = t;
         }
-        applied.push(Applied {
-            var: var.to_string(),
-            path: result?,
-            raw: raw.to_string(),
-        });
+        applied.push(Applied { var: var.to_string(), path: result?, raw: raw.to_string() });
     }
     Ok(applied)
 }
@@ -72,19 +68,12 @@ pub(crate) fn override_path(var: &str) -> Result<Option<Vec<String>>, ConfigErro
 /// A TOML value when `raw` is one, else the plain string.
 pub(crate) fn parse_value(raw: &str) -> Value {
     let trimmed = raw.trim_start();
-    let structured =
-        trimmed.starts_with('[') || trimmed.starts_with('"') || trimmed.starts_with('\'');
-    if raw.contains('\n')
-        || raw.contains('\r')
-        || (raw.contains('#') && !structured)
-        || raw.trim().is_empty()
-    {
+    let structured = trimmed.starts_with('[') || trimmed.starts_with('"') || trimmed.starts_with('\'');
+    if raw.contains('\n') || raw.contains('\r') || (raw.contains('#') && !structured) || raw.trim().is_empty() {
         return Value::String(raw.to_string());
     }
     match format!("v = {raw}").parse::<Table>() {
-        Ok(mut t) if t.len() == 1 => t
-            .remove("v")
-            .unwrap_or_else(|| Value::String(raw.to_string())),
+        Ok(mut t) if t.len() == 1 => t.remove("v").unwrap_or_else(|| Value::String(raw.to_string())),
         _ => Value::String(raw.to_string()),
     }
 }
@@ -99,11 +88,7 @@ fn set_in(
     let Some((first, rest)) = segs.split_first() else {
         return Ok(path);
     };
-    let bad = |reason: String| ConfigError::BadOverride {
-        var: var.to_string(),
-        key: full_key(&path, segs),
-        reason,
-    };
+    let bad = |reason: String| ConfigError::BadOverride { var: var.to_string(), key: full_key(&path, segs), reason };
     match container {
         Value::Table(t) => {
             let here = path.child(first);
@@ -111,9 +96,7 @@ fn set_in(
                 t.insert(first.clone(), value);
                 return Ok(here);
             }
-            let next = t
-                .entry(first.clone())
-                .or_insert_with(|| Value::Table(Table::new()));
+            let next = t.entry(first.clone()).or_insert_with(|| Value::Table(Table::new()));
             set_in(next, rest, here, value, var)
         }
         Value::Array(items) => {
@@ -122,10 +105,7 @@ fn set_in(
                 return Err(bad(if len == 0 {
                     format!("`{path}` is an empty list in the file, so there is no entry `{first}` to override")
                 } else {
-                    format!(
-                        "`{path}` is a list; use an index from 0 to {} after it",
-                        len - 1
-                    )
+                    format!("`{path}` is a list; use an index from 0 to {} after it", len - 1)
                 }));
             };
             let here = path.index(i);
@@ -135,9 +115,7 @@ fn set_in(
             }
             set_in(&mut items[i], rest, here, value, var)
         }
-        _ => Err(bad(format!(
-            "`{path}` is a single value, not a section, so it has no key `{first}`"
-        ))),
+        _ => Err(bad(format!("`{path}` is a single value, not a section, so it has no key `{first}`"))),
     }
 }
 

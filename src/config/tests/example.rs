@@ -1,5 +1,6 @@
 //! config/butler.example.toml: parses to the built-in defaults, its optional keys are valid
-//! when uncommented, and it documents every key with its environment override.
+//! when uncommented, and it documents every key with its environment override. They read the
+//! example through `include_str!` and never touch the process environment or working directory.
 
 use super::env;
 use crate::config::{parse_str, Config, Env, LlmFallback, ProviderKind, RedisConfig, Secret};
@@ -26,35 +27,18 @@ fn referenced_env(text: &str) -> Env {
     let names: BTreeSet<String> = text
         .split("${")
         .skip(1)
-        .map(|rest| {
-            rest.chars()
-                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
-                .collect::<String>()
-        })
+        .map(|rest| rest.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect::<String>())
         .filter(|name| !name.is_empty())
         .collect();
-    Env::from_pairs(
-        names
-            .into_iter()
-            .map(|n| (n.clone(), format!("value-of-{n}"))),
-    )
+    Env::from_pairs(names.into_iter().map(|n| (n.clone(), format!("value-of-{n}"))))
 }
 
 /// Key paths of a TOML tree, sections included; entries of arrays of tables share one path,
 /// which also goes into `arrays`.
-fn key_paths(
-    value: &Value,
-    prefix: &str,
-    out: &mut BTreeSet<String>,
-    arrays: &mut BTreeSet<String>,
-) {
+fn key_paths(value: &Value, prefix: &str, out: &mut BTreeSet<String>, arrays: &mut BTreeSet<String>) {
     let Value::Table(table) = value else { return };
     for (key, item) in table {
-        let path = if prefix.is_empty() {
-            key.clone()
-        } else {
-            format!("{prefix}.{key}")
-        };
+        let path = if prefix.is_empty() { key.clone() } else { format!("{prefix}.{key}") };
         match item {
             Value::Table(_) => key_paths(item, &path, out, arrays),
             Value::Array(items) if items.iter().all(Value::is_table) && !items.is_empty() => {
@@ -71,12 +55,7 @@ fn key_paths(
 
 /// The default config with every optional key set, so that its TOML shows every key.
 fn full_config() -> Config {
-    let mut c = Config {
-        redis: Some(RedisConfig {
-            url: Secret::new("redis://127.0.0.1:6379"),
-        }),
-        ..Config::default()
-    };
+    let mut c = Config { redis: Some(RedisConfig { url: Secret::new("redis://127.0.0.1:6379") }), ..Config::default() };
     c.llm.base_url = Some("https://api.openai.com/v1".into());
     c.llm.api_key = Some(Secret::new("k"));
     c.llm.fallback = vec![LlmFallback {
@@ -86,10 +65,7 @@ fn full_config() -> Config {
         model: "claude-sonnet-4-5".into(),
     }];
     c.channels.web.token = Some(Secret::new("t"));
-    c.channels
-        .web
-        .tokens
-        .insert("alice".into(), Secret::new("t2"));
+    c.channels.web.tokens.insert("alice".into(), Secret::new("t2"));
     c.agent.instructions = Some("be brief".into());
     c
 }
@@ -104,44 +80,24 @@ fn example_parses_to_the_built_in_defaults() {
 #[test]
 fn example_with_its_optional_keys_uncommented_is_valid() {
     let text = uncommented();
-    let config = parse_str(&text, ORIGIN, &referenced_env(EXAMPLE))
-        .unwrap_or_else(|e| panic!("{e}\n{text}"));
+    let config = parse_str(&text, ORIGIN, &referenced_env(EXAMPLE)).unwrap_or_else(|e| panic!("{e}\n{text}"));
     config.validate().unwrap();
     assert!(config.redis.is_some());
     assert!(config.llm.base_url.is_some() && config.llm.api_key.is_some());
     assert_eq!(config.llm.fallback.len(), 1);
-    assert_eq!(
-        config.channels.web.token.as_ref().map(Secret::expose),
-        Some("value-of-BUTLER_WEB_TOKEN")
-    );
-    assert_eq!(
-        config.channels.web.tokens["alice"].expose(),
-        "value-of-ALICE_WEB_TOKEN"
-    );
+    assert_eq!(config.channels.web.token.as_ref().map(Secret::expose), Some("value-of-BUTLER_WEB_TOKEN"));
+    assert_eq!(config.channels.web.tokens["alice"].expose(), "value-of-ALICE_WEB_TOKEN");
     assert!(config.agent.instructions.is_some());
 }
 
 #[test]
 fn example_documents_every_key_and_its_env_override() {
     let (mut schema, mut arrays) = (BTreeSet::new(), BTreeSet::new());
-    key_paths(
-        &Value::try_from(full_config()).unwrap(),
-        "",
-        &mut schema,
-        &mut arrays,
-    );
+    key_paths(&Value::try_from(full_config()).unwrap(), "", &mut schema, &mut arrays);
     let mut documented = BTreeSet::new();
-    key_paths(
-        &Value::Table(uncommented().parse().unwrap()),
-        "",
-        &mut documented,
-        &mut BTreeSet::new(),
-    );
+    key_paths(&Value::Table(uncommented().parse().unwrap()), "", &mut documented, &mut BTreeSet::new());
     let missing: Vec<&String> = schema.difference(&documented).collect();
-    assert!(
-        missing.is_empty(),
-        "keys missing from {ORIGIN}: {missing:?}"
-    );
+    assert!(missing.is_empty(), "keys missing from {ORIGIN}: {missing:?}");
     for path in &schema {
         if schema.iter().any(|p| p.starts_with(&format!("{path}."))) {
             continue; // a section
@@ -149,16 +105,10 @@ fn example_documents_every_key_and_its_env_override() {
         // Entries of an array of tables are overridden by number: llm.fallback.0.model.
         let indexed = arrays
             .iter()
-            .find_map(|a| {
-                path.strip_prefix(&format!("{a}."))
-                    .map(|rest| format!("{a}.0.{rest}"))
-            })
+            .find_map(|a| path.strip_prefix(&format!("{a}.")).map(|rest| format!("{a}.0.{rest}")))
             .unwrap_or_else(|| path.clone());
         let var = format!("BUTLER_{}", indexed.to_ascii_uppercase().replace('.', "__"));
-        assert!(
-            EXAMPLE.contains(&var),
-            "{ORIGIN} does not name {var} for `{path}`"
-        );
+        assert!(EXAMPLE.contains(&var), "{ORIGIN} does not name {var} for `{path}`");
     }
 }
 
@@ -185,9 +135,6 @@ fn example_explains_the_environment_and_the_common_llm_servers() {
         "tokens = { alice = \"${ALICE_WEB_TOKEN}\" }",
         "[[llm.fallback]]",
     ] {
-        assert!(
-            EXAMPLE.contains(fragment),
-            "{ORIGIN} does not mention {fragment:?}"
-        );
+        assert!(EXAMPLE.contains(fragment), "{ORIGIN} does not mention {fragment:?}");
     }
 }

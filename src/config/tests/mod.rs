@@ -47,34 +47,19 @@ fn file_selection_order() {
         (None, None, true, Ok(Some("config/butler.toml"))),
         (None, Some(""), true, Ok(Some("config/butler.toml"))),
         (None, None, false, Ok(None)),
-        (
-            Some("missing.toml"),
-            Some("b.toml"),
-            true,
-            Err(&["missing.toml", "--config", "does not exist"]),
-        ),
-        (
-            None,
-            Some("gone.toml"),
-            true,
-            Err(&["gone.toml", "BUTLER_CONFIG", "does not exist"]),
-        ),
+        (Some("missing.toml"), Some("b.toml"), true, Err(&["missing.toml", "--config", "does not exist"])),
+        (None, Some("gone.toml"), true, Err(&["gone.toml", "BUTLER_CONFIG", "does not exist"])),
     ];
     for (explicit, var, default_exists, expected) in cases {
         let dir = tempfile::tempdir().unwrap();
         write(dir.path(), "a.toml", "[agent]\nname = \"A\"\n");
         write(dir.path(), "b.toml", "[agent]\nname = \"B\"\n");
         if *default_exists {
-            write(
-                dir.path(),
-                "config/butler.toml",
-                "[agent]\nname = \"Default\"\n",
-            );
+            write(dir.path(), "config/butler.toml", "[agent]\nname = \"Default\"\n");
         }
         let vars: Vec<(&str, &str)> = var.iter().map(|v| ("BUTLER_CONFIG", *v)).collect();
         let got = select_file(explicit.map(Path::new), &env(&vars), dir.path());
-        let case =
-            format!("--config {explicit:?}, BUTLER_CONFIG {var:?}, default {default_exists}");
+        let case = format!("--config {explicit:?}, BUTLER_CONFIG {var:?}, default {default_exists}");
         match (got, expected) {
             (Ok(got), Ok(want)) => assert_eq!(got, want.map(|w| dir.path().join(w)), "{case}"),
             (Err(e), Err(fragments)) => {
@@ -91,27 +76,13 @@ fn file_selection_order() {
 #[test]
 fn load_from_reads_the_selected_file_and_reports_its_source() {
     let dir = tempfile::tempdir().unwrap();
-    write(
-        dir.path(),
-        "config/butler.toml",
-        "[agent]\nname = \"Default\"\n",
-    );
+    write(dir.path(), "config/butler.toml", "[agent]\nname = \"Default\"\n");
     write(dir.path(), "other.toml", "[agent]\nname = \"Other\"\n");
     let cases: &[(Option<&str>, Vars, &str, Option<&str>)] = &[
         (None, &[], "Default", Some("config/butler.toml")),
         (Some("other.toml"), &[], "Other", Some("other.toml")),
-        (
-            None,
-            &[("BUTLER_CONFIG", "other.toml")],
-            "Other",
-            Some("other.toml"),
-        ),
-        (
-            None,
-            &[("BUTLER_AGENT__NAME", "Env")],
-            "Env",
-            Some("config/butler.toml"),
-        ),
+        (None, &[("BUTLER_CONFIG", "other.toml")], "Other", Some("other.toml")),
+        (None, &[("BUTLER_AGENT__NAME", "Env")], "Env", Some("config/butler.toml")),
     ];
     for (explicit, vars, name, source) in cases {
         let loaded = load_from(explicit.map(Path::new), &env(vars), dir.path()).unwrap();
@@ -126,37 +97,23 @@ fn load_from_without_a_file_uses_the_embedded_default_and_the_environment() {
     let loaded = load_from(None, &env(&[("OPENAI_API_KEY", "sk-test")]), dir.path()).unwrap();
     assert_eq!(loaded.source, None);
     assert_eq!(loaded.config.server.listen, "127.0.0.1:8080");
-    assert_eq!(
-        loaded.config.database.url.expose(),
-        "sqlite://data/butler.db"
-    );
+    assert_eq!(loaded.config.database.url.expose(), "sqlite://data/butler.db");
     assert_eq!(loaded.config.llm.model, "gpt-4o-mini");
 }
 
 #[test]
 fn load_from_validates_and_names_the_file() {
     let dir = tempfile::tempdir().unwrap();
-    write(
-        dir.path(),
-        "config/butler.toml",
-        "[server]\nlisten = \"0.0.0.0:8080\"\n",
-    );
+    write(dir.path(), "config/butler.toml", "[server]\nlisten = \"0.0.0.0:8080\"\n");
     let err = load_from(None, &env(&[]), dir.path()).unwrap_err();
     let msg = err.to_string();
     assert!(matches!(err, ConfigError::Invalid { .. }), "{msg}");
-    assert!(
-        msg.contains(&dir.path().join(FILE).display().to_string()),
-        "{msg}"
-    );
+    assert!(msg.contains(&dir.path().join(FILE).display().to_string()), "{msg}");
     assert!(msg.contains("channels.web.token"), "{msg}");
 
-    let err = load_from(
-        None,
-        &env(&[("BUTLER_SERVER__LISTEN", "0.0.0.0:8080")]),
-        &dir.path().join("none"),
-    )
-    .unwrap_err()
-    .to_string();
+    let err = load_from(None, &env(&[("BUTLER_SERVER__LISTEN", "0.0.0.0:8080")]), &dir.path().join("none"))
+        .unwrap_err()
+        .to_string();
     assert!(err.starts_with(super::NO_FILE), "{err}");
 }
 
@@ -171,10 +128,7 @@ fn unreadable_file_is_an_error_naming_it() {
 
 #[test]
 fn not_found_error_says_where_the_path_came_from() {
-    let err = ConfigError::NotFound {
-        path: PathBuf::from("x.toml"),
-        from: FileFrom::EnvVar,
-    };
+    let err = ConfigError::NotFound { path: PathBuf::from("x.toml"), from: FileFrom::EnvVar };
     assert_eq!(
         err.to_string(),
         "config file x.toml (from BUTLER_CONFIG) does not exist; fix the path, or unset BUTLER_CONFIG \
@@ -186,8 +140,5 @@ fn not_found_error_says_where_the_path_came_from() {
 fn env_debug_shows_names_but_never_values() {
     let e = env(&[("OPENAI_API_KEY", "sk-very-secret")]);
     let shown = format!("{e:?}");
-    assert!(
-        shown.contains("OPENAI_API_KEY") && !shown.contains("sk-very-secret"),
-        "{shown}"
-    );
+    assert!(shown.contains("OPENAI_API_KEY") && !shown.contains("sk-very-secret"), "{shown}");
 }

@@ -1,4 +1,5 @@
-//! Validation rules (one case per rule) and the masked print.
+//! Validation rules (one case per rule) and the masked print. Secrets used here are fake
+//! markers; the tests never touch the process environment.
 
 use super::parse;
 use crate::config::{Config, ConfigError};
@@ -13,145 +14,49 @@ fn the_default_config_is_valid() {
 fn validation_errors_name_the_key() {
     // (file, expected key of the one problem; None = valid)
     let cases: &[(&str, Option<&str>)] = &[
-        (
-            "[server]\nlisten = \"localhost:8080\"",
-            Some("server.listen"),
-        ),
+        ("[server]\nlisten = \"localhost:8080\"", Some("server.listen")),
         ("[server]\nlisten = \"[::1]:8080\"", None),
-        (
-            "[server]\nmax_body_bytes = 1023",
-            Some("server.max_body_bytes"),
-        ),
+        ("[server]\nmax_body_bytes = 1023", Some("server.max_body_bytes")),
         ("[server]\nmax_body_bytes = 1024", None),
-        (
-            "[database]\nurl = \"mysql://u:pw-db@h/db\"",
-            Some("database.url"),
-        ),
+        ("[database]\nurl = \"mysql://u:pw-db@h/db\"", Some("database.url")),
         ("[database]\nurl = \"data/butler.db\"", Some("database.url")),
         ("[database]\nurl = \"postgres://u:p@h/db\"", None),
         ("[database]\nurl = \"postgresql://h/db\"", None),
-        (
-            "[database]\nmax_connections = 0",
-            Some("database.max_connections"),
-        ),
-        (
-            "[redis]\nurl = \"http://127.0.0.1:6379\"",
-            Some("redis.url"),
-        ),
+        ("[database]\nmax_connections = 0", Some("database.max_connections")),
+        ("[redis]\nurl = \"http://127.0.0.1:6379\"", Some("redis.url")),
         ("[redis]\nurl = \"rediss://:p@h:6380\"", None),
-        (
-            "[llm]\nbase_url = \"api.openai.com/v1\"",
-            Some("llm.base_url"),
-        ),
-        (
-            "[llm]\nconnect_timeout_secs = 0",
-            Some("llm.connect_timeout_secs"),
-        ),
-        (
-            "[llm]\nfirst_byte_timeout_secs = 0",
-            Some("llm.first_byte_timeout_secs"),
-        ),
-        (
-            "[llm]\nidle_timeout_secs = 0",
-            Some("llm.idle_timeout_secs"),
-        ),
+        ("[llm]\nbase_url = \"api.openai.com/v1\"", Some("llm.base_url")),
+        ("[llm]\nconnect_timeout_secs = 0", Some("llm.connect_timeout_secs")),
+        ("[llm]\nfirst_byte_timeout_secs = 0", Some("llm.first_byte_timeout_secs")),
+        ("[llm]\nidle_timeout_secs = 0", Some("llm.idle_timeout_secs")),
         ("[llm]\nmax_tokens = 0", Some("llm.max_tokens")),
-        (
-            "[llm]\nmax_tokens = 8000\ncontext_window = 8000",
-            Some("llm.max_tokens"),
-        ),
-        (
-            "[llm]\ncontext_window = 0\nmax_tokens = 1",
-            Some("llm.context_window"),
-        ),
-        (
-            "[llm]\ninput_price_per_mtok = -1.0",
-            Some("llm.input_price_per_mtok"),
-        ),
-        (
-            "[llm]\noutput_price_per_mtok = nan",
-            Some("llm.output_price_per_mtok"),
-        ),
-        (
-            "[[llm.fallback]]\nprovider = \"openai\"\nmodel = \" \"",
-            Some("llm.fallback[0].model"),
-        ),
-        (
-            "[[llm.fallback]]\nprovider = \"openai\"\nmodel = \"m\"\nbase_url = \"x\"",
-            Some("llm.fallback[0].base_url"),
-        ),
-        (
-            "[server]\nlisten = \"0.0.0.0:8080\"",
-            Some("channels.web.token"),
-        ),
-        (
-            "[server]\nlisten = \"192.168.1.5:8080\"",
-            Some("channels.web.token"),
-        ),
-        (
-            "[server]\nlisten = \"0.0.0.0:8080\"\n[channels.web]\ntoken = \"t\"",
-            None,
-        ),
-        (
-            "[server]\nlisten = \"0.0.0.0:8080\"\n[channels.web]\ntokens = { alice = \"t\" }",
-            None,
-        ),
-        (
-            "[server]\nlisten = \"0.0.0.0:8080\"\n[channels.web]\nenabled = false",
-            None,
-        ),
+        ("[llm]\nmax_tokens = 8000\ncontext_window = 8000", Some("llm.max_tokens")),
+        ("[llm]\ncontext_window = 0\nmax_tokens = 1", Some("llm.context_window")),
+        ("[llm]\ninput_price_per_mtok = -1.0", Some("llm.input_price_per_mtok")),
+        ("[llm]\noutput_price_per_mtok = nan", Some("llm.output_price_per_mtok")),
+        ("[[llm.fallback]]\nprovider = \"openai\"\nmodel = \" \"", Some("llm.fallback[0].model")),
+        ("[[llm.fallback]]\nprovider = \"openai\"\nmodel = \"m\"\nbase_url = \"x\"", Some("llm.fallback[0].base_url")),
+        ("[server]\nlisten = \"0.0.0.0:8080\"", Some("channels.web.token")),
+        ("[server]\nlisten = \"192.168.1.5:8080\"", Some("channels.web.token")),
+        ("[server]\nlisten = \"0.0.0.0:8080\"\n[channels.web]\ntoken = \"t\"", None),
+        ("[server]\nlisten = \"0.0.0.0:8080\"\n[channels.web]\ntokens = { alice = \"t\" }", None),
+        ("[server]\nlisten = \"0.0.0.0:8080\"\n[channels.web]\nenabled = false", None),
         ("[channels.web]\ntoken = \"\"", Some("channels.web.token")),
-        (
-            "[channels.web]\ntokens = { alice = \" \" }",
-            Some("channels.web.tokens.alice"),
-        ),
-        (
-            "[channels.web]\ntokens = { \"bad name\" = \"t\" }",
-            Some("channels.web.tokens.\"bad name\""),
-        ),
-        (
-            "[channels.web]\ntokens = { alice = \"same\", bob = \"same\" }",
-            Some("channels.web.tokens.bob"),
-        ),
-        (
-            "[channels.web]\ntoken = \"same\"\ntokens = { bob = \"same\" }",
-            Some("channels.web.tokens.bob"),
-        ),
-        (
-            "[channels.web]\ntoken = \"a\"\ntokens = { owner = \"b\" }",
-            Some("channels.web.tokens.owner"),
-        ),
+        ("[channels.web]\ntokens = { alice = \" \" }", Some("channels.web.tokens.alice")),
+        ("[channels.web]\ntokens = { \"bad name\" = \"t\" }", Some("channels.web.tokens.\"bad name\"")),
+        ("[channels.web]\ntokens = { alice = \"same\", bob = \"same\" }", Some("channels.web.tokens.bob")),
+        ("[channels.web]\ntoken = \"same\"\ntokens = { bob = \"same\" }", Some("channels.web.tokens.bob")),
+        ("[channels.web]\ntoken = \"a\"\ntokens = { owner = \"b\" }", Some("channels.web.tokens.owner")),
         ("[agent]\nname = \"\"", Some("agent.name")),
-        (
-            "[agent]\ntimezone = \"Mars/Olympus\"",
-            Some("agent.timezone"),
-        ),
+        ("[agent]\ntimezone = \"Mars/Olympus\"", Some("agent.timezone")),
         ("[agent]\ntimezone = \"Europe/Berlin\"", None),
         ("[memory]\nrecall_limit = 0", Some("memory.recall_limit")),
-        (
-            "[limits]\nmax_iterations = 0",
-            Some("limits.max_iterations"),
-        ),
-        (
-            "[limits]\ntool_timeout_secs = 0",
-            Some("limits.tool_timeout_secs"),
-        ),
-        (
-            "[limits]\nmax_tool_result_chars = 0",
-            Some("limits.max_tool_result_chars"),
-        ),
-        (
-            "[limits]\nsession_mailbox = 0",
-            Some("limits.session_mailbox"),
-        ),
-        (
-            "[limits]\nsession_idle_secs = 0",
-            Some("limits.session_idle_secs"),
-        ),
-        (
-            "[limits]\nhistory_messages = 0",
-            Some("limits.history_messages"),
-        ),
+        ("[limits]\nmax_iterations = 0", Some("limits.max_iterations")),
+        ("[limits]\ntool_timeout_secs = 0", Some("limits.tool_timeout_secs")),
+        ("[limits]\nmax_tool_result_chars = 0", Some("limits.max_tool_result_chars")),
+        ("[limits]\nsession_mailbox = 0", Some("limits.session_mailbox")),
+        ("[limits]\nsession_idle_secs = 0", Some("limits.session_idle_secs")),
+        ("[limits]\nhistory_messages = 0", Some("limits.history_messages")),
     ];
     for (text, want) in cases {
         let config = parse(text, &[]).unwrap_or_else(|e| panic!("{text}: {e}"));
@@ -227,10 +132,7 @@ fn secret_env() -> Vec<(&'static str, &'static str)> {
         ("FB_KEY", "env-secret-fb"),
         ("WEB_TOKEN", "env-secret-web"),
         ("BUTLER_CHANNELS__WEB__TOKENS__BOB", "override-secret-bob"),
-        (
-            "BUTLER_LLM__FALLBACK__0__API_KEY",
-            "override-secret-fallback",
-        ),
+        ("BUTLER_LLM__FALLBACK__0__API_KEY", "override-secret-fallback"),
     ]
 }
 
@@ -238,14 +140,8 @@ fn secret_env() -> Vec<(&'static str, &'static str)> {
 fn masked_output_hides_every_secret() {
     let config = parse(SECRET_FILE, &secret_env()).unwrap();
     // The secrets really are loaded...
-    assert_eq!(
-        config.llm.fallback[0].api_key.as_ref().unwrap().expose(),
-        "override-secret-fallback"
-    );
-    assert_eq!(
-        config.channels.web.tokens["bob"].expose(),
-        "override-secret-bob"
-    );
+    assert_eq!(config.llm.fallback[0].api_key.as_ref().unwrap().expose(), "override-secret-fallback");
+    assert_eq!(config.channels.web.tokens["bob"].expose(), "override-secret-bob");
     // ...and never shown.
     let out = config.to_masked_toml();
     for secret in SECRETS {
@@ -276,25 +172,11 @@ fn masked_output_is_a_complete_config_that_parses_back() {
     let again = parse(&config.to_masked_toml(), &[]).unwrap();
     assert_eq!(again.to_masked_toml(), config.to_masked_toml());
     let defaults = Config::default().to_masked_toml();
-    for section in [
-        "[server]",
-        "[database]",
-        "[llm]",
-        "[channels.web]",
-        "[access]",
-        "[agent]",
-        "[memory]",
-        "[limits]",
-    ] {
-        assert!(
-            defaults.contains(section),
-            "{section} missing from:\n{defaults}"
-        );
+    for section in ["[server]", "[database]", "[llm]", "[channels.web]", "[access]", "[agent]", "[memory]", "[limits]"]
+    {
+        assert!(defaults.contains(section), "{section} missing from:\n{defaults}");
     }
-    assert!(
-        defaults.contains("url = \"sqlite://data/butler.db\""),
-        "{defaults}"
-    );
+    assert!(defaults.contains("url = \"sqlite://data/butler.db\""), "{defaults}");
 }
 
 #[test]
@@ -302,7 +184,10 @@ fn error_messages_never_show_secrets() {
     // Every case fails after a secret has been read from the file, a variable or an override.
     let cases: &[(&str, &[(&str, &str)])] = &[
         ("[llm]\napi_key = \"file-secret-llm\"\nbse_url = \"x\"", &[]),
-        ("[channels.web]\ntoken = \"${WEB_TOKEN}\"\n[server]\nmax_body_bytes = \"x\"", &[("WEB_TOKEN", "env-secret-web")]),
+        (
+            "[channels.web]\ntoken = \"${WEB_TOKEN}\"\n[server]\nmax_body_bytes = \"x\"",
+            &[("WEB_TOKEN", "env-secret-web")],
+        ),
         ("", &[("BUTLER_CHANNELS__WEB__TOKENS", "override-secret-bob")]),
         ("", &[("BUTLER_LLM__API_KEY__X", "override-secret-fallback")]),
         ("", &[("BUTLER_LLM__API_KEY", "override-secret-llm"), ("BUTLER_LLM__MAX_TOKENS", "x")]),

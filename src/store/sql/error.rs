@@ -18,9 +18,7 @@ pub(crate) fn db_err(e: sqlx::Error) -> StoreError {
         | sqlx::Error::PoolClosed
         | sqlx::Error::WorkerCrashed
         | sqlx::Error::BeginFailed => StoreError::Unavailable(e.to_string()),
-        sqlx::Error::Configuration(_) | sqlx::Error::ConfigFile(_) => {
-            StoreError::Config(e.to_string())
-        }
+        sqlx::Error::Configuration(_) | sqlx::Error::ConfigFile(_) => StoreError::Config(e.to_string()),
         sqlx::Error::Migrate(m) => StoreError::Migration(m.to_string()),
         other => StoreError::Corrupt(other.to_string()),
     }
@@ -50,11 +48,7 @@ fn database_err(d: &dyn DatabaseError) -> StoreError {
         "28000" | "28P01" | "3D000" => StoreError::Config(msg),
         // Postgres classes: connection exception, insufficient resources, operator
         // intervention (shutdown), system error.
-        c if c.starts_with("08")
-            || c.starts_with("53")
-            || c.starts_with("57")
-            || c.starts_with("58") =>
-        {
+        c if c.starts_with("08") || c.starts_with("53") || c.starts_with("57") || c.starts_with("58") => {
             StoreError::Unavailable(msg)
         }
         _ => StoreError::Corrupt(msg),
@@ -67,17 +61,13 @@ fn sqlite_err(code: &str, msg: String) -> StoreError {
     match primary {
         // BUSY, LOCKED, NOMEM, READONLY, IOERR, FULL, CANTOPEN, PROTOCOL.
         5 | 6 | 7 | 8 | 10 | 13 | 14 | 15 => StoreError::Unavailable(msg),
-        _ if msg.starts_with("no such table") || msg.starts_with("no such column") => {
-            schema_missing(&msg)
-        }
+        _ if msg.starts_with("no such table") || msg.starts_with("no such column") => schema_missing(&msg),
         _ => StoreError::Corrupt(msg),
     }
 }
 
 fn schema_missing(msg: &str) -> StoreError {
-    StoreError::Config(format!(
-        "{msg} (the schema is missing or old: run `butler migrate`)"
-    ))
+    StoreError::Config(format!("{msg} (the schema is missing or old: run `butler migrate`)"))
 }
 
 /// A JSON column that does not decode.

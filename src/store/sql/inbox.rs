@@ -109,12 +109,15 @@ macro_rules! impl_inbox {
             }
 
             async fn inbox_get(&self, id: &str) -> $crate::store::Result<Option<$crate::store::InboxRow>> {
-                let raw: Option<$crate::store::sql::rows::InboxRaw> =
-                    sqlx::query_as(concat!("SELECT ", $crate::store::sql::rows::cols!(inbox), " FROM inbox WHERE id = $1"))
-                        .bind(id)
-                        .fetch_optional(self.reader())
-                        .await
-                        .map_err($crate::store::sql::error::db_err)?;
+                let raw: Option<$crate::store::sql::rows::InboxRaw> = sqlx::query_as(concat!(
+                    "SELECT ",
+                    $crate::store::sql::rows::cols!(inbox),
+                    " FROM inbox WHERE id = $1"
+                ))
+                .bind(id)
+                .fetch_optional(self.reader())
+                .await
+                .map_err($crate::store::sql::error::db_err)?;
                 raw.map(TryInto::try_into).transpose()
             }
         }

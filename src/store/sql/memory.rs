@@ -15,15 +15,8 @@ const MAX_TERM_CHARS: usize = 64;
 /// result is safe to quote for either full-text syntax. Empty when there is nothing to search.
 pub(crate) fn search_terms(query: &str) -> Vec<String> {
     let mut terms: Vec<String> = Vec::new();
-    for word in query
-        .split(|c: char| !c.is_alphanumeric())
-        .filter(|w| !w.is_empty())
-    {
-        let term: String = word
-            .chars()
-            .take(MAX_TERM_CHARS)
-            .collect::<String>()
-            .to_lowercase();
+    for word in query.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()) {
+        let term: String = word.chars().take(MAX_TERM_CHARS).collect::<String>().to_lowercase();
         if !terms.contains(&term) {
             terms.push(term);
             if terms.len() == MAX_TERMS {

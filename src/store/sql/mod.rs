@@ -92,10 +92,7 @@ macro_rules! impl_store {
 
             /// `SELECT 1`.
             async fn ping(&self) -> $crate::store::Result<()> {
-                sqlx::query("SELECT 1")
-                    .execute(self.reader())
-                    .await
-                    .map_err($crate::store::sql::error::db_err)?;
+                sqlx::query("SELECT 1").execute(self.reader()).await.map_err($crate::store::sql::error::db_err)?;
                 Ok(())
             }
 

@@ -134,12 +134,13 @@ macro_rules! impl_outbox {
                 use $crate::store::OutboxMark;
                 let now = $crate::store::now_ms();
                 let q = match mark {
-                    OutboxMark::Sent => sqlx::query(
-                        "UPDATE outbox SET status = 'sent', attempts = attempts + 1, updated_ms = $2 \
-                         WHERE id = $1 AND status <> 'sent'",
+                    OutboxMark::Sent { platform_ids } => sqlx::query(
+                        "UPDATE outbox SET status = 'sent', attempts = attempts + 1, updated_ms = $2, \
+                         platform_ids = $3 WHERE id = $1 AND status <> 'sent'",
                     )
                     .bind(id)
-                    .bind(now),
+                    .bind(now)
+                    .bind(serde_json::to_string(platform_ids).unwrap_or_else(|_| "[]".into())),
                     OutboxMark::Failed { error } => sqlx::query(
                         "UPDATE outbox SET status = 'failed', attempts = attempts + 1, last_error = $3, \
                          updated_ms = $2 WHERE id = $1 AND status <> 'sent'",

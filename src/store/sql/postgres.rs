@@ -24,9 +24,8 @@ impl PgStore {
     /// migrate. A server that cannot be reached is `Unavailable`; a wrong URL, database name
     /// or password is `Config`.
     pub async fn connect(url: &str, max_connections: u32) -> Result<Self> {
-        let options = PgConnectOptions::from_str(url).map_err(|e| {
-            StoreError::Config(format!("bad Postgres URL `{}`: {e}", redact_url(url)))
-        })?;
+        let options = PgConnectOptions::from_str(url)
+            .map_err(|e| StoreError::Config(format!("bad Postgres URL `{}`: {e}", redact_url(url))))?;
         let pool = PgPoolOptions::new()
             .max_connections(max_connections.max(1))
             .acquire_timeout(Duration::from_secs(10))
@@ -35,10 +34,7 @@ impl PgStore {
             .await
             .map_err(|e| match db_err(e) {
                 StoreError::Config(m) => StoreError::Config(format!("{}: {m}", redact_url(url))),
-                other => StoreError::Unavailable(format!(
-                    "cannot connect to {}: {other}",
-                    redact_url(url)
-                )),
+                other => StoreError::Unavailable(format!("cannot connect to {}: {other}", redact_url(url))),
             })?;
         Ok(Self { pool })
     }
@@ -81,11 +77,7 @@ impl PgStore {
     /// `'a' | 'b'`: every term is a quoted tsquery lexeme (terms hold only letters and digits,
     /// so no quote or backslash can appear inside), joined with OR.
     fn fts_query(terms: &[String]) -> String {
-        terms
-            .iter()
-            .map(|t| format!("'{t}'"))
-            .collect::<Vec<_>>()
-            .join(" | ")
+        terms.iter().map(|t| format!("'{t}'")).collect::<Vec<_>>().join(" | ")
     }
 }
 

@@ -6,8 +6,8 @@
 
 use super::error::corrupt;
 use crate::store::{
-    ConversationRow, InboxRow, InboxStatus, MemoryRow, NewMessage, OutboxRow, OutboxStatus, Result,
-    Role, SessionRow, StoreError, StoredMessage, UserRole, UserRow, WebMessage,
+    ConversationRow, InboxRow, InboxStatus, MemoryRow, NewMessage, OutboxRow, OutboxStatus, Result, Role, SessionRow,
+    StoreError, StoredMessage, UserRole, UserRow, WebMessage,
 };
 use butler_channel::{Button, ConversationKind};
 
@@ -42,8 +42,7 @@ macro_rules! cols {
 pub(crate) use cols;
 
 pub(crate) fn to_json<T: serde::Serialize + ?Sized>(what: &str, value: &T) -> Result<String> {
-    serde_json::to_string(value)
-        .map_err(|e| StoreError::Corrupt(format!("cannot encode {what}: {e}")))
+    serde_json::to_string(value).map_err(|e| StoreError::Corrupt(format!("cannot encode {what}: {e}")))
 }
 
 fn from_json<T: serde::de::DeserializeOwned>(what: &str, text: &str) -> Result<T> {
@@ -52,9 +51,7 @@ fn from_json<T: serde::de::DeserializeOwned>(what: &str, text: &str) -> Result<T
 
 /// `telegram:123/4` -> `telegram`.
 pub(crate) fn channel_of(conversation: &str) -> &str {
-    conversation
-        .split_once(':')
-        .map_or(conversation, |(c, _)| c)
+    conversation.split_once(':').map_or(conversation, |(c, _)| c)
 }
 
 pub(crate) fn kind_str(kind: ConversationKind) -> &'static str {
@@ -85,8 +82,7 @@ impl TryFrom<InboxRaw> for InboxRow {
         Ok(InboxRow {
             seq: r.seq,
             event: from_json("inbox.event", &r.event)?,
-            status: InboxStatus::parse(&r.status)
-                .ok_or_else(|| corrupt("inbox.status", &r.status))?,
+            status: InboxStatus::parse(&r.status).ok_or_else(|| corrupt("inbox.status", &r.status))?,
             attempts: r.attempts,
             error: r.error,
             created_ms: r.created_ms,
@@ -195,8 +191,7 @@ impl TryFrom<OutboxRaw> for OutboxRow {
             text: r.text,
             buttons: from_json::<Vec<Button>>("outbox.buttons", &r.buttons)?,
             reply_to: r.reply_to,
-            status: OutboxStatus::parse(&r.status)
-                .ok_or_else(|| corrupt("outbox.status", &r.status))?,
+            status: OutboxStatus::parse(&r.status).ok_or_else(|| corrupt("outbox.status", &r.status))?,
             platform_ids: from_json("outbox.platform_ids", &r.platform_ids)?,
             attempts: r.attempts,
             next_attempt_ms: r.next_attempt_ms,
@@ -218,13 +213,7 @@ pub(crate) struct MemoryRaw {
 
 impl From<MemoryRaw> for MemoryRow {
     fn from(r: MemoryRaw) -> Self {
-        MemoryRow {
-            id: r.id,
-            user_id: r.user_id,
-            text: r.text,
-            source: r.source,
-            created_ms: r.created_ms,
-        }
+        MemoryRow { id: r.id, user_id: r.user_id, text: r.text, source: r.source, created_ms: r.created_ms }
     }
 }
 
@@ -266,12 +255,7 @@ impl TryFrom<ConversationRaw> for ConversationRow {
             "group" => ConversationKind::Group,
             other => return Err(corrupt("conversations.kind", other)),
         };
-        Ok(ConversationRow {
-            id: r.id,
-            kind,
-            owner: r.owner,
-            created_ms: r.created_ms,
-        })
+        Ok(ConversationRow { id: r.id, kind, owner: r.owner, created_ms: r.created_ms })
     }
 }
 

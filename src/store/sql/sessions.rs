@@ -14,10 +14,10 @@ pub(crate) const MESSAGE_BATCH: usize = 500;
 macro_rules! impl_sessions {
     ($store:ty, $db:ty) => {
         impl $store {
-            /// Appends `msgs` on `conn` (inside the caller's transaction): locks the session row
-            /// by bumping `version` and `updated_ms` first, then reads the last seq, so that
-            /// concurrent appends to one session serialize instead of colliding. Returns the last
-            /// seq (the current one when `msgs` is empty).
+            /// Appends `msgs` on `conn` (inside the caller's transaction). One UPDATE locks the
+            /// session row, bumps `version` and reserves the seqs (`last_seq`), so concurrent
+            /// appends to one session serialize instead of colliding. Returns the last seq (the
+            /// current one when `msgs` is empty).
             async fn append_messages_on(
                 conn: &mut <$db as sqlx::Database>::Connection,
                 session_id: &str,
@@ -25,26 +25,29 @@ macro_rules! impl_sessions {
                 now: i64,
             ) -> $crate::store::Result<i64> {
                 use $crate::store::sql::error::db_err;
-                if !msgs.is_empty() {
-                    let bumped = sqlx::query(
-                        "UPDATE sessions SET version = version + 1, updated_ms = $2 WHERE id = $1",
-                    )
-                    .bind(session_id)
-                    .bind(now)
-                    .execute(&mut *conn)
-                    .await
-                    .map_err(db_err)?;
-                    if bumped.rows_affected() == 0 {
-                        return Err($crate::store::StoreError::Conflict(format!("no session `{session_id}`")));
-                    }
-                }
-                let last: i64 =
-                    sqlx::query_scalar("SELECT CAST(COALESCE(MAX(seq), 0) AS BIGINT) FROM messages WHERE session_id = $1")
+                if msgs.is_empty() {
+                    let last: Option<i64> = sqlx::query_scalar("SELECT last_seq FROM sessions WHERE id = $1")
                         .bind(session_id)
-                        .fetch_one(&mut *conn)
+                        .fetch_optional(&mut *conn)
                         .await
                         .map_err(db_err)?;
-                let mut seq = last;
+                    return last.ok_or_else(|| $crate::store::StoreError::Conflict(format!("no session `{session_id}`")));
+                }
+                // One statement reserves the seqs and bumps the version.
+                let reserved: Option<i64> = sqlx::query_scalar(
+                    "UPDATE sessions SET version = version + 1, last_seq = last_seq + $3, updated_ms = $2 \
+                     WHERE id = $1 RETURNING last_seq",
+                )
+                .bind(session_id)
+                .bind(now)
+                .bind(msgs.len() as i64)
+                .fetch_optional(&mut *conn)
+                .await
+                .map_err(db_err)?;
+                let Some(end) = reserved else {
+                    return Err($crate::store::StoreError::Conflict(format!("no session `{session_id}`")));
+                };
+                let mut seq = end - msgs.len() as i64;
                 for chunk in msgs.chunks($crate::store::sql::sessions::MESSAGE_BATCH) {
                     let mut rows = Vec::with_capacity(chunk.len());
                     for m in chunk {

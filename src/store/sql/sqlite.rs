@@ -9,9 +9,7 @@
 use super::error::db_err;
 use crate::store::{redact_url, Backend, Result, StoreError};
 use sqlx::migrate::Migrator;
-use sqlx::sqlite::{
-    SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
-};
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous};
 use sqlx::{Sqlite, Transaction};
 use std::str::FromStr;
 use std::time::Duration;
@@ -39,37 +37,21 @@ impl SqliteStore {
             .foreign_keys(true);
         let in_memory = url.contains(":memory:") || url.contains("mode=memory");
         if !in_memory {
-            if let Some(dir) = options
-                .get_filename()
-                .parent()
-                .filter(|d| !d.as_os_str().is_empty())
-            {
+            if let Some(dir) = options.get_filename().parent().filter(|d| !d.as_os_str().is_empty()) {
                 std::fs::create_dir_all(dir).map_err(|e| {
-                    StoreError::Config(format!(
-                        "cannot create the database directory {}: {e}",
-                        dir.display()
-                    ))
+                    StoreError::Config(format!("cannot create the database directory {}: {e}", dir.display()))
                 })?;
             }
         }
-        let unavailable = |e: sqlx::Error| {
-            StoreError::Unavailable(format!("cannot open {}: {}", redact_url(url), db_err(e)))
-        };
+        let unavailable =
+            |e: sqlx::Error| StoreError::Unavailable(format!("cannot open {}: {}", redact_url(url), db_err(e)));
         // An in-memory database lives only as long as a connection to it: keep exactly one
         // forever and use it for reads too.
         let writer = SqlitePoolOptions::new()
             .max_connections(1)
             .min_connections(u32::from(in_memory))
-            .idle_timeout(if in_memory {
-                None
-            } else {
-                Some(Duration::from_secs(600))
-            })
-            .max_lifetime(if in_memory {
-                None
-            } else {
-                Some(Duration::from_secs(3600))
-            })
+            .idle_timeout(if in_memory { None } else { Some(Duration::from_secs(600)) })
+            .max_lifetime(if in_memory { None } else { Some(Duration::from_secs(3600)) })
             .connect_with(options.clone())
             .await
             .map_err(unavailable)?;
@@ -100,10 +82,7 @@ impl SqliteStore {
     }
 
     async fn begin_write(&self) -> Result<Transaction<'static, Sqlite>> {
-        self.writer
-            .begin_with("BEGIN IMMEDIATE")
-            .await
-            .map_err(db_err)
+        self.writer.begin_with("BEGIN IMMEDIATE").await.map_err(db_err)
     }
 
     async fn close_pools(&self) {
@@ -120,8 +99,7 @@ impl SqliteStore {
 
     /// FTS5 over `memories_fts` (external content, kept in sync by triggers), best `bm25`
     /// first, then newest.
-    const SQL_MEMORY_SEARCH: &'static str =
-        "SELECT m.id, m.user_id, m.text, m.source, m.created_ms \
+    const SQL_MEMORY_SEARCH: &'static str = "SELECT m.id, m.user_id, m.text, m.source, m.created_ms \
          FROM memories_fts JOIN memories m ON m.id = memories_fts.rowid \
          WHERE memories_fts MATCH $2 AND m.user_id = $1 \
          ORDER BY bm25(memories_fts), m.created_ms DESC, m.id DESC LIMIT $3";
@@ -129,11 +107,7 @@ impl SqliteStore {
     /// `"a" OR "b"`: every term is a quoted FTS5 string (terms hold only letters and digits,
     /// so no quote can appear inside), joined with OR.
     fn fts_query(terms: &[String]) -> String {
-        terms
-            .iter()
-            .map(|t| format!("\"{t}\""))
-            .collect::<Vec<_>>()
-            .join(" OR ")
+        terms.iter().map(|t| format!("\"{t}\"")).collect::<Vec<_>>().join(" OR ")
     }
 }
 

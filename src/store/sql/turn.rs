@@ -22,7 +22,10 @@ macro_rules! impl_turn {
             /// If the inbox row is already done/dropped/failed, this is a re-run: steps 2 and 4
             /// are skipped and only the idempotent step 3 runs. An event with no inbox row is
             /// applied in full. Returns the reply's outbox row id.
-            async fn finish_event(&self, commit: &$crate::store::TurnCommit) -> $crate::store::Result<Option<i64>> {
+            async fn finish_event(
+                &self,
+                commit: &$crate::store::TurnCommit,
+            ) -> $crate::store::Result<Option<$crate::store::OutboxRow>> {
                 use $crate::store::sql::error::db_err;
                 let now = $crate::store::now_ms();
                 let mut tx = self.begin_write().await?;
@@ -54,7 +57,7 @@ macro_rules! impl_turn {
                     }
                 }
                 let reply_id = match &commit.reply {
-                    Some(reply) => Some(Self::outbox_upsert_on(&mut tx, reply, now).await?.id),
+                    Some(reply) => Some(Self::outbox_upsert_on(&mut tx, reply, now).await?),
                     None => None,
                 };
                 if let (false, Some(u)) = (rerun, &commit.usage) {
@@ -80,7 +83,11 @@ macro_rules! impl_turn {
             }
 
             /// Turns, tokens and cost of `user_id` recorded at or after `since_ms`.
-            async fn usage_since(&self, user_id: &str, since_ms: i64) -> $crate::store::Result<$crate::store::UsageTotals> {
+            async fn usage_since(
+                &self,
+                user_id: &str,
+                since_ms: i64,
+            ) -> $crate::store::Result<$crate::store::UsageTotals> {
                 let (turns, input_tokens, output_tokens, cost_usd): (i64, i64, i64, f64) = sqlx::query_as(
                     "SELECT COUNT(*), CAST(COALESCE(SUM(input_tokens), 0) AS BIGINT), \
                      CAST(COALESCE(SUM(output_tokens), 0) AS BIGINT), \

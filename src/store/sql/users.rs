@@ -74,7 +74,10 @@ macro_rules! impl_users {
                 })
             }
 
-            async fn conversation_get(&self, id: &str) -> $crate::store::Result<Option<$crate::store::ConversationRow>> {
+            async fn conversation_get(
+                &self,
+                id: &str,
+            ) -> $crate::store::Result<Option<$crate::store::ConversationRow>> {
                 let raw: Option<$crate::store::sql::rows::ConversationRaw> = sqlx::query_as(concat!(
                     "SELECT ",
                     $crate::store::sql::rows::cols!(conversation),

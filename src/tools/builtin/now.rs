@@ -45,9 +45,9 @@ struct Args {
 
 /// Formats `at` in `zone` the way the tool reports it.
 pub fn describe(at: chrono::DateTime<Utc>, zone: &str) -> Result<String, ToolError> {
-    let tz: Tz = zone
-        .parse()
-        .map_err(|_| ToolError::InvalidArgs(format!("unknown time zone `{zone}`; use an IANA name such as Europe/Berlin")))?;
+    let tz: Tz = zone.parse().map_err(|_| {
+        ToolError::InvalidArgs(format!("unknown time zone `{zone}`; use an IANA name such as Europe/Berlin"))
+    })?;
     let local = at.with_timezone(&tz);
     Ok(format!("{} ({}, {})", local.to_rfc3339_opts(chrono::SecondsFormat::Secs, false), local.format("%A"), tz.name()))
 }

@@ -124,7 +124,7 @@
     }
     if (!res.ok) {
       const err = (data && data.error) || {};
-      if (res.status === 401 && state.auth === "token") askForToken(err.message);
+      if (res.status === 401 && state.auth === "token") forgetToken(err.message);
       throw new ApiError(res.status, err.code, err.message);
     }
     return data;
@@ -206,10 +206,7 @@
     if (!m || m.id == null) return;
     const existing = state.messages.get(String(m.id));
     const updatedMs = Number(m.updated_ms) || 0;
-    if (existing && fromList) {
-      const newer = updatedMs > existing.updatedMs || (updatedMs === existing.updatedMs && !existing.draft);
-      if (!newer) return;
-    }
+    if (existing && fromList && isStale(existing, m, updatedMs)) return;
     const follow = nearBottom();
     const rec = record(m.id, m.role === "user" ? "user" : "assistant");
     rec.role = m.role === "user" ? "user" : "assistant";
@@ -220,6 +217,14 @@
     if (m.created_ms) rec.el.title = new Date(m.created_ms).toLocaleString();
     renderMessage(rec);
     if (follow || (rec.role === "user" && !existing)) scrollToBottom();
+  }
+
+  /** True if list entry `m` is not newer than what record `rec` shows. */
+  function isStale(rec, m, updatedMs) {
+    if (updatedMs <= rec.updatedMs) return true; // the version the page already had, or older
+    // A reply the page first saw as a draft: the store holds an earlier draft of it (with the
+    // same buttons, e.g. Stop) while the page shows a longer one. Keep the page's.
+    return rec.draft && rec.text.startsWith(String(m.text || "")) && buttonsKey(m.buttons) === buttonsKey(rec.buttons);
   }
 
   /** Applies a streaming draft {id, text, buttons, draft: true}: the message's text so far. */
@@ -395,7 +400,7 @@
         }
         if (res.status === 401 && state.auth === "token") {
           closeStream();
-          askForToken("The token is no longer valid.");
+          forgetToken("The token is no longer valid.");
           return;
         }
         if (res.status === 403) {
@@ -490,6 +495,13 @@
     ui.tokenError.hidden = !message;
     ui.gate.hidden = false;
     ui.token.focus();
+  }
+
+  /** Drops a token the server refused and asks for another. */
+  function forgetToken(message) {
+    state.token = null;
+    storageSet(KEY_TOKEN, null);
+    askForToken(message);
   }
 
   async function submitToken(ev) {

@@ -2,7 +2,8 @@
 //! the delays, pauses and cuts a `Reply` asks for. Must never decide which reply to send (that
 //! is `fake_llm`'s job) and never sleep unless the reply asks for it.
 
-use super::{pieces, words, Content, Failure, Protocol, Reply, Request};
+use super::reply::{pieces, words, Content, Failure};
+use super::{Protocol, Reply, Request};
 use axum::body::Body;
 use axum::http::StatusCode;
 use axum::response::Response;
@@ -24,8 +25,7 @@ pub(super) fn invalid_request(protocol: Protocol, message: &str) -> Value {
 }
 
 pub(super) fn json_response(status: u16, headers: &[(String, String)], body: String) -> Response {
-    let mut b = Response::builder()
-        .status(StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR));
+    let mut b = Response::builder().status(StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR));
     b = b.header("content-type", "application/json");
     for (k, v) in headers {
         b = b.header(k.as_str(), v.as_str());
@@ -54,49 +54,26 @@ pub(super) fn failure_response(f: &Failure, reply: &Reply, req: &Request) -> Res
                 "Incorrect API key provided: {}. You can find your API key at https://platform.openai.com/account/api-keys.",
                 masked(&req.key)
             );
-            (
-                401,
-                o("invalid_request_error", json!("invalid_api_key"), &msg),
-            )
+            (401, o("invalid_request_error", json!("invalid_api_key"), &msg))
         }
-        Failure::UnknownModel if anthropic => {
-            (404, a("not_found_error", &format!("model: {}", req.model)))
-        }
+        Failure::UnknownModel if anthropic => (404, a("not_found_error", &format!("model: {}", req.model))),
         Failure::UnknownModel => {
-            let msg = format!(
-                "The model `{}` does not exist or you do not have access to it.",
-                req.model
-            );
-            (
-                404,
-                o("invalid_request_error", json!("model_not_found"), &msg),
-            )
+            let msg = format!("The model `{}` does not exist or you do not have access to it.", req.model);
+            (404, o("invalid_request_error", json!("model_not_found"), &msg))
         }
-        Failure::ContextTooLong if anthropic => (
-            400,
-            a(
-                "invalid_request_error",
-                "prompt is too long: 208310 tokens > 200000 maximum",
-            ),
-        ),
+        Failure::ContextTooLong if anthropic => {
+            (400, a("invalid_request_error", "prompt is too long: 208310 tokens > 200000 maximum"))
+        }
         Failure::ContextTooLong => {
             let msg = "This model's maximum context length is 128000 tokens. However, your messages resulted in \
                        131072 tokens. Please reduce the length of the messages.";
-            let mut body = o(
-                "invalid_request_error",
-                json!("context_length_exceeded"),
-                msg,
-            );
+            let mut body = o("invalid_request_error", json!("context_length_exceeded"), msg);
             body["error"]["param"] = json!("messages");
             (400, body)
         }
-        Failure::RateLimited if anthropic => (
-            429,
-            a(
-                "rate_limit_error",
-                "Number of request tokens has exceeded your per-minute rate limit",
-            ),
-        ),
+        Failure::RateLimited if anthropic => {
+            (429, a("rate_limit_error", "Number of request tokens has exceeded your per-minute rate limit"))
+        }
         Failure::RateLimited => {
             let msg = format!(
                 "Rate limit reached for {} in organization org-fake on requests per min (RPM): Limit 3, Used 3, \
@@ -109,15 +86,9 @@ pub(super) fn failure_response(f: &Failure, reply: &Reply, req: &Request) -> Res
         Failure::Server(s) if anthropic => (*s, a("api_error", "Internal server error")),
         Failure::Server(s) => (
             *s,
-            o(
-                "server_error",
-                Value::Null,
-                "The server had an error while processing your request. Sorry about that!",
-            ),
+            o("server_error", Value::Null, "The server had an error while processing your request. Sorry about that!"),
         ),
-        Failure::Raw { status, body } => {
-            return json_response(*status, &reply.headers, body.clone())
-        }
+        Failure::Raw { status, body } => return json_response(*status, &reply.headers, body.clone()),
     };
     json_response(status, &reply.headers, body.to_string())
 }
@@ -133,8 +104,7 @@ impl Frames {
     }
 
     fn event(&mut self, name: &str, v: Value, content: bool) {
-        self.frames
-            .push((format!("event: {name}\ndata: {v}\n\n"), content));
+        self.frames.push((format!("event: {name}\ndata: {v}\n\n"), content));
     }
 }
 
@@ -143,38 +113,30 @@ pub(super) fn stream_response(reply: &Reply, req: &Request) -> Response {
         Content::Echo => words(&format!("echo: {}", req.user_text)),
         Content::Chunks(c) => c.clone(),
     };
-    let tools: Vec<(String, Vec<String>)> = reply
-        .tools
-        .iter()
-        .map(|(name, args)| (name.clone(), pieces(args, reply.arg_piece_len)))
-        .collect();
+    let tools: Vec<(String, Vec<String>)> =
+        reply.tools.iter().map(|(name, args)| (name.clone(), pieces(args, reply.arg_piece_len))).collect();
     let deltas = text.len() + tools.iter().map(|(_, p)| p.len()).sum::<usize>();
-    let (input, output) = reply
-        .usage
-        .unwrap_or(((req.body_len as u64 / 4).max(1), deltas.max(1) as u64));
+    let (input, output) = reply.usage.unwrap_or(((req.body_len as u64 / 4).max(1), deltas.max(1) as u64));
     let id = next_id();
-    let mut f = Frames {
-        frames: Vec::with_capacity(deltas + 8),
-    };
-    let error_frame;
-    if req.protocol == Protocol::Anthropic {
+    let mut f = Frames { frames: Vec::with_capacity(deltas + 8) };
+    let error_frame = if req.protocol == Protocol::Anthropic {
         anthropic_frames(&mut f, reply, req, &id, &text, &tools, (input, output));
         let message = reply.error_message.as_deref().unwrap_or("Overloaded");
-        error_frame = format!(
+        format!(
             "event: error\ndata: {}\n\n",
             json!({"type": "error", "error": {"type": "overloaded_error", "message": message}})
-        );
+        )
     } else {
         openai_frames(&mut f, reply, req, &id, &text, &tools, (input, output));
         let message = reply
             .error_message
             .as_deref()
             .unwrap_or("The server had an error while processing your request. Sorry about that!");
-        error_frame = format!(
+        format!(
             "data: {}\n\n",
             json!({"error": {"message": message, "type": "server_error", "param": null, "code": null}})
-        );
-    }
+        )
+    };
     // Delays, pauses and the cut for drop_after / error_after.
     let cut = reply.drop_after.or(reply.error_after);
     let mut out: Vec<(Duration, Bytes)> = Vec::with_capacity(f.frames.len() + 1);
@@ -186,11 +148,7 @@ pub(super) fn stream_response(reply: &Reply, req: &Request) -> Response {
             cut_here = true;
             break;
         }
-        let delay = if i > 0 {
-            reply.chunk_delay
-        } else {
-            Duration::ZERO
-        } + std::mem::take(&mut pause);
+        let delay = if i > 0 { reply.chunk_delay } else { Duration::ZERO } + std::mem::take(&mut pause);
         if content {
             seen += 1;
             if let Some((n, d)) = reply.pause_after {
@@ -216,15 +174,11 @@ pub(super) fn stream_response(reply: &Reply, req: &Request) -> Response {
     let body = if !dropped && out.iter().all(|(d, _)| d.is_zero()) {
         Body::from(out.into_iter().map(|(_, b)| b).collect::<Vec<_>>().concat())
     } else {
-        let items = out
-            .into_iter()
-            .map(|(d, bytes)| (d, Ok::<_, std::io::Error>(bytes)));
-        let tail = dropped.then(|| {
-            (
-                Duration::ZERO,
-                Err(std::io::Error::other("fake LLM dropped the connection")),
-            )
-        });
+        let items = out.into_iter().map(|(d, bytes)| (d, Ok::<_, std::io::Error>(bytes)));
+        // The pause lets what was sent reach the client before the connection dies, as it
+        // would from a real server; without it hyper may discard the unflushed frames.
+        let tail =
+            dropped.then(|| (Duration::from_millis(50), Err(std::io::Error::other("fake LLM dropped the connection"))));
         let stream = futures::stream::iter(items.chain(tail)).then(|(delay, item)| async move {
             if !delay.is_zero() {
                 tokio::time::sleep(delay).await;
@@ -250,22 +204,13 @@ fn openai_frames(
     tools: &[(String, Vec<String>)],
     (input, output): (u64, u64),
 ) {
-    let created = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0);
+    let created = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
     let chunk = |delta: Value, finish: Value| {
         json!({"id": format!("chatcmpl-fake{id}"), "object": "chat.completion.chunk", "created": created,
                "model": req.model, "system_fingerprint": "fp_fake",
                "choices": [{"index": 0, "delta": delta, "logprobs": null, "finish_reason": finish}]})
     };
-    f.data(
-        chunk(
-            json!({"role": "assistant", "content": "", "refusal": null}),
-            Value::Null,
-        ),
-        false,
-    );
+    f.data(chunk(json!({"role": "assistant", "content": "", "refusal": null}), Value::Null), false);
     for t in text {
         f.data(chunk(json!({"content": t}), Value::Null), true);
     }
@@ -274,13 +219,7 @@ fn openai_frames(
                           "function": {"name": name, "arguments": ""}});
         f.data(chunk(json!({"tool_calls": [call]}), Value::Null), false);
         for piece in args {
-            f.data(
-                chunk(
-                    json!({"tool_calls": [{"index": i, "function": {"arguments": piece}}]}),
-                    Value::Null,
-                ),
-                true,
-            );
+            f.data(chunk(json!({"tool_calls": [{"index": i, "function": {"arguments": piece}}]}), Value::Null), true);
         }
     }
     let finish = match (reply.length_limited, tools.is_empty()) {
@@ -335,11 +274,7 @@ fn anthropic_frames(
                 true,
             );
         }
-        f.event(
-            "content_block_stop",
-            json!({"type": "content_block_stop", "index": 0}),
-            false,
-        );
+        f.event("content_block_stop", json!({"type": "content_block_stop", "index": 0}), false);
         index = 1;
     }
     for (i, (name, args)) in tools.iter().enumerate() {
@@ -365,11 +300,7 @@ fn anthropic_frames(
                 true,
             );
         }
-        f.event(
-            "content_block_stop",
-            json!({"type": "content_block_stop", "index": block}),
-            false,
-        );
+        f.event("content_block_stop", json!({"type": "content_block_stop", "index": block}), false);
     }
     let stop = match (reply.length_limited, tools.is_empty()) {
         (true, _) => "max_tokens",

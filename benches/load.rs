@@ -1,0 +1,245 @@
+//! Load benchmark: the real `butler serve` binary (release build) under concurrent web chat
+//! conversations, with an in-process zero-latency fake LLM, on SQLite and on Postgres; plus cold
+//! start to ready and idle memory.
+//!
+//! Run: `cargo bench --bench load` (Postgres from BUTLER_TEST_PG_URL, default
+//! postgres://postgres:postgres@127.0.0.1:5432/postgres; skip it with BENCH_BACKENDS=sqlite).
+//! Tunables: BENCH_CONVERSATIONS (default 64), BENCH_TURNS (per conversation, default 150).
+//! Each scenario prints one machine-readable summary line starting with `bench=`.
+
+#[path = "../tests/support/mod.rs"]
+#[allow(unused_imports)]
+mod support;
+
+use futures::StreamExt;
+use serde_json::{json, Value};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+use support::db::PgTestDb;
+use support::fake_llm::FakeLlm;
+use support::proc::{binary, free_port};
+
+fn env_usize(name: &str, default: usize) -> usize {
+    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+}
+
+/// A field of /proc/<pid>/status in MiB (VmRSS, VmHWM).
+fn proc_mib(pid: u32, field: &str) -> f64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix(field).and_then(|r| r.trim_start_matches(':').split_whitespace().next()))
+        .and_then(|kb| kb.parse::<f64>().ok())
+        .map_or(0.0, |kb| kb / 1024.0)
+}
+
+/// CPU time (user + system) a process has used, from /proc/<pid>/stat (clock ticks of 10 ms).
+fn cpu_secs(pid: u32) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // Fields after the command name (which may contain spaces) start at field 3.
+    let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let ticks = |i: usize| fields.get(i).and_then(|f| f.parse::<f64>().ok()).unwrap_or(0.0);
+    (ticks(11) + ticks(12)) / 100.0
+}
+
+struct Serve {
+    child: Child,
+    base: String,
+    _dir: tempfile::TempDir,
+}
+
+impl Drop for Serve {
+    fn drop(&mut self) {
+        let _ = Command::new("kill").arg("-TERM").arg(self.child.id().to_string()).status();
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Starts `butler serve` on `db_url`; returns it and the time from spawn to /readyz = 200.
+async fn serve(db_url: &str, llm_url: &str) -> (Serve, Duration) {
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let url =
+        if db_url.is_empty() { format!("sqlite://{}", dir.path().join("butler.db").display()) } else { db_url.into() };
+    let config = dir.path().join("butler.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[server]\nlisten = \"127.0.0.1:{port}\"\n[database]\nurl = \"{url}\"\nmax_connections = 8\n\
+             [llm]\nbase_url = \"{llm_url}\"\nmodel = \"bench\"\nmax_retries = 0\n"
+        ),
+    )
+    .unwrap();
+    let client = reqwest::Client::new();
+    let base = format!("http://127.0.0.1:{port}");
+    let started = Instant::now();
+    let child = Command::new(binary())
+        .args(["serve", "--config"])
+        .arg(&config)
+        .env("RUST_LOG", "warn")
+        .current_dir(dir.path())
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("spawn butler serve");
+    loop {
+        if let Ok(r) = client.get(format!("{base}/readyz")).send().await {
+            if r.status() == 200 {
+                break;
+            }
+        }
+        assert!(started.elapsed() < Duration::from_secs(60), "butler did not become ready");
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+    (Serve { child, base, _dir: dir }, started.elapsed())
+}
+
+/// One conversation: `turns` messages, each waited for until its final reply arrives on the
+/// conversation's event stream. Returns the per-turn latencies.
+async fn conversation(client: reqwest::Client, base: String, conv: String, turns: usize) -> Vec<Duration> {
+    let post = |text: String| {
+        client
+            .post(format!("{base}/api/v1/messages"))
+            .json(&json!({"conversation": conv, "user": "local", "text": text}))
+            .send()
+    };
+    // Create the conversation, then listen to it.
+    assert_eq!(post("hello".into()).await.unwrap().status(), 202);
+    let resp = client.get(format!("{base}/api/v1/conversations/{conv}/stream")).send().await.unwrap();
+    let mut body = resp.bytes_stream();
+    let mut buf = String::new();
+    let mut finals = 0usize;
+    let mut latencies = Vec::with_capacity(turns);
+    // The greeting's reply may arrive before or after the stream opened: count replies by id.
+    let mut seen = std::collections::HashSet::new();
+    let mut pending: Option<Instant> = None;
+    let mut sent = 0;
+    loop {
+        if pending.is_none() {
+            if sent == turns {
+                break;
+            }
+            sent += 1;
+            pending = Some(Instant::now());
+            assert_eq!(post(format!("message {sent}")).await.unwrap().status(), 202);
+        }
+        let chunk = tokio::time::timeout(Duration::from_secs(30), body.next()).await.expect("reply within 30s");
+        let chunk = chunk.expect("stream open").expect("stream chunk");
+        buf.push_str(&String::from_utf8_lossy(&chunk));
+        while let Some(end) = buf.find("\n\n") {
+            let block: String = buf.drain(..end + 2).collect();
+            let data: String = block.lines().filter_map(|l| l.strip_prefix("data: ")).collect();
+            let Ok(v) = serde_json::from_str::<Value>(&data) else { continue };
+            let is_final = v["role"] == "assistant"
+                && v.get("draft").is_none()
+                && v["buttons"].as_array().is_some_and(|b| b.is_empty());
+            if is_final && seen.insert(v["id"].as_i64().unwrap_or(-1)) {
+                finals += 1;
+                // Reply number `finals - 1` answers message number `finals - 1` (0 = greeting).
+                if finals > 1 && finals - 1 == sent {
+                    if let Some(t0) = pending.take() {
+                        latencies.push(t0.elapsed());
+                    }
+                }
+            }
+        }
+    }
+    latencies
+}
+
+fn percentile(sorted: &[Duration], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return 0.0;
+    }
+    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    sorted[i].as_secs_f64() * 1000.0
+}
+
+async fn load(backend: &str, db_url: &str, llm_url: &str, conversations: usize, turns: usize, bench: &str) {
+    let (server, _) = serve(db_url, llm_url).await;
+    let pid = server.child.id();
+    let client = reqwest::Client::builder().pool_max_idle_per_host(conversations * 2).build().unwrap();
+    // Warm up (connections, caches, SQLite pages) before measuring.
+    let warm: Vec<_> = (0..conversations.min(16))
+        .map(|i| tokio::spawn(conversation(client.clone(), server.base.clone(), format!("warm{i}"), 5)))
+        .collect();
+    for w in warm {
+        w.await.unwrap();
+    }
+    let cpu_before = cpu_secs(pid);
+    let started = Instant::now();
+    let tasks: Vec<_> = (0..conversations)
+        .map(|i| tokio::spawn(conversation(client.clone(), server.base.clone(), format!("b{i}"), turns)))
+        .collect();
+    let mut all = Vec::new();
+    for t in tasks {
+        all.extend(t.await.unwrap());
+    }
+    let elapsed = started.elapsed().as_secs_f64();
+    let cpu = cpu_secs(pid) - cpu_before;
+    all.sort();
+    // Each conversation also sent one greeting turn.
+    let total = all.len() + conversations;
+    println!(
+        "bench={bench} backend={backend} conversations={conversations} turns={total} turns_per_s={:.0} \
+         p50_ms={:.2} p99_ms={:.2} server_cpu_ms_per_turn={:.3} peak_rss_mib={:.1}",
+        total as f64 / elapsed,
+        percentile(&all, 0.50),
+        percentile(&all, 0.99),
+        cpu * 1000.0 / total as f64,
+        proc_mib(pid, "VmHWM"),
+    );
+}
+
+async fn cold_start(llm_url: &str) {
+    let mut times = Vec::new();
+    let mut idle = 0.0;
+    for _ in 0..5 {
+        let (server, ready) = serve("", llm_url).await;
+        times.push(ready);
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        idle = proc_mib(server.child.id(), "VmRSS");
+    }
+    times.sort();
+    println!(
+        "bench=cold_start backend=sqlite runs=5 ready_ms_median={:.1} ready_ms_max={:.1} idle_rss_mib={idle:.1}",
+        times[2].as_secs_f64() * 1000.0,
+        times[4].as_secs_f64() * 1000.0
+    );
+}
+
+fn main() {
+    // `cargo bench` passes `--bench`; nothing else to parse.
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    rt.block_on(async {
+        let llm = FakeLlm::start().await;
+        llm.set_record_limit(0);
+        let llm_url = llm.openai_url();
+        let conversations = env_usize("BENCH_CONVERSATIONS", 64);
+        let turns = env_usize("BENCH_TURNS", 150);
+        let backends = std::env::var("BENCH_BACKENDS").unwrap_or_else(|_| "sqlite,postgres".into());
+        cold_start(&llm_url).await;
+        if backends.contains("sqlite") {
+            // Added latency: one conversation at a time, so nothing queues.
+            load("sqlite", "", &llm_url, 1, turns * 4, "web_latency").await;
+            load("sqlite", "", &llm_url, conversations, turns, "web_throughput").await;
+        }
+        if backends.contains("postgres") {
+            let db = PgTestDb::create().await;
+            load("postgres", &db.url, &llm_url, 1, turns * 4, "web_latency").await;
+            drop(db);
+            let db = PgTestDb::create().await;
+            load("postgres", &db.url, &llm_url, conversations, turns, "web_throughput").await;
+            drop(db);
+        }
+    });
+}

@@ -1,0 +1,114 @@
+//! `butler config check`, `butler migrate` and `butler doctor` as a user runs them: exit codes,
+//! messages that name the problem and the fix, and secrets that never appear.
+
+use super::{llm_section, query};
+use crate::support::fake_llm::FakeLlm;
+use crate::support::proc::Deployment;
+use std::process::Output;
+
+fn run(dep: &Deployment, args: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut cmd = dep.command(args);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    cmd.output().expect("run butler")
+}
+
+fn text(o: &Output) -> (String, String) {
+    (String::from_utf8_lossy(&o.stdout).into_owned(), String::from_utf8_lossy(&o.stderr).into_owned())
+}
+
+#[test]
+fn config_check_prints_the_effective_config_with_secrets_masked() {
+    let dep = Deployment::new(
+        "[llm]\nmodel = \"gpt-4o-mini\"\napi_key = \"${TEST_LLM_KEY}\"\n\n[channels.web]\ntoken = \"file-web-token-123\"\n",
+    );
+    let out = run(
+        &dep,
+        &["config", "check"],
+        &[("TEST_LLM_KEY", "sk-interpolated-secret-456"), ("BUTLER_LLM__BASE_URL", "http://127.0.0.1:9/v1")],
+    );
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains("is valid"), "{stderr}");
+    assert!(stdout.contains("base_url = \"http://127.0.0.1:9/v1\""), "env override applied:\n{stdout}");
+    assert!(stdout.contains("model = \"gpt-4o-mini\""));
+    for secret in ["sk-interpolated-secret-456", "file-web-token-123"] {
+        assert!(!stdout.contains(secret) && !stderr.contains(secret), "{secret} leaked:\n{stdout}");
+    }
+    assert!(stdout.contains("********"));
+}
+
+#[test]
+fn config_errors_name_the_key_and_the_file_and_exit_2() {
+    let cases = [
+        ("[llm]\nbse_url = \"x\"\n", "llm.bse_url"),
+        ("[limits]\nmax_iterations = \"many\"\n", "limits.max_iterations"),
+        ("[agent]\ntimezone = \"Mars/Base\"\n", "agent.timezone"),
+        ("[llm]\napi_key = \"${DEFINITELY_UNSET_VAR}\"\n", "DEFINITELY_UNSET_VAR"),
+    ];
+    for (extra, key) in cases {
+        let dep = Deployment::new(extra);
+        let out = run(&dep, &["config", "check"], &[]);
+        let (_, stderr) = text(&out);
+        assert_eq!(out.status.code(), Some(2), "{extra}: {stderr}");
+        assert!(stderr.contains(key), "{extra}: error should name {key}: {stderr}");
+        assert!(stderr.contains("butler.toml"), "{extra}: error should name the file: {stderr}");
+    }
+    // An unknown override names the variable.
+    let dep = Deployment::new("");
+    let out = run(&dep, &["config", "check"], &[("BUTLER_LLM__NOPE", "1")]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out).1.contains("BUTLER_LLM__NOPE"));
+    // BUTLER_CONFIG selects the file when --config is absent.
+    let mut cmd = crate::support::proc::clean_command(dep.dir.path());
+    let out = cmd.args(["config", "check"]).env("BUTLER_CONFIG", &dep.config).output().unwrap();
+    assert!(out.status.success());
+    assert!(text(&out).1.contains(&dep.config.display().to_string()));
+}
+
+#[tokio::test]
+async fn migrate_creates_the_schema() {
+    let dep = Deployment::new("");
+    let out = run(&dep, &["migrate"], &[]);
+    assert!(out.status.success(), "{}", text(&out).1);
+    let tables = query(&dep.db_url(), "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name").await;
+    let names: Vec<&str> = tables.iter().map(|r| r[0].as_str()).collect();
+    for t in ["inbox", "outbox", "sessions", "messages", "memories", "users", "identities", "usage", "web_messages"] {
+        assert!(names.contains(&t), "{t} missing from {names:?}");
+    }
+}
+
+#[tokio::test]
+async fn doctor_passes_only_when_everything_works() {
+    let llm = FakeLlm::start().await;
+    // All good.
+    let dep = Deployment::new(&llm_section(&llm.openai_url()));
+    let out = tokio::task::spawn_blocking(move || (run(&dep, &["doctor"], &[]), dep)).await.unwrap().0;
+    let (stdout, _) = text(&out);
+    assert!(out.status.success(), "{stdout}");
+    for line in ["[ ok ] config", "[ ok ] database", "[ ok ] model (openai fake-model)", "[ ok ] web chat"] {
+        assert!(stdout.contains(line), "missing `{line}`:\n{stdout}");
+    }
+    assert!(llm.request_count() >= 1, "doctor made a real model request");
+
+    // A wrong key, an unreachable database: each failure says what to do; exit 1; no secret shown.
+    llm.require_api_key("the-right-key");
+    let extra = format!("{}api_key = \"sk-wrong-key-789\"\n", llm_section(&llm.openai_url()));
+    let dep = Deployment::new(&extra);
+    let text_cfg = std::fs::read_to_string(&dep.config).unwrap().replace(
+        &format!("sqlite://{}", dep.dir.path().join("butler.db").display()),
+        "postgres://postgres:pw-secret@127.0.0.1:1/none",
+    );
+    std::fs::write(&dep.config, text_cfg).unwrap();
+    let out = tokio::task::spawn_blocking(move || run(&dep, &["doctor"], &[])).await.unwrap();
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    assert!(stdout.contains("[FAIL] database"), "{stdout}");
+    assert!(stdout.contains("[FAIL] model"), "{stdout}");
+    assert!(stdout.contains("api_key"), "the fix names the key to set:\n{stdout}");
+    assert!(stdout.matches("fix:").count() >= 2, "{stdout}");
+    for secret in ["sk-wrong-key-789", "pw-secret"] {
+        assert!(!stdout.contains(secret) && !stderr.contains(secret), "{secret} leaked:\n{stdout}\n{stderr}");
+    }
+}

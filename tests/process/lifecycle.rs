@@ -1,0 +1,110 @@
+//! Starting and stopping the real binary: the embedded default with no config and no services,
+//! health and readiness, graceful shutdown on SIGTERM (running turns finish, the outbox is
+//! flushed, exit 0) and parking turns that outlast the grace period.
+
+use super::{llm_section, messages, post, query};
+use crate::support::fake_llm::{FakeLlm, Reply};
+use crate::support::proc::{clean_command, signal, Deployment, Server};
+use std::process::Stdio;
+use std::time::Duration;
+
+#[tokio::test]
+async fn serve_without_config_runs_on_the_embedded_default() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("serve.log");
+    let child = clean_command(dir.path())
+        .arg("serve")
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    let mut server = Server { child, log };
+    let base = "http://127.0.0.1:8080";
+    server.wait_ready(base).await;
+    assert!(dir.path().join("data/butler.db").exists(), "SQLite under ./data");
+    let health: serde_json::Value = reqwest::get(format!("{base}/healthz")).await.unwrap().json().await.unwrap();
+    assert_eq!(health["status"], "ok");
+    let page = reqwest::get(format!("{base}/")).await.unwrap().text().await.unwrap();
+    assert!(page.contains("Butler"));
+    let info: serde_json::Value = reqwest::get(format!("{base}/api/v1/info")).await.unwrap().json().await.unwrap();
+    assert_eq!(info["llm"]["configured"], false);
+    assert!(info["llm"]["hint"].as_str().unwrap().contains("OPENAI_API_KEY"));
+    // Without a model it still answers, saying what to set.
+    post(base, "hello", "hi").await;
+    let mut reply = String::new();
+    for _ in 0..200 {
+        if let Some(m) = messages(base, "hello").await.into_iter().find(|m| m["role"] == "assistant") {
+            reply = m["text"].as_str().unwrap().to_string();
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    assert!(reply.contains("OPENAI_API_KEY") && reply.contains("ANTHROPIC_API_KEY"), "{reply}");
+    let log_text = server.log_text();
+    assert!(log_text.contains("no language model is configured"), "{log_text}");
+    let status = server.terminate(Duration::from_secs(15)).await;
+    assert!(status.success(), "exit {status:?}");
+}
+
+#[tokio::test]
+async fn sigterm_lets_the_running_turn_finish_and_flushes_the_outbox() {
+    let llm = FakeLlm::start().await;
+    let dep = Deployment::new(&llm_section(&llm.openai_url()));
+    let server = dep.serve().await;
+    llm.on("finish me", Reply::chunks((0..20).map(|i| format!("p{i} "))).chunk_delay(Duration::from_millis(50)));
+    post(&dep.base(), "g", "finish me").await;
+    assert!(llm.wait_for_requests(1, Duration::from_secs(10)).await);
+    let status = server.terminate(Duration::from_secs(20)).await;
+    assert!(status.success(), "exit {status:?}");
+    let rows = query(&dep.db_url(), "SELECT role, text FROM web_messages ORDER BY id").await;
+    let want = (0..20).map(|i| format!("p{i} ")).collect::<String>().trim_end().to_string();
+    assert_eq!(
+        rows.last().unwrap(),
+        &vec!["assistant".to_string(), want],
+        "the finished reply was delivered before exit"
+    );
+    assert_eq!(query(&dep.db_url(), "SELECT status FROM outbox").await, vec![vec!["sent".to_string()]]);
+    assert_eq!(query(&dep.db_url(), "SELECT status FROM inbox").await, vec![vec!["done".to_string()]]);
+}
+
+#[tokio::test]
+async fn a_turn_longer_than_the_grace_period_is_parked_and_resumed() {
+    let llm = FakeLlm::start().await;
+    let dep = Deployment::new(&llm_section(&llm.openai_url()));
+    let text =
+        std::fs::read_to_string(&dep.config).unwrap().replace("shutdown_grace_secs = 10", "shutdown_grace_secs = 1");
+    std::fs::write(&dep.config, text).unwrap();
+    let server = dep.serve().await;
+    llm.on("too slow", Reply::text("late").first_byte_delay(Duration::from_secs(30)));
+    llm.on("too slow", Reply::text("answered after the restart"));
+    post(&dep.base(), "p", "too slow").await;
+    assert!(llm.wait_for_requests(1, Duration::from_secs(10)).await);
+    let status = server.terminate(Duration::from_secs(15)).await;
+    assert!(status.success(), "exit {status:?}");
+    assert_eq!(
+        query(&dep.db_url(), "SELECT status FROM inbox").await,
+        vec![vec!["pending".to_string()]],
+        "parked, not lost"
+    );
+    let server = dep.serve().await;
+    let mut got = Vec::new();
+    for _ in 0..400 {
+        got = messages(&dep.base(), "p").await.into_iter().filter(|m| m["role"] == "assistant").collect();
+        if got.iter().any(|m| m["text"] == "answered after the restart") {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    assert_eq!(got.len(), 1, "{got:?}");
+    assert_eq!(got[0]["text"], "answered after the restart");
+    drop(server);
+}
+
+#[tokio::test]
+async fn ctrl_c_stops_serve_too() {
+    let dep = Deployment::new("");
+    let server = dep.serve().await;
+    signal(server.child.id(), "INT");
+    let status = server.wait_exit(Duration::from_secs(15)).await;
+    assert!(status.success());
+}

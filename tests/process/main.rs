@@ -1,0 +1,55 @@
+//! The real `butler` binary as a process: crash recovery (SIGKILL mid-turn), graceful shutdown,
+//! the embedded default, `doctor`, `config check`, `migrate` and the terminal chat.
+
+#[path = "../support/mod.rs"]
+mod support;
+
+mod chat;
+mod cli;
+mod crash;
+mod lifecycle;
+
+use serde_json::Value;
+
+/// Rows of a SQLite query, as JSON-ish strings, for assertions on what the binary stored.
+pub async fn query(db_url: &str, sql: &str) -> Vec<Vec<String>> {
+    use sqlx::Row;
+    let pool = sqlx::SqlitePool::connect(db_url).await.expect("open the test database");
+    let rows = sqlx::query(sqlx::AssertSqlSafe(sql.to_string())).fetch_all(&pool).await.expect("query");
+    let out = rows
+        .iter()
+        .map(|r| {
+            (0..r.len())
+                .map(|i| {
+                    r.try_get::<String, _>(i)
+                        .or_else(|_| r.try_get::<i64, _>(i).map(|n| n.to_string()))
+                        .unwrap_or_else(|_| "NULL".into())
+                })
+                .collect()
+        })
+        .collect();
+    pool.close().await;
+    out
+}
+
+/// The messages of a web conversation over HTTP.
+pub async fn messages(base: &str, conv: &str) -> Vec<Value> {
+    let url = format!("{base}/api/v1/conversations/{conv}/messages");
+    match reqwest::get(url).await {
+        Ok(r) if r.status() == 200 => {
+            r.json::<Value>().await.unwrap()["messages"].as_array().cloned().unwrap_or_default()
+        }
+        _ => vec![],
+    }
+}
+
+pub async fn post(base: &str, conv: &str, text: &str) -> Value {
+    let body = serde_json::json!({"conversation": conv, "user": "local", "text": text});
+    let r = reqwest::Client::new().post(format!("{base}/api/v1/messages")).json(&body).send().await.unwrap();
+    assert_eq!(r.status(), 202);
+    r.json().await.unwrap()
+}
+
+pub fn llm_section(url: &str) -> String {
+    format!("[llm]\nprovider = \"openai\"\nbase_url = \"{url}\"\nmodel = \"fake-model\"\nmax_retries = 0\n")
+}

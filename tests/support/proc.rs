@@ -1,0 +1,154 @@
+//! Running the real `butler` binary in tests: a config file in a temp dir, a free port, start,
+//! wait for readiness, SIGTERM or SIGKILL, and reading what it logged.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+pub fn binary() -> &'static str {
+    env!("CARGO_BIN_EXE_butler")
+}
+
+/// A free loopback port (bound and released; fine for tests).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+/// A test deployment: its directory, config file and port.
+pub struct Deployment {
+    pub dir: tempfile::TempDir,
+    pub port: u16,
+    pub config: PathBuf,
+}
+
+impl Deployment {
+    /// Writes `config/butler.toml` with a SQLite database in the temp dir, the given port and
+    /// `extra` TOML appended (e.g. an `[llm]` section).
+    pub fn new(extra: &str) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let port = free_port();
+        let db = dir.path().join("butler.db");
+        let config = dir.path().join("butler.toml");
+        let text = format!(
+            "[server]\nlisten = \"127.0.0.1:{port}\"\nshutdown_grace_secs = 10\n\n[database]\nurl = \"sqlite://{}\"\n\n{extra}\n",
+            db.display()
+        );
+        std::fs::write(&config, text).unwrap();
+        Self { dir, port, config }
+    }
+
+    pub fn base(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    pub fn db_url(&self) -> String {
+        format!("sqlite://{}", self.dir.path().join("butler.db").display())
+    }
+
+    /// `butler <args> --config <file>` with a clean environment; output goes to log files.
+    pub fn command(&self, args: &[&str]) -> Command {
+        let mut cmd = clean_command(self.dir.path());
+        cmd.args(args).arg("--config").arg(&self.config);
+        cmd
+    }
+
+    /// Starts `butler serve` and waits until /readyz answers 200.
+    pub async fn serve(&self) -> Server {
+        let n = std::fs::read_dir(self.dir.path()).map(|d| d.count()).unwrap_or(0);
+        let log = self.dir.path().join(format!("serve-{n}.log"));
+        let file = std::fs::File::create(&log).unwrap();
+        let child = self
+            .command(&["serve"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::from(file))
+            .spawn()
+            .expect("spawn butler serve");
+        let mut server = Server { child, log };
+        server.wait_ready(&self.base()).await;
+        server
+    }
+}
+
+/// A command for the binary with only PATH, HOME and a quiet log level in its environment.
+pub fn clean_command(cwd: &Path) -> Command {
+    let mut cmd = Command::new(binary());
+    cmd.env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("HOME", cwd)
+        .env("RUST_LOG", std::env::var("BUTLER_TEST_CHILD_LOG").unwrap_or_else(|_| "info,sqlx=warn".into()))
+        .current_dir(cwd);
+    cmd
+}
+
+pub struct Server {
+    pub child: Child,
+    pub log: PathBuf,
+}
+
+impl Server {
+    pub async fn wait_ready(&mut self, base: &str) {
+        let client = reqwest::Client::new();
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while Instant::now() < deadline {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                panic!(
+                    "butler exited with {status} before it was ready; log {}:\n{}",
+                    self.log.display(),
+                    self.log_text()
+                );
+            }
+            if let Ok(r) = client.get(format!("{base}/readyz")).send().await {
+                if r.status() == 200 {
+                    return;
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        panic!("butler did not become ready; log {}:\n{}", self.log.display(), self.log_text());
+    }
+
+    pub fn log_text(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// SIGKILL: no chance to clean up.
+    pub fn kill(mut self) {
+        self.child.kill().unwrap();
+        self.child.wait().unwrap();
+    }
+
+    /// SIGTERM, then wait up to `within` for the exit status.
+    pub async fn terminate(self, within: Duration) -> ExitStatus {
+        signal(self.child.id(), "TERM");
+        self.wait_exit(within).await
+    }
+
+    /// Waits up to `within` for the process to exit on its own.
+    pub async fn wait_exit(mut self, within: Duration) -> ExitStatus {
+        let deadline = Instant::now() + within;
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return status;
+            }
+            if Instant::now() > deadline {
+                let log = self.log_text();
+                let _ = self.child.kill();
+                panic!("butler did not exit within {within:?}; log:\n{log}");
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Sends a signal (`TERM`, `INT`, `KILL`) to a process.
+pub fn signal(pid: u32, name: &str) {
+    let ok = Command::new("kill").arg(format!("-{name}")).arg(pid.to_string()).status().unwrap().success();
+    assert!(ok, "kill -{name} {pid} failed");
+}
