@@ -101,7 +101,7 @@ impl App {
             tools,
             limits: cfg.limits.clone(),
             max_tokens: cfg.llm.max_tokens,
-            prices: (cfg.llm.input_price_per_mtok, cfg.llm.output_price_per_mtok),
+            prices: crate::agent::Prices::from_config(&cfg.llm),
             recall_limit: cfg.memory.recall_limit,
         };
         let deliverer = Deliverer::new(store.clone(), channels.clone(), DeliveryConfig::default());

@@ -16,7 +16,7 @@ mod turn;
 pub use context::{build_messages, dangling_results};
 pub use exec::{run_calls, truncate_result, ToolResult};
 pub use prompt::system_prompt;
-pub use turn::{explain, reply_key, Agent, NullObserver, TurnError, TurnInput, TurnObserver, TurnOutcome};
+pub use turn::{explain, reply_key, Agent, NullObserver, Prices, TurnError, TurnInput, TurnObserver, TurnOutcome};
 
 use crate::store::{NewMessage, SessionRow};
 

@@ -21,6 +21,35 @@ pub trait TurnObserver: Send {
     fn tools(&mut self, names: &[String]);
 }
 
+/// USD per million tokens, by kind.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Prices {
+    pub input: f64,
+    pub output: f64,
+    pub cache_read: f64,
+    pub cache_write: f64,
+}
+
+impl Prices {
+    pub fn from_config(cfg: &crate::config::LlmConfig) -> Self {
+        Self {
+            input: cfg.input_price_per_mtok,
+            output: cfg.output_price_per_mtok,
+            cache_read: cfg.cache_read_price_per_mtok,
+            cache_write: cfg.cache_write_price_per_mtok,
+        }
+    }
+
+    /// The cost of `u` in USD. Providers report cached input separately from `input_tokens`.
+    pub fn cost(&self, u: &Usage) -> f64 {
+        (u.input_tokens as f64 * self.input
+            + u.output_tokens as f64 * self.output
+            + u.cache_read_tokens as f64 * self.cache_read
+            + u.cache_write_tokens as f64 * self.cache_write)
+            / 1e6
+    }
+}
+
 /// An observer for channels that cannot show progress.
 pub struct NullObserver;
 
@@ -37,8 +66,7 @@ pub struct Agent {
     pub tools: Tools,
     pub limits: LimitsConfig,
     pub max_tokens: u32,
-    /// USD per million input / output tokens.
-    pub prices: (f64, f64),
+    pub prices: Prices,
     pub recall_limit: usize,
 }
 
@@ -245,15 +273,16 @@ impl Agent {
             reply = "(The model returned an empty answer.)".into();
         }
         let final_msg = NewMessage::assistant(final_text, vec![]);
-        let (pi, po) = self.prices;
+        let u = &progress.usage;
         let usage = UsageRecord {
             user_id: user.id.clone(),
             session_id: sid.clone(),
             event_id: event.id.0.clone(),
             model: self.llm.model().to_string(),
-            input_tokens: progress.usage.input_tokens as i64,
-            output_tokens: progress.usage.output_tokens as i64,
-            cost_usd: progress.usage.input_tokens as f64 * pi / 1e6 + progress.usage.output_tokens as f64 * po / 1e6,
+            // The whole prompt, cached or not.
+            input_tokens: (u.input_tokens + u.cache_read_tokens + u.cache_write_tokens) as i64,
+            output_tokens: u.output_tokens as i64,
+            cost_usd: self.prices.cost(u),
             iterations: progress.iterations as i32,
         };
         let commit = TurnCommit {

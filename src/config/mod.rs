@@ -107,6 +107,10 @@ pub struct LlmConfig {
     /// USD per million input tokens, for cost records.
     pub input_price_per_mtok: f64,
     pub output_price_per_mtok: f64,
+    /// USD per million input tokens served from the provider's prompt cache.
+    pub cache_read_price_per_mtok: f64,
+    /// USD per million input tokens written to the provider's prompt cache.
+    pub cache_write_price_per_mtok: f64,
     /// Tried in order when the primary fails with a transient error before streaming.
     pub fallback: Vec<LlmFallback>,
 }
@@ -126,6 +130,8 @@ impl Default for LlmConfig {
             context_window: 128_000,
             input_price_per_mtok: 0.0,
             output_price_per_mtok: 0.0,
+            cache_read_price_per_mtok: 0.0,
+            cache_write_price_per_mtok: 0.0,
             fallback: Vec::new(),
         }
     }

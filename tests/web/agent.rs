@@ -154,21 +154,25 @@ async fn usage_and_cost_are_recorded_per_turn() {
     let (mut cfg, dir) = config(Some(&llm.openai_url()));
     cfg.llm.input_price_per_mtok = 3.0;
     cfg.llm.output_price_per_mtok = 15.0;
+    cfg.llm.cache_read_price_per_mtok = 0.3;
+    cfg.llm.cache_write_price_per_mtok = 3.75;
     let app = TestApp::start(cfg, Some(dir)).await;
     llm.on("count", Reply::tool_call("now", json!({})).usage(1000, 100));
-    llm.on("count", Reply::text("It is now.").usage(2000, 200));
+    // OpenAI reports cache reads only (as part of prompt_tokens).
+    llm.on("count", Reply::text("It is now.").usage(1500, 200).cache_usage(400, 0));
     app.post("u1", "local", "count my tokens").await;
     app.wait_replies("u1", 1, 30).await;
     let totals = app.app.store.usage_since("local", 0).await.unwrap();
-    assert_eq!((totals.turns, totals.input_tokens, totals.output_tokens), (1, 3000, 300));
-    let want = 3000.0 * 3.0 / 1e6 + 300.0 * 15.0 / 1e6;
+    // Input counts the whole prompt: 1000 + 1500 fresh and 400 read from the cache.
+    assert_eq!((totals.turns, totals.input_tokens, totals.output_tokens), (1, 2900, 300));
+    let want = (2500.0 * 3.0 + 300.0 * 15.0 + 400.0 * 0.3) / 1e6;
     assert!((totals.cost_usd - want).abs() < 1e-9, "cost {} != {want}", totals.cost_usd);
     // /status shows them without calling the model.
     let before = llm.request_count();
     app.post("u1", "local", "/status").await;
     let replies = app.wait_replies("u1", 2, 30).await;
     let status = replies[1]["text"].as_str().unwrap();
-    assert!(status.contains("1 turns, 3000 tokens in, 300 tokens out"), "{status}");
+    assert!(status.contains("1 turns, 2900 tokens in, 300 tokens out"), "{status}");
     assert!(status.contains("fake-model"), "{status}");
     assert_eq!(llm.request_count(), before);
     app.stop().await;

@@ -7,5 +7,6 @@ mod support;
 
 mod agent;
 mod api;
+mod backends;
 mod browser;
 mod sessions;
