@@ -79,7 +79,7 @@ pub async fn run_calls(
             Ok((_, (i, outcome))) => {
                 let (content, is_error) = match outcome {
                     Ok(text) => (text, false),
-                    Err(e) => (format!("error: {e}"), true),
+                    Err(e) => (e.to_string(), true),
                 };
                 results[i] = Some(ToolResult {
                     call_id: calls[i].id.clone(),
@@ -91,7 +91,7 @@ pub async fn run_calls(
                 // The task died (a panic): its call still gets a result naming the failure.
                 if let Some(&i) = index_of.get(&e.id()) {
                     let call = &calls[i];
-                    let content = format!("error: tool `{}` {}", call.name, panic_message(e));
+                    let content = format!("tool `{}` {}", call.name, panic_message(e));
                     results[i] = Some(ToolResult { call_id: call.id.clone(), content, is_error: true });
                 }
             }
@@ -103,7 +103,7 @@ pub async fn run_calls(
         .map(|(r, call)| {
             r.unwrap_or_else(|| ToolResult {
                 call_id: call.id.clone(),
-                content: format!("error: tool `{}` produced no result", call.name),
+                content: format!("tool `{}` produced no result", call.name),
                 is_error: true,
             })
         })

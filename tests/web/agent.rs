@@ -240,10 +240,26 @@ async fn memory_tools_are_per_user_and_now_knows_the_zone() {
     let bob = llm.requests().iter().rev().find(|r| r.last_user_text().contains("cat bob")).unwrap().last_tool_result();
     assert_eq!(bob.as_deref(), Some("No memories match."));
 
+    // Bob cannot forget Alice's memory; Alice can.
+    let alice = app.app.store.identity_user(&"web:alice".parse().unwrap()).await.unwrap().unwrap();
+    let id = app.app.store.memory_list(&alice.id, 10).await.unwrap()[0].id;
+    for (conv, user, want) in [
+        ("m-bob", "bob", format!("error: there is no memory {id} to forget")),
+        ("m-alice", "alice", format!("Forgot memory {id}.")),
+    ] {
+        llm.on(&format!("forget {user}"), Reply::tool_call("forget", json!({"id": id})));
+        llm.on(&format!("forget {user}"), Reply::text("done"));
+        let before = app.messages(conv).await.iter().filter(|m| m["role"] == "assistant").count();
+        app.post(conv, user, &format!("forget {user}")).await;
+        app.wait_replies(conv, before + 1, 30).await;
+        assert_eq!(llm.last_request().unwrap().last_tool_result().unwrap(), want);
+    }
+    assert!(app.app.store.memory_list(&alice.id, 10).await.unwrap().is_empty());
+
     llm.on("time", Reply::tool_call("now", json!({})));
     llm.on("time", Reply::text("ok"));
     app.post("m-alice", "alice", "what time is it").await;
-    app.wait_replies("m-alice", 2, 30).await;
+    app.wait_replies("m-alice", 3, 30).await;
     let now = llm.last_request().unwrap().last_tool_result().unwrap();
     assert!(now.contains("America/Sao_Paulo") && now.contains("-03:00"), "{now}");
     app.stop().await;

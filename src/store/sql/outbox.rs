@@ -18,25 +18,42 @@ macro_rules! impl_outbox {
                 new: &$crate::store::NewOutbox,
                 now: i64,
             ) -> $crate::store::Result<$crate::store::OutboxRow> {
-                let raw: Option<$crate::store::sql::rows::OutboxRaw> = sqlx::query_as(concat!(
-                    "INSERT INTO outbox (key, channel, conversation, text, buttons, reply_to, status, platform_ids, \
-                     attempts, next_attempt_ms, created_ms, updated_ms) \
-                     VALUES ($1, $2, $3, $4, $5, $6, 'pending', '[]', 0, 0, $7, $7) \
-                     ON CONFLICT (key) DO UPDATE SET status = 'pending', text = excluded.text, \
-                     buttons = excluded.buttons, reply_to = COALESCE(excluded.reply_to, outbox.reply_to), \
-                     updated_ms = excluded.updated_ms WHERE outbox.status = 'draft' RETURNING ",
-                    $crate::store::sql::rows::cols!(outbox)
-                ))
-                .bind(new.key.as_str())
-                .bind($crate::store::sql::rows::channel_of(&new.conversation))
-                .bind(new.conversation.as_str())
-                .bind(new.text.as_str())
-                .bind($crate::store::sql::rows::to_json("buttons", &new.buttons)?)
-                .bind(new.reply_to.as_deref())
-                .bind(now)
-                .fetch_optional(&mut *conn)
+                Self::outbox_insert_on(
+                    conn,
+                    new,
+                    now,
+                    concat!(
+                        "INSERT INTO outbox (key, channel, conversation, text, buttons, reply_to, status, platform_ids, \
+                         attempts, next_attempt_ms, created_ms, updated_ms) \
+                         VALUES ($1, $2, $3, $4, $5, $6, 'pending', '[]', 0, 0, $7, $7) \
+                         ON CONFLICT (key) DO UPDATE SET status = 'pending', text = excluded.text, \
+                         buttons = excluded.buttons, reply_to = COALESCE(excluded.reply_to, outbox.reply_to), \
+                         updated_ms = excluded.updated_ms WHERE outbox.status = 'draft' RETURNING ",
+                        $crate::store::sql::rows::cols!(outbox)
+                    ),
+                )
                 .await
-                .map_err($crate::store::sql::error::db_err)?;
+            }
+
+            /// Runs an outbox INSERT (`sql`, binding `new` as $1..$7) and returns the inserted or
+            /// updated row, or the existing row when the statement changed nothing.
+            async fn outbox_insert_on(
+                conn: &mut <$db as sqlx::Database>::Connection,
+                new: &$crate::store::NewOutbox,
+                now: i64,
+                sql: &'static str,
+            ) -> $crate::store::Result<$crate::store::OutboxRow> {
+                let raw: Option<$crate::store::sql::rows::OutboxRaw> = sqlx::query_as(sql)
+                    .bind(new.key.as_str())
+                    .bind($crate::store::sql::rows::channel_of(&new.conversation))
+                    .bind(new.conversation.as_str())
+                    .bind(new.text.as_str())
+                    .bind($crate::store::sql::rows::to_json("buttons", &new.buttons)?)
+                    .bind(new.reply_to.as_deref())
+                    .bind(now)
+                    .fetch_optional(&mut *conn)
+                    .await
+                    .map_err($crate::store::sql::error::db_err)?;
                 match raw {
                     Some(raw) => raw.try_into(),
                     None => Self::outbox_by_key_on(conn, &new.key).await,
@@ -62,29 +79,20 @@ macro_rules! impl_outbox {
             /// Inserts a `draft` row if the key is new; otherwise returns the existing row
             /// unchanged, whatever its status.
             async fn outbox_draft(&self, new: &$crate::store::NewOutbox) -> $crate::store::Result<$crate::store::OutboxRow> {
-                let now = $crate::store::now_ms();
                 let mut conn = self.writer().acquire().await.map_err($crate::store::sql::error::db_err)?;
-                let raw: Option<$crate::store::sql::rows::OutboxRaw> = sqlx::query_as(concat!(
-                    "INSERT INTO outbox (key, channel, conversation, text, buttons, reply_to, status, platform_ids, \
-                     attempts, next_attempt_ms, created_ms, updated_ms) \
-                     VALUES ($1, $2, $3, $4, $5, $6, 'draft', '[]', 0, 0, $7, $7) \
-                     ON CONFLICT (key) DO NOTHING RETURNING ",
-                    $crate::store::sql::rows::cols!(outbox)
-                ))
-                .bind(new.key.as_str())
-                .bind($crate::store::sql::rows::channel_of(&new.conversation))
-                .bind(new.conversation.as_str())
-                .bind(new.text.as_str())
-                .bind($crate::store::sql::rows::to_json("buttons", &new.buttons)?)
-                .bind(new.reply_to.as_deref())
-                .bind(now)
-                .fetch_optional(&mut *conn)
+                Self::outbox_insert_on(
+                    &mut conn,
+                    new,
+                    $crate::store::now_ms(),
+                    concat!(
+                        "INSERT INTO outbox (key, channel, conversation, text, buttons, reply_to, status, platform_ids, \
+                         attempts, next_attempt_ms, created_ms, updated_ms) \
+                         VALUES ($1, $2, $3, $4, $5, $6, 'draft', '[]', 0, 0, $7, $7) \
+                         ON CONFLICT (key) DO NOTHING RETURNING ",
+                        $crate::store::sql::rows::cols!(outbox)
+                    ),
+                )
                 .await
-                .map_err($crate::store::sql::error::db_err)?;
-                match raw {
-                    Some(raw) => raw.try_into(),
-                    None => Self::outbox_by_key_on(&mut conn, &new.key).await,
-                }
             }
 
             /// Inserts a `pending` row; an existing `draft` with the key becomes `pending` with
