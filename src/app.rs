@@ -11,7 +11,7 @@ use crate::outbox::{Channels, Deliverer, DeliveryConfig};
 use crate::session::{SessionDeps, Sessions};
 use crate::store::{self, Store, StoreError};
 use crate::tools::{Tool, Tools};
-use crate::triage::{Access, Triage};
+use crate::triage::{Access, Triage, Triggers};
 use crate::web;
 use butler_channel::{Channel, Identity, Ingress};
 use std::net::SocketAddr;
@@ -83,7 +83,11 @@ impl App {
         for ch in opts.extra_channels {
             channels.add(ch);
         }
-        let names = channels.names();
+        let mut names = channels.names();
+        if opts.http && cfg!(feature = "webhook") && !cfg.triggers.is_empty() {
+            // Trigger events arrive on the `hook` channel (POST /hooks/{name}); it sends nothing.
+            names.push("hook".into());
+        }
         // Without Redis this is the only process for these channels: whatever a dead process
         // left half-done is ours to redo.
         let recovered = store.inbox_recover(&names).await?;
@@ -125,8 +129,15 @@ impl App {
         let access = Arc::new(Access::new(&cfg.access, local, &cfg.agent.timezone));
         let wake = Arc::new(Notify::new());
         let ingress: Arc<dyn Ingress> = Arc::new(InboxIngress::new(store.clone(), wake.clone()));
-        let triage =
-            Triage { store: store.clone(), access, sessions: sessions.clone(), model: llm.model().to_string() };
+        let triggers = Arc::new(Triggers::new(&cfg.triggers, store.clone(), llm.clone(), access.clone()));
+        let triage = Triage {
+            store: store.clone(),
+            access,
+            sessions: sessions.clone(),
+            triggers,
+            model: llm.model().to_string(),
+            timezone: cfg.agent.timezone.clone(),
+        };
 
         let intake = CancellationToken::new();
         let intake_tasks = TaskTracker::new();
@@ -176,6 +187,8 @@ impl App {
             } else {
                 axum::Router::new()
             };
+            #[cfg(feature = "webhook")]
+            let extra = extra.merge(butler_webhook::routes(webhook_sources(&cfg.triggers), ingress.clone()));
             let health = Health { store: store.clone(), ready: ready.clone() };
             let router = http::router(health, extra, cfg.server.max_body_bytes);
             let stop = intake.clone();
@@ -221,4 +234,22 @@ impl App {
         self.store.close().await;
         tracing::info!("stopped");
     }
+}
+
+/// The `[[triggers]]` sources as the webhook crate sees them.
+#[cfg(feature = "webhook")]
+fn webhook_sources(triggers: &[crate::config::TriggerConfig]) -> Vec<butler_webhook::Source> {
+    use crate::config::SignatureKind;
+    triggers
+        .iter()
+        .map(|t| butler_webhook::Source {
+            name: t.name.clone(),
+            secret: t.secret.expose().to_string(),
+            scheme: match t.signature {
+                SignatureKind::Github => butler_webhook::Scheme::Github,
+                SignatureKind::Butler => butler_webhook::Scheme::Butler,
+            },
+            rate_limit_per_minute: t.rate_limit_per_minute,
+        })
+        .collect()
 }

@@ -160,6 +160,7 @@ impl Agent {
             identity: event.actor.identity.clone(),
             session_id: sid.clone(),
             conversation: event.conversation.clone(),
+            kind: event.kind,
             store: self.store.clone(),
             cancel: stop.child_token(),
             recall_limit: self.recall_limit,
@@ -374,12 +375,9 @@ impl Agent {
         match found {
             None => {
                 let text = event.text().unwrap_or_default();
-                let (content, name) = match event.kind {
-                    ConversationKind::Group => {
-                        (format!("[{}] {text}", event.actor.name()), Some(event.actor.name().to_string()))
-                    }
-                    ConversationKind::Direct => (text.to_string(), None),
-                };
+                // In a group every speaker is named (the providers show the name to the model).
+                let name = (event.kind == ConversationKind::Group).then(|| event.actor.name().to_string());
+                let content = text.to_string();
                 progress.unsaved_user = Some(NewMessage::user(content, name, Some(eid.to_string())));
                 Ok(())
             }

@@ -6,6 +6,7 @@
 
 mod chat;
 mod doctor;
+mod pair;
 
 use crate::app::{App, AppOptions};
 use crate::config::{self, Config};
@@ -38,6 +39,11 @@ pub enum Command {
         #[command(subcommand)]
         command: ConfigCommand,
     },
+    /// Pairing requests from people Butler does not know yet
+    Pair {
+        #[command(subcommand)]
+        command: pair::PairCommand,
+    },
 }
 
 #[derive(Subcommand, Debug)]
@@ -68,14 +74,14 @@ fn fail(code: u8, msg: impl std::fmt::Display) -> ExitCode {
     ExitCode::from(code)
 }
 
-fn load_config(cli: &Cli) -> Result<config::Loaded, ExitCode> {
-    config::load(cli.config.as_deref()).map_err(|e| fail(2, e))
+fn load_config(path: Option<&std::path::Path>) -> Result<config::Loaded, ExitCode> {
+    config::load(path).map_err(|e| fail(2, e))
 }
 
 async fn run(cli: Cli) -> Result<ExitCode, ExitCode> {
-    match &cli.command {
+    match cli.command {
         Command::Config { command: ConfigCommand::Check } => {
-            let loaded = load_config(&cli)?;
+            let loaded = load_config(cli.config.as_deref())?;
             match &loaded.source {
                 Some(p) => eprintln!("config: {} is valid", p.display()),
                 None => eprintln!("config: no file found; using the built-in defaults"),
@@ -84,7 +90,7 @@ async fn run(cli: Cli) -> Result<ExitCode, ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Migrate => {
-            let cfg = load_config(&cli)?.config;
+            let cfg = load_config(cli.config.as_deref())?.config;
             let url = cfg.database.url.expose();
             let store = crate::store::connect(url, 2).await.map_err(|e| fail(1, e))?;
             store.migrate().await.map_err(|e| fail(1, e))?;
@@ -96,8 +102,9 @@ async fn run(cli: Cli) -> Result<ExitCode, ExitCode> {
             let ok = doctor::run(cli.config.as_deref()).await;
             Ok(if ok { ExitCode::SUCCESS } else { ExitCode::from(1) })
         }
-        Command::Serve => serve(load_config(&cli)?.config).await,
-        Command::Chat => chat::run(load_config(&cli)?.config).await,
+        Command::Serve => serve(load_config(cli.config.as_deref())?.config).await,
+        Command::Pair { command } => pair::run(load_config(cli.config.as_deref())?.config, command).await,
+        Command::Chat => chat::run(load_config(cli.config.as_deref())?.config).await,
     }
 }
 

@@ -37,6 +37,9 @@ pub struct Config {
     pub agent: AgentConfig,
     pub memory: MemoryConfig,
     pub limits: LimitsConfig,
+    /// Signed webhook sources at `POST /hooks/{name}`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub triggers: Vec<TriggerConfig>,
 }
 
 #[derive(Clone, Debug, Deserialize, Serialize)]
@@ -190,6 +193,132 @@ pub struct AccessConfig {
     pub policy: AccessPolicy,
     pub owners: Vec<Identity>,
     pub allow: Vec<Identity>,
+    /// How Butler behaves in particular group conversations (others use the defaults).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub groups: Vec<GroupConfig>,
+}
+
+/// When Butler answers in a group.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Respond {
+    /// Only when mentioned, replied to, or given a command.
+    #[default]
+    Mention,
+    /// To every message (a group made for talking to Butler).
+    All,
+}
+
+/// How a group's messages map to sessions.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum GroupSession {
+    /// One session for the group (or thread), every speaker named.
+    #[default]
+    Shared,
+    /// One session per speaker inside the group.
+    PerSpeaker,
+}
+
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct GroupConfig {
+    /// `channel:chat_id`, or `channel:chat_id/thread` for one thread or topic only.
+    pub conversation: butler_channel::ConversationRef,
+    #[serde(default)]
+    pub respond: Respond,
+    #[serde(default)]
+    pub session: GroupSession,
+}
+
+/// What a trigger event turns into.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TriggerAction {
+    /// Ignore it (recorded with the reason).
+    #[default]
+    Drop,
+    /// Render `template` and post it to the target conversation.
+    Notify,
+    /// Run an agent turn for the target user with the payload as context.
+    Agent,
+}
+
+/// How a trigger source signs its requests.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SignatureKind {
+    /// `X-Hub-Signature-256: sha256=<hex HMAC-SHA256 of the raw body>`.
+    Github,
+    /// `X-Butler-Signature-256: sha256=<hex HMAC-SHA256 of "<timestamp>.<raw body>">` with
+    /// `X-Butler-Timestamp` (Unix seconds) within 5 minutes.
+    #[default]
+    Butler,
+}
+
+/// A signed webhook source (`[[triggers]]`).
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct TriggerConfig {
+    /// The path segment: `POST /hooks/{name}`.
+    pub name: String,
+    pub secret: Secret,
+    #[serde(default)]
+    pub signature: SignatureKind,
+    /// What to do when no rule (and no classifier) decides.
+    #[serde(default)]
+    pub default: TriggerAction,
+    /// Notify: the conversation to post to. Agent: the identity whose turn it is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target: Option<String>,
+    /// Agent: the conversation the reply is delivered to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub conversation: Option<butler_channel::ConversationRef>,
+    /// Notify: the message, with `{{field.path}}` placeholders from the event.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub template: Option<String>,
+    /// Agent: what the agent should do with the event.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub instructions: Option<String>,
+    /// Agent: the payload is cut to this many characters of context.
+    #[serde(default = "default_max_payload_chars")]
+    pub max_payload_chars: usize,
+    /// Requests accepted per minute; more get 429.
+    #[serde(default = "default_rate_limit")]
+    pub rate_limit_per_minute: u32,
+    /// Ask the model to classify events no rule decides (cached by content hash).
+    #[serde(default)]
+    pub classify: bool,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rules: Vec<TriggerRule>,
+}
+
+fn default_max_payload_chars() -> usize {
+    8_000
+}
+
+fn default_rate_limit() -> u32 {
+    60
+}
+
+/// `[[triggers.rules]]`: the first rule whose every `when` entry matches decides.
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct TriggerRule {
+    /// Field path (`headers.x-github-event`, `body.action`, `body.repository.full_name`) ->
+    /// expected value: a string (`*` matches any run of characters), a number, a boolean, or a
+    /// list of alternatives.
+    #[serde(default)]
+    pub when: BTreeMap<String, serde_json::Value>,
+    pub action: TriggerAction,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub conversation: Option<butler_channel::ConversationRef>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub template: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub instructions: Option<String>,
 }
 
 #[derive(Clone, Debug, Deserialize, Serialize)]

@@ -1,5 +1,6 @@
 //! Checks on values that parse but make no sense: addresses, URL schemes, time zones, limits
-//! that cannot be zero, and a web chat that would be open to the network without a token.
+//! that cannot be zero, a web chat that would be open to the network without a token, and
+//! `[[triggers]]` sources whose names, secrets, rules or targets cannot work.
 //!
 //! Every problem names its key and says what to do. A message here must never contain a secret
 //! (tokens, keys, database and Redis URLs): it may name the scheme of a URL, never the rest.
@@ -19,6 +20,7 @@ impl Config {
         self.check_llm(&mut p);
         self.check_web(&mut p);
         self.check_rest(&mut p);
+        self.check_triggers(&mut p);
         if p.0.is_empty() {
             Ok(())
         } else {
@@ -162,6 +164,115 @@ impl Config {
         positive(p, "limits.session_mailbox", l.session_mailbox);
         positive(p, "limits.session_idle_secs", l.session_idle_secs);
         positive(p, "limits.history_messages", l.history_messages);
+    }
+}
+
+impl Config {
+    /// `[[triggers]]`: unique path-safe names, a secret, sane limits, and for every way a source
+    /// can notify or start an agent turn, a target that parses.
+    fn check_triggers(&self, p: &mut Problems) {
+        let mut seen = std::collections::BTreeSet::new();
+        for (i, t) in self.triggers.iter().enumerate() {
+            let key = |k: &str| format!("triggers[{i}].{k}");
+            let name_ok = (1..=64).contains(&t.name.len())
+                && t.name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || c == '-');
+            if !name_ok {
+                p.add(
+                    key("name"),
+                    "must be 1-64 of a-z, 0-9, `_` and `-` (it is the path segment of POST /hooks/NAME)",
+                );
+            } else if !seen.insert(t.name.as_str()) {
+                p.add(
+                    key("name"),
+                    format!("`{}` is used by an earlier [[triggers]] entry; names must be unique", t.name),
+                );
+            }
+            if t.secret.expose().trim().is_empty() {
+                p.add(
+                    key("secret"),
+                    "is empty; set the webhook secret shared with the sender (e.g. from `openssl rand -hex 32`)",
+                );
+            }
+            positive(p, &key("rate_limit_per_minute"), t.rate_limit_per_minute);
+            positive(p, &key("max_payload_chars"), t.max_payload_chars);
+            let source_target = t.target.as_deref();
+            let mut uses =
+                vec![(key("target"), key("conversation"), t.default, source_target, t.conversation.is_some())];
+            for (j, r) in t.rules.iter().enumerate() {
+                let rk = |k: &str| format!("triggers[{i}].rules[{j}].{k}");
+                for (path, want) in &r.when {
+                    check_when(p, &rk("when"), path, want);
+                }
+                let target = r.target.as_deref().or(source_target);
+                let has_conv = r.conversation.is_some() || t.conversation.is_some();
+                uses.push((rk("target"), rk("conversation"), r.action, target, has_conv));
+            }
+            for (target_key, conv_key, action, target, has_conv) in uses {
+                check_trigger_target(p, &target_key, &conv_key, action, target, has_conv);
+            }
+        }
+    }
+}
+
+/// A `when` entry: a `headers.` or `body.` path, and a string, number, boolean or list of those.
+fn check_when(p: &mut Problems, key: &str, path: &str, want: &serde_json::Value) {
+    use serde_json::Value;
+    let rooted = ["headers.", "body."].iter().any(|r| path.strip_prefix(r).is_some_and(|rest| !rest.is_empty()));
+    if !rooted {
+        p.add(
+            format!("{key}.{path:?}"),
+            "a field path must start with `headers.` or `body.` (e.g. headers.x-github-event, body.repository.full_name)",
+        );
+    }
+    let scalar = |v: &Value| matches!(v, Value::String(_) | Value::Number(_) | Value::Bool(_));
+    let ok = match want {
+        Value::Array(items) => !items.is_empty() && items.iter().all(scalar),
+        other => scalar(other),
+    };
+    if !ok {
+        p.add(
+            format!("{key}.{path:?}"),
+            "must be a string (`*` matches anything), a number, a boolean, or a non-empty list of those",
+        );
+    }
+}
+
+/// Notify needs a conversation `channel:id` as target; agent needs an identity and a conversation.
+fn check_trigger_target(
+    p: &mut Problems,
+    target_key: &str,
+    conv_key: &str,
+    action: super::TriggerAction,
+    target: Option<&str>,
+    has_conversation: bool,
+) {
+    use super::TriggerAction;
+    match action {
+        TriggerAction::Drop => {}
+        TriggerAction::Notify => match target.map(str::parse::<butler_channel::ConversationRef>) {
+            Some(Ok(_)) => {}
+            Some(Err(e)) => p.add(target_key, format!("must be a conversation channel:id such as web:alerts: {e}")),
+            None => p.add(
+                target_key,
+                "notify needs a target conversation (channel:id, e.g. web:alerts or telegram:-1001234567890) on                  the rule or its [[triggers]] source",
+            ),
+        },
+        TriggerAction::Agent => {
+            match target.map(str::parse::<butler_channel::Identity>) {
+                Some(Ok(_)) => {}
+                Some(Err(e)) => p.add(target_key, format!("must be an identity channel:user such as web:alice: {e}")),
+                None => p.add(
+                    target_key,
+                    "agent needs a target identity (whose turn it is, e.g. web:alice) on the rule or its source",
+                ),
+            }
+            if !has_conversation {
+                p.add(
+                    conv_key,
+                    "agent needs a conversation for the reply (e.g. web:alice-github) on the rule or its source",
+                );
+            }
+        }
     }
 }
 

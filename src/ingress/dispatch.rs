@@ -3,7 +3,8 @@
 //! offered again shortly; nothing is dropped for being busy.
 
 use crate::outbox::Deliverer;
-use crate::store::{InboxRow, InboxStatus, NewOutbox, Store, StoreError, TurnCommit};
+use crate::store::{now_ms, DecisionRow, InboxRow, InboxStatus, NewOutbox, Store, StoreError, TurnCommit};
+use butler_channel::InboundEvent;
 use crate::triage::{Decision, Triage};
 use std::sync::Arc;
 use std::time::Duration;
@@ -58,32 +59,27 @@ impl Dispatcher {
     async fn route(&self, row: &InboxRow) -> Result<(), StoreError> {
         let event = &row.event;
         let id = &event.id.0;
-        match self.triage.decide(event).await? {
+        let verdict = self.triage.decide(event).await?;
+        if let Some((kind, reason)) = &verdict.audit {
+            tracing::info!(event = %id, actor = %event.actor.identity, decision = kind, reason = %reason, "triage decision");
+            let record = DecisionRow {
+                at_ms: now_ms(),
+                event_id: id.clone(),
+                actor: event.actor.identity.to_string(),
+                conversation: event.conversation.to_string(),
+                decision: kind.to_string(),
+                reason: reason.clone(),
+            };
+            self.store.decision_add(&record).await?;
+        }
+        match verdict.decision {
             Decision::Drop { reason } => {
                 tracing::debug!(event = %id, reason, "dropped");
-                self.store.inbox_finish(id, InboxStatus::Dropped, Some(reason)).await
+                self.store.inbox_finish(id, InboxStatus::Dropped, Some(&reason)).await
             }
             Decision::Done => self.store.inbox_finish(id, InboxStatus::Done, None).await,
-            Decision::Reply { text } => {
-                let commit = TurnCommit {
-                    inbox_id: id.clone(),
-                    inbox_status: InboxStatus::Done,
-                    session_id: None,
-                    messages: vec![],
-                    reply: Some(NewOutbox {
-                        key: crate::agent::reply_key(id),
-                        conversation: event.conversation.to_string(),
-                        text,
-                        buttons: vec![],
-                        reply_to: event.message_id.clone(),
-                    }),
-                    usage: None,
-                };
-                if let Some(row) = self.store.finish_event(&commit).await? {
-                    self.deliverer.hand_over(row);
-                }
-                Ok(())
-            }
+            Decision::Reply { text } => self.answer(event, event.conversation.to_string(), text).await,
+            Decision::Notify { conversation, text } => self.answer(event, conversation.to_string(), text).await,
             Decision::Session { key, mut job } => {
                 job.attempt = row.attempts;
                 match self.triage.sessions.submit(&key, *job) {
@@ -95,5 +91,28 @@ impl Dispatcher {
                 }
             }
         }
+    }
+
+    /// Ends the event with `text` posted to `conversation`, through the outbox.
+    async fn answer(&self, event: &InboundEvent, conversation: String, text: String) -> Result<(), StoreError> {
+        let reply_to = (conversation == event.conversation.to_string()).then(|| event.message_id.clone()).flatten();
+        let commit = TurnCommit {
+            inbox_id: event.id.0.clone(),
+            inbox_status: InboxStatus::Done,
+            session_id: None,
+            messages: vec![],
+            reply: Some(NewOutbox {
+                key: crate::agent::reply_key(&event.id.0),
+                conversation,
+                text,
+                buttons: vec![],
+                reply_to,
+            }),
+            usage: None,
+        };
+        if let Some(row) = self.store.finish_event(&commit).await? {
+            self.deliverer.hand_over(row);
+        }
+        Ok(())
     }
 }

@@ -102,16 +102,46 @@ pub trait OutboxStore {
     async fn outbox_get(&self, key: &str) -> Result<Option<OutboxRow>>;
 }
 
-/// Long-term memory, always scoped to one user.
+/// Long-term memory, always scoped to one user and one [`MemoryScope`].
 #[async_trait]
 pub trait MemoryStore {
-    async fn memory_add(&self, user_id: &str, text: &str, source: Option<&str>) -> Result<MemoryRow>;
+    async fn memory_add(&self, owner: &MemoryScope, text: &str, source: Option<&str>) -> Result<MemoryRow>;
     /// Full-text search ranked by relevance, then recency.
-    async fn memory_search(&self, user_id: &str, query: &str, limit: usize) -> Result<Vec<MemoryRow>>;
+    async fn memory_search(&self, owner: &MemoryScope, query: &str, limit: usize) -> Result<Vec<MemoryRow>>;
     /// Most recent first.
-    async fn memory_list(&self, user_id: &str, limit: usize) -> Result<Vec<MemoryRow>>;
-    /// `false` when the id does not exist for this user.
-    async fn memory_forget(&self, user_id: &str, id: i64) -> Result<bool>;
+    async fn memory_list(&self, owner: &MemoryScope, limit: usize) -> Result<Vec<MemoryRow>>;
+    /// `false` when the id does not exist for this owner and scope.
+    async fn memory_forget(&self, owner: &MemoryScope, id: i64) -> Result<bool>;
+}
+
+/// One-time codes and identity links: pairing and `/link`.
+#[async_trait]
+pub trait AccessStore {
+    /// Stores a new code; `Conflict` if the same (kind, code) exists.
+    async fn code_create(&self, code: &CodeRow) -> Result<()>;
+    /// Deletes and returns the code when it exists, is of `kind` and is alive at `now_ms`
+    /// (single use: two concurrent takers never both get it).
+    async fn code_take(&self, kind: CodeKind, code: &str, now_ms: i64) -> Result<Option<CodeRow>>;
+    /// Codes of `kind` alive at `now_ms`, newest first.
+    async fn codes_live(&self, kind: CodeKind, now_ms: i64) -> Result<Vec<CodeRow>>;
+    /// Links `identity` to `user_id` (which must exist), in one transaction. If the identity
+    /// belonged to another user, that user's memories, sessions and usage move to `user_id`, and
+    /// the old user is deleted once no identity points at it. Returns the previous user id.
+    async fn identity_link(&self, identity: &Identity, user_id: &str) -> Result<Option<String>>;
+    /// `false` when there is no such user.
+    async fn user_set_role(&self, user_id: &str, role: UserRole) -> Result<bool>;
+    /// The identities of a user, sorted.
+    async fn user_identities(&self, user_id: &str) -> Result<Vec<Identity>>;
+}
+
+/// The record of triage decisions.
+#[async_trait]
+pub trait AuditStore {
+    async fn decision_add(&self, d: &DecisionRow) -> Result<()>;
+    /// Most recent first.
+    async fn decisions_recent(&self, limit: usize) -> Result<Vec<DecisionRow>>;
+    /// How many decisions of each kind since `since_ms`, sorted by kind.
+    async fn decisions_since(&self, since_ms: i64) -> Result<Vec<(String, i64)>>;
 }
 
 /// People, their identities on each channel, and conversations.
@@ -138,7 +168,17 @@ pub trait WebStore {
 /// Everything Butler persists. Two implementations: [`sql::SqliteStore`] and [`sql::PgStore`].
 #[async_trait]
 pub trait Store:
-    InboxStore + SessionStore + TurnStore + OutboxStore + MemoryStore + UserStore + WebStore + Send + Sync
+    InboxStore
+    + SessionStore
+    + TurnStore
+    + OutboxStore
+    + MemoryStore
+    + UserStore
+    + WebStore
+    + AccessStore
+    + AuditStore
+    + Send
+    + Sync
 {
     fn backend(&self) -> Backend;
     /// Applies pending migrations of this backend.

@@ -255,10 +255,30 @@ pub struct TurnCommit {
     pub usage: Option<UsageRecord>,
 }
 
+/// Whose memory, and in which scope: a user's own memory (DMs) or what they keep inside one
+/// group conversation. Scopes never see each other.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct MemoryScope {
+    pub user_id: String,
+    /// `""` for the user's own memory, `group:<conversation>` inside a group.
+    pub scope: String,
+}
+
+impl MemoryScope {
+    pub fn personal(user_id: impl Into<String>) -> Self {
+        Self { user_id: user_id.into(), scope: String::new() }
+    }
+
+    pub fn group(user_id: impl Into<String>, conversation: &str) -> Self {
+        Self { user_id: user_id.into(), scope: format!("group:{conversation}") }
+    }
+}
+
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct MemoryRow {
     pub id: i64,
     pub user_id: String,
+    pub scope: String,
     pub text: String,
     pub source: Option<String>,
     pub created_ms: i64,
@@ -343,4 +363,49 @@ pub struct WebMessage {
     pub buttons: Vec<Button>,
     pub created_ms: i64,
     pub updated_ms: i64,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CodeKind {
+    /// An unknown identity asks the owner to let it in.
+    Pair,
+    /// A user links another of their identities to themselves.
+    Link,
+}
+
+impl CodeKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Pair => "pair",
+            Self::Link => "link",
+        }
+    }
+}
+
+/// A one-time code.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CodeRow {
+    pub kind: CodeKind,
+    pub code: String,
+    /// Pair: the identity asking to be let in. Link: the identity that asked for the code.
+    pub identity: String,
+    /// Link: the user the new identity joins.
+    pub user_id: Option<String>,
+    pub display_name: Option<String>,
+    /// Where to tell the asker the outcome (`channel:id[/thread]`).
+    pub conversation: String,
+    pub created_ms: i64,
+    pub expires_ms: i64,
+}
+
+/// Why an event was dropped, refused, paired or routed (non-routine decisions only).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DecisionRow {
+    pub at_ms: i64,
+    pub event_id: String,
+    pub actor: String,
+    pub conversation: String,
+    /// `drop`, `refused`, `pairing`, `notify`, `agent`, `locked`, ...
+    pub decision: String,
+    pub reason: String,
 }

@@ -44,10 +44,24 @@ pub struct ToolCtx {
     pub identity: Identity,
     pub session_id: String,
     pub conversation: ConversationRef,
+    pub kind: butler_channel::ConversationKind,
     pub store: Arc<dyn Store>,
     /// Fires when the turn is stopped; long tools should give up.
     pub cancel: CancellationToken,
     pub recall_limit: usize,
+}
+
+impl ToolCtx {
+    /// Whose memory the memory tools use: the user's own in a DM, the user's share of the group
+    /// inside a group (so a group never sees DM memories, nor a DM group memories).
+    pub fn memory_scope(&self) -> crate::store::MemoryScope {
+        match self.kind {
+            butler_channel::ConversationKind::Direct => crate::store::MemoryScope::personal(&self.user.id),
+            butler_channel::ConversationKind::Group => {
+                crate::store::MemoryScope::group(&self.user.id, &self.conversation.to_string())
+            }
+        }
+    }
 }
 
 #[derive(Debug, thiserror::Error)]

@@ -1,43 +1,112 @@
-//! Who may talk to Butler. Closed by default: configured owners and `allow` entries only
-//! (plus the local identities of `butler chat` and the tokenless local web chat). Everyone else
-//! gets one short refusal per hour and nothing reaches the agent.
+//! Who may talk to Butler. Closed by default: configured owners and `allow` entries, users the
+//! owner approved through pairing, identities linked to them, and the local operator (`cli:local`,
+//! the tokenless local web page). Everyone else gets at most one short answer an hour (a pairing
+//! code, or a refusal) and nothing reaches the agent.
+//!
+//! This module must never let an identity through on a guess: codes are random, single use,
+//! short-lived, and repeated wrong codes lock the sender out for a while.
 
-use crate::config::{AccessConfig, AccessPolicy};
-use crate::store::{NewUser, Store, StoreError, UserRole, UserRow};
-use butler_channel::{Actor, Identity};
-use std::collections::{HashMap, HashSet};
+use crate::config::{AccessConfig, AccessPolicy, GroupConfig};
+use crate::store::{
+    now_ms, CodeKind, CodeRow, NewOutbox, NewUser, Store, StoreError, UserRole, UserRow,
+};
+use butler_channel::{ConversationKind, ConversationRef, Identity, InboundEvent};
+use rand::Rng;
+use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 /// The user id shared by the local identities (`cli:local`, the local web user, `web:owner`).
 pub const LOCAL_USER: &str = "local";
+/// How long a pairing code lives.
+pub const PAIR_TTL: Duration = Duration::from_secs(3600);
+/// How long a link code lives.
+pub const LINK_TTL: Duration = Duration::from_secs(600);
+/// Refusals (and pairing codes) per identity: at most one per this period.
 const REFUSAL_EVERY: Duration = Duration::from_secs(3600);
+/// Cached admissions are re-read after this long (links and role changes made elsewhere).
+const CACHE_TTL: Duration = Duration::from_secs(60);
+/// Wrong codes tolerated within `GUESS_WINDOW` before a lockout of `LOCKOUT`.
+const MAX_WRONG_CODES: u32 = 5;
+const GUESS_WINDOW: Duration = Duration::from_secs(600);
+const LOCKOUT: Duration = Duration::from_secs(900);
+/// Code alphabet: no 0/O, 1/I/L, so codes survive being read aloud or retyped.
+const ALPHABET: &[u8] = b"ABCDEFGHJKMNPQRSTUVWXYZ23456789";
+
+/// What to do with someone who wrote to Butler.
+#[derive(Debug)]
+pub enum Admission {
+    /// Known and allowed.
+    User(UserRow),
+    /// Tell them this (a pairing code or a refusal); record it as `kind` ("pairing", "refused").
+    Answer { text: String, kind: &'static str, reason: String },
+    /// Told recently: stay silent (still recorded).
+    Silent { reason: String },
+}
+
+#[derive(Default)]
+struct Guesses {
+    wrong: u32,
+    first_wrong: Option<Instant>,
+    locked_until: Option<Instant>,
+}
 
 pub struct Access {
     policy: AccessPolicy,
-    owners: HashSet<Identity>,
-    allow: HashSet<Identity>,
+    owners: Vec<Identity>,
+    allow: Vec<Identity>,
     /// Identities that are the operator on this machine: one user, `local`.
-    local: HashSet<Identity>,
+    local: Vec<Identity>,
+    groups: Vec<GroupConfig>,
     timezone: String,
-    users: Mutex<HashMap<Identity, UserRow>>,
+    users: Mutex<HashMap<Identity, (UserRow, Instant)>>,
     refused: Mutex<HashMap<Identity, Instant>>,
+    guesses: Mutex<HashMap<Identity, Guesses>>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// A random code such as `K7QX-M2PD` (31^8, about 8.5e11 possibilities).
+pub fn new_code() -> String {
+    let mut rng = rand::rng();
+    let mut s = String::with_capacity(9);
+    for i in 0..8 {
+        if i == 4 {
+            s.push('-');
+        }
+        s.push(ALPHABET[rng.random_range(0..ALPHABET.len())] as char);
+    }
+    s
+}
+
+/// Normalizes what someone typed (`k7qx m2pd`, `K7QXM2PD`) to the stored form.
+pub fn normalize_code(typed: &str) -> String {
+    let raw: String = typed.chars().filter(|c| c.is_ascii_alphanumeric()).collect::<String>().to_ascii_uppercase();
+    if raw.len() == 8 {
+        format!("{}-{}", &raw[..4], &raw[4..])
+    } else {
+        raw
+    }
 }
 
 impl Access {
     /// `local` lists the identities that stand for the operator (always owners).
     pub fn new(cfg: &AccessConfig, local: impl IntoIterator<Item = Identity>, timezone: &str) -> Self {
-        let local: HashSet<Identity> = local.into_iter().collect();
-        let mut owners: HashSet<Identity> = cfg.owners.iter().cloned().collect();
+        let local: Vec<Identity> = local.into_iter().collect();
+        let mut owners = cfg.owners.clone();
         owners.extend(local.iter().cloned());
         Self {
             policy: cfg.policy,
             owners,
-            allow: cfg.allow.iter().cloned().collect(),
+            allow: cfg.allow.clone(),
             local,
+            groups: cfg.groups.clone(),
             timezone: timezone.to_string(),
             users: Mutex::new(HashMap::new()),
             refused: Mutex::new(HashMap::new()),
+            guesses: Mutex::new(HashMap::new()),
         }
     }
 
@@ -47,48 +116,259 @@ impl Access {
             Some(UserRole::Owner)
         } else if self.allow.contains(id) {
             Some(UserRole::Member)
-        } else if self.policy == AccessPolicy::Open {
-            Some(UserRole::Guest)
         } else {
             None
         }
     }
 
-    /// The user behind `actor`, or why not: `Err(Some(text))` is a refusal to send,
-    /// `Err(None)` means stay silent (refused recently).
-    pub async fn resolve(
-        &self,
-        store: &dyn Store,
-        actor: &Actor,
-    ) -> Result<Result<UserRow, Option<String>>, StoreError> {
-        let id = &actor.identity;
-        if let Some(u) = self.users.lock().unwrap_or_else(|p| p.into_inner()).get(id) {
-            return Ok(Ok(u.clone()));
+    /// The group settings for a conversation: an entry for its thread wins over one for the
+    /// whole chat.
+    pub fn group(&self, conversation: &ConversationRef) -> Option<&GroupConfig> {
+        let chat = ConversationRef { thread: None, ..conversation.clone() };
+        self.groups
+            .iter()
+            .find(|g| g.conversation == *conversation)
+            .or_else(|| self.groups.iter().find(|g| g.conversation == chat))
+    }
+
+    /// Forgets what is cached about `id` (after a link or an approval in this process).
+    pub fn invalidate(&self, id: &Identity) {
+        lock(&self.users).remove(id);
+    }
+
+    /// The user behind `id` if that identity may use Butler; creates the user for identities
+    /// the config allows (or anyone, under `policy = "open"`). Never answers anyone.
+    pub async fn user_for(&self, store: &dyn Store, id: &Identity) -> Result<Option<UserRow>, StoreError> {
+        if let Some((u, at)) = lock(&self.users).get(id) {
+            if at.elapsed() < CACHE_TTL {
+                return Ok(Some(u.clone()));
+            }
         }
-        let Some(role) = self.configured_role(id) else {
-            return Ok(Err(self.refusal(id)));
+        let configured = self.configured_role(id);
+        let stored = store.identity_user(id).await?;
+        let user = match (configured, stored) {
+            // Config decides at least the role; a stored role may be higher (an owner's link).
+            (Some(role), Some(mut u)) => {
+                u.role = u.role.max(role);
+                Some(u)
+            }
+            (Some(role), None) => Some(self.create(store, id, None, role).await?),
+            (None, Some(u)) if u.role >= UserRole::Member => Some(u),
+            (None, Some(u)) if self.policy == AccessPolicy::Open => Some(u),
+            (None, None) if self.policy == AccessPolicy::Open => Some(self.create(store, id, None, UserRole::Guest).await?),
+            (None, _) => None,
         };
+        if let Some(u) = &user {
+            lock(&self.users).insert(id.clone(), (u.clone(), Instant::now()));
+        }
+        Ok(user)
+    }
+
+    async fn create(&self, store: &dyn Store, id: &Identity, name: Option<String>, role: UserRole) -> Result<UserRow, StoreError> {
         let new = NewUser {
             id: if self.local.contains(id) { LOCAL_USER.to_string() } else { uuid::Uuid::new_v4().to_string() },
-            display_name: actor.display_name.clone(),
+            display_name: name,
             role,
             timezone: self.timezone.clone(),
         };
         let mut user = store.user_ensure(id, &new).await?;
-        user.role = role;
-        self.users.lock().unwrap_or_else(|p| p.into_inner()).insert(id.clone(), user.clone());
-        Ok(Ok(user))
+        if user.role < role {
+            store.user_set_role(&user.id, role).await?;
+            user.role = role;
+        }
+        Ok(user)
     }
 
-    fn refusal(&self, id: &Identity) -> Option<String> {
-        let mut refused = self.refused.lock().unwrap_or_else(|p| p.into_inner());
+    /// Decides about the sender of `event`.
+    pub async fn admit(&self, store: &dyn Store, event: &InboundEvent) -> Result<Admission, StoreError> {
+        let id = &event.actor.identity;
+        if let Some(user) = self.user_for(store, id).await? {
+            return Ok(Admission::User(user));
+        }
+        if self.policy == AccessPolicy::Pairing && event.kind == ConversationKind::Direct {
+            return self.offer_pairing(store, event).await;
+        }
+        let reason = format!("{id} is not allowed ({:?} policy)", self.policy).to_lowercase();
+        if !self.may_refuse(id) {
+            return Ok(Admission::Silent { reason });
+        }
+        let text = match (self.policy, event.kind) {
+            (AccessPolicy::Pairing, _) => format!(
+                "🔒 Sorry {}, I only answer people I know. Send me a direct message to ask for access.",
+                event.actor.name()
+            ),
+            _ => "🔒 This Butler is private.".to_string(),
+        };
+        Ok(Admission::Answer { text, kind: "refused", reason })
+    }
+
+    /// At most one refusal per identity per hour.
+    fn may_refuse(&self, id: &Identity) -> bool {
+        let mut refused = lock(&self.refused);
         let now = Instant::now();
         if refused.get(id).is_some_and(|at| now.duration_since(*at) < REFUSAL_EVERY) {
-            return None;
+            return false;
         }
         refused.insert(id.clone(), now);
-        Some(format!(
-            "🔒 This Butler is private and does not know you yet (`{id}`). Ask its owner to add `{id}` to [access] allow."
-        ))
+        true
+    }
+
+    /// One pairing code per identity per hour: a live code means they were told already.
+    async fn offer_pairing(&self, store: &dyn Store, event: &InboundEvent) -> Result<Admission, StoreError> {
+        let id = event.actor.identity.to_string();
+        let now = now_ms();
+        if store.codes_live(CodeKind::Pair, now).await?.iter().any(|c| c.identity == id) {
+            return Ok(Admission::Silent { reason: format!("{id} already has a pairing code") });
+        }
+        let row = CodeRow {
+            kind: CodeKind::Pair,
+            code: new_code(),
+            identity: id.clone(),
+            user_id: None,
+            display_name: event.actor.display_name.clone(),
+            conversation: event.conversation.to_string(),
+            created_ms: now,
+            expires_ms: now + PAIR_TTL.as_millis() as i64,
+        };
+        store.code_create(&row).await?;
+        tracing::info!(identity = %id, "pairing requested");
+        let text = format!(
+            "🔒 Hi! I don't know you yet. Your pairing code is `{code}`. Ask my owner to approve it \
+             (`butler pair approve {code}`). It expires in an hour.",
+            code = row.code
+        );
+        Ok(Admission::Answer { text, kind: "pairing", reason: format!("pairing code issued to {id}") })
+    }
+
+    /// `Some(remaining)` while `id` is locked out for guessing codes.
+    pub fn locked(&self, id: &Identity) -> Option<Duration> {
+        let guesses = lock(&self.guesses);
+        let until = guesses.get(id)?.locked_until?;
+        until.checked_duration_since(Instant::now())
+    }
+
+    /// Counts a wrong code; returns true when this locks the sender out.
+    pub fn wrong_code(&self, id: &Identity) -> bool {
+        let mut guesses = lock(&self.guesses);
+        let g = guesses.entry(id.clone()).or_default();
+        let now = Instant::now();
+        if g.first_wrong.is_none_or(|t| now.duration_since(t) > GUESS_WINDOW) {
+            g.first_wrong = Some(now);
+            g.wrong = 0;
+        }
+        g.wrong += 1;
+        if g.wrong >= MAX_WRONG_CODES {
+            g.locked_until = Some(now + LOCKOUT);
+            g.wrong = 0;
+            g.first_wrong = None;
+            return true;
+        }
+        false
+    }
+
+    /// A right code clears the count.
+    pub fn right_code(&self, id: &Identity) {
+        lock(&self.guesses).remove(id);
+    }
+
+    /// Issues a link code for `user` asked from `event`'s identity.
+    pub async fn link_code(&self, store: &dyn Store, event: &InboundEvent, user: &UserRow) -> Result<String, StoreError> {
+        let now = now_ms();
+        let row = CodeRow {
+            kind: CodeKind::Link,
+            code: new_code(),
+            identity: event.actor.identity.to_string(),
+            user_id: Some(user.id.clone()),
+            display_name: event.actor.display_name.clone(),
+            conversation: event.conversation.to_string(),
+            created_ms: now,
+            expires_ms: now + LINK_TTL.as_millis() as i64,
+        };
+        store.code_create(&row).await?;
+        Ok(row.code)
+    }
+
+    /// Redeems a link code for `id`: the identity joins the code's user. `Ok(None)` for a wrong
+    /// or expired code.
+    pub async fn redeem_link(&self, store: &dyn Store, id: &Identity, code: &str) -> Result<Option<CodeRow>, StoreError> {
+        let Some(row) = store.code_take(CodeKind::Link, &normalize_code(code), now_ms()).await? else {
+            return Ok(None);
+        };
+        let Some(user_id) = row.user_id.as_deref() else { return Ok(None) };
+        store.identity_link(id, user_id).await?;
+        self.invalidate(id);
+        Ok(Some(row))
+    }
+}
+
+/// Approves a pairing code (from `/pair approve` or `butler pair approve`): the identity becomes a
+/// member, and is told so in the conversation it asked from. `Ok(None)` for a wrong or expired code.
+pub async fn approve_pairing(
+    store: &dyn Store,
+    code: &str,
+    timezone: &str,
+) -> Result<Option<(CodeRow, UserRow)>, StoreError> {
+    let Some(row) = store.code_take(CodeKind::Pair, &normalize_code(code), now_ms()).await? else {
+        return Ok(None);
+    };
+    let Ok(identity) = row.identity.parse::<Identity>() else { return Ok(None) };
+    let new = NewUser {
+        id: uuid::Uuid::new_v4().to_string(),
+        display_name: row.display_name.clone(),
+        role: UserRole::Member,
+        timezone: timezone.to_string(),
+    };
+    let mut user = store.user_ensure(&identity, &new).await?;
+    if user.role < UserRole::Member {
+        store.user_set_role(&user.id, UserRole::Member).await?;
+        user.role = UserRole::Member;
+    }
+    let welcome = NewOutbox {
+        key: format!("pair:{}:approved", row.code),
+        conversation: row.conversation.clone(),
+        text: "✅ You're in: the owner approved your request. Say hello!".into(),
+        buttons: vec![],
+        reply_to: None,
+    };
+    store.outbox_enqueue(&welcome).await?;
+    tracing::info!(identity = %row.identity, "pairing approved");
+    Ok(Some((row, user)))
+}
+
+/// Declines a pairing code. `Ok(None)` for a wrong or expired code.
+pub async fn deny_pairing(store: &dyn Store, code: &str) -> Result<Option<CodeRow>, StoreError> {
+    store.code_take(CodeKind::Pair, &normalize_code(code), now_ms()).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn codes_are_random_and_normalize() {
+        let a = new_code();
+        assert_eq!(a.len(), 9);
+        assert_eq!(&a[4..5], "-");
+        assert!(a.chars().filter(|c| *c != '-').all(|c| ALPHABET.contains(&(c as u8))));
+        assert_ne!(a, new_code());
+        let cases = [("k7qx-m2pd", "K7QX-M2PD"), ("K7QXM2PD", "K7QX-M2PD"), (" k7qx m2pd ", "K7QX-M2PD"), ("abc", "ABC")];
+        for (typed, want) in cases {
+            assert_eq!(normalize_code(typed), want);
+        }
+    }
+
+    #[test]
+    fn five_wrong_codes_lock_the_sender_out() {
+        let access = Access::new(&AccessConfig::default(), [], "UTC");
+        let id = Identity::new("web", "mallory");
+        for _ in 0..MAX_WRONG_CODES - 1 {
+            assert!(!access.wrong_code(&id));
+            assert!(access.locked(&id).is_none());
+        }
+        assert!(access.wrong_code(&id));
+        let left = access.locked(&id).unwrap();
+        assert!(left > LOCKOUT - Duration::from_secs(5) && left <= LOCKOUT);
+        let other = Identity::new("web", "alice");
+        assert!(access.locked(&other).is_none(), "lockout is per sender");
     }
 }

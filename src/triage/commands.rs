@@ -3,15 +3,31 @@
 use chrono::{TimeZone, Utc};
 use chrono_tz::Tz;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Command {
     Help,
     New,
     Stop,
     Status,
     WhoAmI,
+    /// `/pair`, `/pair list`, `/pair approve CODE`, `/pair deny CODE` (owners).
+    Pair(PairCommand),
+    /// `/link` asks for a code; `/link CODE` (from the other account) redeems it.
+    Link(Option<String>),
+    /// `/approve ID`, `/deny ID`: the text fallback for approval buttons.
+    Approve(Option<String>),
+    Deny(Option<String>),
     /// A slash word Butler does not know: it goes to the agent as text.
     Unknown,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PairCommand {
+    List,
+    Approve(String),
+    Deny(String),
+    /// Anything else: show how to use it.
+    Usage,
 }
 
 pub const HELP: &str = "Commands:\n\
@@ -19,21 +35,35 @@ pub const HELP: &str = "Commands:\n\
 /new - start a fresh conversation\n\
 /stop - stop the reply being written\n\
 /status - session, model, and today's usage\n\
-/whoami - who Butler thinks you are";
+/whoami - who Butler thinks you are\n\
+/link - link another chat account to this one (then send `/link CODE` from the other account)\n\
+/pair - list, approve or deny pairing requests (owner)\n\
+/approve ID, /deny ID - answer an approval request";
 
 /// Parses `/cmd`, `/cmd@botname` and `/cmd args`; `None` for ordinary text.
 pub fn parse_command(text: &str) -> Option<Command> {
-    let word = text.trim_start().strip_prefix('/')?.split_whitespace().next()?;
+    let mut words = text.trim_start().strip_prefix('/')?.split_whitespace();
+    let word = words.next()?;
     let name = word.split('@').next().unwrap_or(word).to_ascii_lowercase();
     if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
         return None;
     }
+    let arg = words.next().map(str::to_string);
     Some(match name.as_str() {
         "help" | "start" => Command::Help,
         "new" | "reset" => Command::New,
         "stop" => Command::Stop,
         "status" => Command::Status,
         "whoami" => Command::WhoAmI,
+        "link" => Command::Link(arg),
+        "approve" => Command::Approve(arg),
+        "deny" => Command::Deny(arg),
+        "pair" => Command::Pair(match (arg.as_deref(), words.next()) {
+            (None | Some("list"), _) => PairCommand::List,
+            (Some("approve"), Some(code)) => PairCommand::Approve(code.to_string()),
+            (Some("deny"), Some(code)) => PairCommand::Deny(code.to_string()),
+            _ => PairCommand::Usage,
+        }),
         _ => Command::Unknown,
     })
 }
@@ -52,6 +82,7 @@ mod tests {
 
     #[test]
     fn parse_table() {
+        let some = |s: &str| Some(s.to_string());
         let cases = [
             ("/help", Some(Command::Help)),
             ("/start", Some(Command::Help)),
@@ -59,6 +90,16 @@ mod tests {
             ("/stop@butler_bot", Some(Command::Stop)),
             ("/STATUS now", Some(Command::Status)),
             ("/whoami", Some(Command::WhoAmI)),
+            ("/link", Some(Command::Link(None))),
+            ("/link@butler_bot K7QX-M2PD", Some(Command::Link(some("K7QX-M2PD")))),
+            ("/pair", Some(Command::Pair(PairCommand::List))),
+            ("/pair list", Some(Command::Pair(PairCommand::List))),
+            ("/pair approve K7QX-M2PD", Some(Command::Pair(PairCommand::Approve("K7QX-M2PD".into())))),
+            ("/pair deny abcd", Some(Command::Pair(PairCommand::Deny("abcd".into())))),
+            ("/pair approve", Some(Command::Pair(PairCommand::Usage))),
+            ("/pair dance", Some(Command::Pair(PairCommand::Usage))),
+            ("/approve a1b2", Some(Command::Approve(some("a1b2")))),
+            ("/deny", Some(Command::Deny(None))),
             ("/weather Paris", Some(Command::Unknown)),
             ("hello /stop", None),
             ("/", None),

@@ -4,14 +4,19 @@
 //!
 //! Triage must never call the LLM and never run a tool; it only decides and answers commands.
 
-mod access;
+pub mod access;
+mod answer;
 mod commands;
+pub mod triggers;
 
 pub use access::Access;
-pub use commands::{parse_command, Command};
+pub use commands::{parse_command, Command, PairCommand};
+pub use triggers::Triggers;
 
+use crate::config::{GroupSession, Respond};
 use crate::session::{session_key, Job, JobKind, Sessions};
-use crate::store::{Store, StoreError, UserRow};
+use crate::store::{Store, StoreError};
+use access::Admission;
 use butler_channel::{ConversationKind, EventBody, InboundEvent};
 use std::sync::Arc;
 
@@ -19,13 +24,41 @@ use std::sync::Arc;
 #[derive(Debug)]
 pub enum Decision {
     /// Not for Butler (another bot, a group message not addressed to it): end it quietly.
-    Drop { reason: &'static str },
+    Drop { reason: String },
     /// Answer at once with this text, no session involved.
     Reply { text: String },
+    /// Post this text to another conversation (a trigger's notification).
+    Notify { conversation: butler_channel::ConversationRef, text: String },
     /// Handled, nothing to say.
     Done,
     /// Work for the session `key`.
     Session { key: String, job: Box<Job> },
+}
+
+/// A decision and, for the non-routine ones, the record kept of it (`drop`, `refused`,
+/// `pairing`, `notify`, `agent`, ...) with its reason.
+#[derive(Debug)]
+pub struct Verdict {
+    pub decision: Decision,
+    pub audit: Option<(&'static str, String)>,
+}
+
+impl Verdict {
+    /// A routine decision, not recorded.
+    pub fn plain(decision: Decision) -> Self {
+        Self { decision, audit: None }
+    }
+
+    /// A decision recorded as `kind` with `reason`.
+    pub fn recorded(decision: Decision, kind: &'static str, reason: impl Into<String>) -> Self {
+        Self { decision, audit: Some((kind, reason.into())) }
+    }
+
+    /// Dropped, with the reason recorded.
+    pub fn drop(reason: impl Into<String>) -> Self {
+        let reason = reason.into();
+        Self { decision: Decision::Drop { reason: reason.clone() }, audit: Some(("drop", reason)) }
+    }
 }
 
 #[derive(Clone)]
@@ -33,34 +66,57 @@ pub struct Triage {
     pub store: Arc<dyn Store>,
     pub access: Arc<Access>,
     pub sessions: Sessions,
+    pub triggers: Arc<Triggers>,
     /// The model name shown by /status.
     pub model: String,
+    /// Default time zone for users approved through pairing.
+    pub timezone: String,
 }
+
+/// The channel name of signed webhook triggers.
+pub const HOOK_CHANNEL: &str = "hook";
 
 impl Triage {
     #[tracing::instrument(skip_all, fields(event = %event.id, actor = %event.actor.identity))]
-    pub async fn decide(&self, event: &InboundEvent) -> Result<Decision, StoreError> {
+    pub async fn decide(&self, event: &InboundEvent) -> Result<Verdict, StoreError> {
+        if event.channel() == HOOK_CHANNEL {
+            return self.triggers.decide(event).await;
+        }
         if event.actor.is_bot {
-            return Ok(Decision::Drop { reason: "from a bot" });
+            return Ok(Verdict::drop("from a bot"));
         }
-        if event.kind == ConversationKind::Group && !event.addressed {
-            return Ok(Decision::Drop { reason: "group message not addressed to Butler" });
+        let group = (event.kind == ConversationKind::Group).then(|| self.access.group(&event.conversation)).flatten();
+        let respond_all = group.is_some_and(|g| g.respond == Respond::All);
+        if event.kind == ConversationKind::Group && !event.addressed && !respond_all {
+            return Ok(Verdict::drop("group message not addressed to Butler"));
         }
-        let user = match self.access.resolve(&*self.store, &event.actor).await? {
-            Ok(user) => user,
-            Err(Some(refusal)) => return Ok(Decision::Reply { text: refusal }),
-            Err(None) => return Ok(Decision::Drop { reason: "unknown user, already told" }),
+        let command = match &event.body {
+            EventBody::Message { text } => parse_command(text),
+            _ => None,
         };
-        let key = session_key(event);
-        match &event.body {
-            EventBody::Action { action, .. } => Ok(self.action(&key, action)),
-            EventBody::Message { text } | EventBody::Trigger { text, .. } => match parse_command(text) {
-                Some(cmd) => self.command(cmd, event, user, key).await,
-                None => Ok(Decision::Session {
-                    key,
-                    job: Box::new(Job { event: event.clone(), user, kind: JobKind::Turn, attempt: 1 }),
-                }),
-            },
+        // `/link CODE` is how a new account joins its user, so it is heard before access.
+        if let Some(Command::Link(Some(code))) = &command {
+            return self.redeem_link(event, code).await;
+        }
+        let user = match self.access.admit(&*self.store, event).await? {
+            Admission::User(user) => user,
+            Admission::Answer { text, kind, reason } => return Ok(Verdict::recorded(Decision::Reply { text }, kind, reason)),
+            Admission::Silent { reason } => return Ok(Verdict::drop(reason)),
+        };
+        let per_speaker = group.is_some_and(|g| g.session == GroupSession::PerSpeaker);
+        let key = match (event.kind, per_speaker) {
+            (ConversationKind::Group, true) => format!("{}:{}", session_key(event), event.actor.identity),
+            _ => session_key(event),
+        };
+        let job = |kind| Box::new(Job { event: event.clone(), user: user.clone(), kind, attempt: 1 });
+        match (&event.body, command) {
+            (EventBody::Action { action, .. }, _) => Ok(Verdict::plain(self.action(&key, action))),
+            (_, Some(Command::Unknown) | None) => Ok(Verdict::plain(Decision::Session { key, job: job(JobKind::Turn) })),
+            (_, Some(Command::New)) => {
+                self.sessions.stop(&key, None);
+                Ok(Verdict::plain(Decision::Session { key, job: job(JobKind::Reset) }))
+            }
+            (_, Some(cmd)) => self.command(cmd, event, &user, &key).await,
         }
     }
 
@@ -73,61 +129,5 @@ impl Triage {
             };
         }
         Decision::Reply { text: "That button no longer does anything.".into() }
-    }
-
-    async fn command(
-        &self,
-        cmd: Command,
-        event: &InboundEvent,
-        user: UserRow,
-        key: String,
-    ) -> Result<Decision, StoreError> {
-        let text = match cmd {
-            Command::Help => commands::HELP.to_string(),
-            Command::New => {
-                self.sessions.stop(&key, None);
-                return Ok(Decision::Session {
-                    key,
-                    job: Box::new(Job { event: event.clone(), user, kind: JobKind::Reset, attempt: 1 }),
-                });
-            }
-            Command::Stop => {
-                if self.sessions.stop(&key, None) {
-                    return Ok(Decision::Done);
-                }
-                "Nothing is running.".to_string()
-            }
-            Command::Status => self.status(&key, &user).await?,
-            Command::WhoAmI => format!(
-                "You are `{}` (user `{}`, role {}, time zone {}).",
-                event.actor.identity,
-                user.id,
-                user.role.as_str(),
-                user.timezone
-            ),
-            Command::Unknown => {
-                return Ok(Decision::Session {
-                    key,
-                    job: Box::new(Job { event: event.clone(), user, kind: JobKind::Turn, attempt: 1 }),
-                })
-            }
-        };
-        Ok(Decision::Reply { text })
-    }
-
-    async fn status(&self, key: &str, user: &UserRow) -> Result<String, StoreError> {
-        let session = self.store.session_active(key).await?;
-        let since = commands::start_of_day_ms(&user.timezone);
-        let usage = self.store.usage_since(&user.id, since).await?;
-        let running = if self.sessions.is_running(key) { "a turn is running" } else { "idle" };
-        Ok(format!(
-            "Session: {} ({running})\nModel: {}\nToday: {} turns, {} tokens in, {} tokens out, ${:.4}",
-            session.map_or_else(|| "none yet".to_string(), |s| format!("`{}`", &s.id[..8.min(s.id.len())])),
-            if self.model.is_empty() { "not configured" } else { &self.model },
-            usage.turns,
-            usage.input_tokens,
-            usage.output_tokens,
-            usage.cost_usd
-        ))
     }
 }

@@ -112,3 +112,50 @@ async fn doctor_passes_only_when_everything_works() {
         assert!(!stdout.contains(secret) && !stderr.contains(secret), "{secret} leaked:\n{stdout}\n{stderr}");
     }
 }
+
+#[tokio::test]
+async fn pair_list_approve_and_deny_from_the_shell() {
+    let dep = Deployment::new("");
+    assert!(run(&dep, &["migrate"], &[]).status.success());
+    let pool = sqlx::SqlitePool::connect(&dep.db_url()).await.unwrap();
+    let now = butler::store::now_ms();
+    for (code, who) in [("K7QX-M2PD", "telegram:4242"), ("HJKL-2345", "telegram:5555")] {
+        sqlx::query(
+            "INSERT INTO codes (kind, code, identity, display_name, conversation, created_ms, expires_ms) \
+             VALUES ('pair', $1, $2, 'Someone', $2, $3, $4)",
+        )
+        .bind(code)
+        .bind(who)
+        .bind(now)
+        .bind(now + 3_600_000)
+        .execute(&pool)
+        .await
+        .unwrap();
+    }
+    pool.close().await;
+
+    let out = run(&dep, &["pair", "list"], &[]);
+    let (stdout, _) = text(&out);
+    assert!(out.status.success());
+    assert!(stdout.contains("K7QX-M2PD  telegram:4242 (Someone)"), "{stdout}");
+    assert!(stdout.contains("HJKL-2345  telegram:5555"), "{stdout}");
+
+    let out = run(&dep, &["pair", "approve", "k7qxm2pd"], &[]);
+    assert!(out.status.success(), "{}", text(&out).1);
+    assert!(text(&out).0.contains("approved telegram:4242"));
+    let out = run(&dep, &["pair", "deny", "HJKL-2345"], &[]);
+    assert!(out.status.success());
+    assert!(text(&out).0.contains("declined telegram:5555"));
+
+    // Used codes are gone; a wrong code is an error that says what to do.
+    let out = run(&dep, &["pair", "approve", "K7QX-M2PD"], &[]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(text(&out).1.contains("butler pair list"), "{}", text(&out).1);
+    assert!(text(&run(&dep, &["pair", "list"], &[])).0.contains("no pairing requests"));
+
+    let db = dep.db_url();
+    let linked = query(&db, "SELECT i.channel, i.platform_user_id, u.role FROM identities i JOIN users u ON u.id = i.user_id").await;
+    assert_eq!(linked, vec![vec!["telegram".to_string(), "4242".to_string(), "member".to_string()]]);
+    let told = query(&db, "SELECT conversation, status FROM outbox").await;
+    assert_eq!(told, vec![vec!["telegram:4242".to_string(), "pending".to_string()]], "the welcome waits for delivery");
+}

@@ -1,7 +1,7 @@
 //! Builders for the rows the contract tests write. Plain data only: no store calls here.
 
 use butler::channel::{Actor, ConversationKind, ConversationRef, EventBody, EventId, Identity, InboundEvent};
-use butler::store::{NewOutbox, NewSession, NewUser, UserRole};
+use butler::store::{CodeKind, CodeRow, DecisionRow, NewOutbox, NewSession, NewUser, UserRole};
 
 /// A direct text message `id` in `channel:conv`.
 pub fn event(id: &str, channel: &str, conv: &str) -> InboundEvent {
@@ -44,6 +44,32 @@ pub fn user(id: &str, name: &str) -> NewUser {
         display_name: Some(name.to_string()),
         role: UserRole::Member,
         timezone: "Europe/Berlin".into(),
+    }
+}
+
+/// A one-time code asked for by `web:asker` in `web:c1`, alive from `created_ms` until `expires_ms`.
+pub fn code(kind: CodeKind, code: &str, created_ms: i64, expires_ms: i64) -> CodeRow {
+    CodeRow {
+        kind,
+        code: code.to_string(),
+        identity: "web:asker".to_string(),
+        user_id: None,
+        display_name: Some("Asker".to_string()),
+        conversation: "web:c1".to_string(),
+        created_ms,
+        expires_ms,
+    }
+}
+
+/// A triage decision about event `event_id` at `at_ms`.
+pub fn decision(at_ms: i64, event_id: &str, decision: &str) -> DecisionRow {
+    DecisionRow {
+        at_ms,
+        event_id: event_id.to_string(),
+        actor: "telegram:42".to_string(),
+        conversation: "telegram:-100".to_string(),
+        decision: decision.to_string(),
+        reason: format!("{decision} because of {event_id}"),
     }
 }
 

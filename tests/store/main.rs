@@ -8,6 +8,8 @@
 #[path = "../support/mod.rs"]
 mod support;
 
+mod access;
+mod audit;
 mod connect;
 mod fixtures;
 mod inbox;
@@ -91,8 +93,19 @@ contract! {
     memory_search_is_per_user => crate::memory::per_user,
     memory_search_survives_hostile_input => crate::memory::hostile_input,
     memory_list_and_forget_own_rows_only => crate::memory::list_and_forget,
+    memory_scopes_never_see_each_other => crate::memory::scopes_are_separate,
     user_ensure_links_identities => crate::users::ensure_links_identities,
     user_ensure_race_creates_one_user => crate::users::ensure_race,
     conversation_ensure_first_writer_wins => crate::users::conversation_first_writer_wins,
     web_messages_idempotent_and_listed => crate::web::idempotent_and_listed,
+    code_create_refuses_live_duplicates => crate::access::code_create_and_duplicate,
+    code_take_is_single_use_under_races => crate::access::code_take_once,
+    codes_expire_and_list_newest_first => crate::access::codes_expire_and_list_newest_first,
+    identity_link_new_identity => crate::access::link_new_identity,
+    identity_link_moves_other_users_data => crate::access::link_moves_other_users_data,
+    identity_link_to_missing_user_changes_nothing => crate::access::link_to_missing_user_changes_nothing,
+    identity_link_concurrent_moves_delete_old_user_once => crate::access::concurrent_links_delete_old_user_once,
+    user_set_role_reports_existence => crate::access::set_role,
+    user_identities_sorted => crate::access::identities_sorted,
+    decisions_recent_and_counted_since => crate::audit::recent_and_since,
 }

@@ -37,8 +37,19 @@ impl TestApp {
     }
 
     pub async fn start_with(cfg: Config, dir: Option<tempfile::TempDir>, tools: Vec<Arc<dyn Tool>>) -> Self {
+        Self::start_full(cfg, dir, tools, vec![]).await
+    }
+
+    /// With extra tools and extra channels (e.g. the fake chat platform).
+    pub async fn start_full(
+        cfg: Config,
+        dir: Option<tempfile::TempDir>,
+        tools: Vec<Arc<dyn Tool>>,
+        channels: Vec<Arc<dyn butler::channel::Channel>>,
+    ) -> Self {
         let mut opts = AppOptions::serve(cfg);
         opts.extra_tools = tools;
+        opts.extra_channels = channels;
         let app = App::start(opts).await.expect("app starts");
         let base = format!("http://{}", app.addr.expect("listening"));
         Self { app, base, http: reqwest::Client::new(), _dir: dir }
@@ -91,6 +102,11 @@ impl TestApp {
             }
             tokio::time::sleep(std::time::Duration::from_millis(25)).await;
         }
+    }
+
+    /// Hands an event to the app's ingress, as a channel adapter would.
+    pub async fn emit(&self, event: butler::channel::InboundEvent) {
+        self.app.ingress.accept(event).await.expect("ingress accepts");
     }
 
     pub async fn stop(self) {

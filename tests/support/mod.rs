@@ -3,5 +3,6 @@
 #![allow(dead_code)]
 pub mod app;
 pub mod db;
+pub mod fake_channel;
 pub mod fake_llm;
 pub mod proc;

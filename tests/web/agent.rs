@@ -6,6 +6,7 @@ use crate::support::app::{config, TestApp};
 use crate::support::fake_llm::{FakeLlm, Reply};
 use async_trait::async_trait;
 use butler::tools::{Risk, Tool, ToolCtx, ToolError, ToolSpec};
+use butler::store::MemoryScope;
 use serde_json::{json, Value};
 use std::sync::Arc;
 use std::time::Duration;
@@ -242,7 +243,7 @@ async fn memory_tools_are_per_user_and_now_knows_the_zone() {
 
     // Bob cannot forget Alice's memory; Alice can.
     let alice = app.app.store.identity_user(&"web:alice".parse().unwrap()).await.unwrap().unwrap();
-    let id = app.app.store.memory_list(&alice.id, 10).await.unwrap()[0].id;
+    let id = app.app.store.memory_list(&MemoryScope::personal(&alice.id), 10).await.unwrap()[0].id;
     for (conv, user, want) in [
         ("m-bob", "bob", format!("error: there is no memory {id} to forget")),
         ("m-alice", "alice", format!("Forgot memory {id}.")),
@@ -254,7 +255,7 @@ async fn memory_tools_are_per_user_and_now_knows_the_zone() {
         app.wait_replies(conv, before + 1, 30).await;
         assert_eq!(llm.last_request().unwrap().last_tool_result().unwrap(), want);
     }
-    assert!(app.app.store.memory_list(&alice.id, 10).await.unwrap().is_empty());
+    assert!(app.app.store.memory_list(&MemoryScope::personal(&alice.id), 10).await.unwrap().is_empty());
 
     llm.on("time", Reply::tool_call("now", json!({})));
     llm.on("time", Reply::text("ok"));

@@ -5,6 +5,7 @@ use crate::support::app::{config, TestApp};
 use crate::support::db::PgTestDb;
 use crate::support::fake_llm::{FakeLlm, Reply};
 use butler::config::{ProviderKind, Secret};
+use butler::store::MemoryScope;
 use serde_json::json;
 
 async fn tool_turn(app: &TestApp, llm: &FakeLlm, conv: &str) {
@@ -14,7 +15,7 @@ async fn tool_turn(app: &TestApp, llm: &FakeLlm, conv: &str) {
     assert_eq!(status, 202);
     let replies = app.wait_replies(conv, 1, 30).await;
     assert_eq!(replies[0]["text"], "Noting.\n\nI will remember that.");
-    let memories = app.app.store.memory_search("local", "tea", 5).await.unwrap();
+    let memories = app.app.store.memory_search(&MemoryScope::personal("local"), "tea", 5).await.unwrap();
     assert_eq!(memories.len(), 1);
     assert_eq!(memories[0].text, "The user likes green tea");
     let second = &llm.requests()[1];

@@ -166,7 +166,13 @@ pub enum EventBody {
     /// A button click: `action` is the opaque id the button was sent with.
     Action { action: String, message: Option<String> },
     /// A scheduled job or signed webhook trigger entering the same path as chat messages.
-    Trigger { source: String, text: String },
+    /// `payload` carries the structured event (e.g. `{"headers": {...}, "body": {...}}`).
+    Trigger {
+        source: String,
+        text: String,
+        #[serde(default)]
+        payload: serde_json::Value,
+    },
 }
 
 /// One normalized inbound event. Every source produces exactly this.

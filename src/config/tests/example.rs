@@ -67,6 +67,33 @@ fn full_config() -> Config {
     c.channels.web.token = Some(Secret::new("t"));
     c.channels.web.tokens.insert("alice".into(), Secret::new("t2"));
     c.agent.instructions = Some("be brief".into());
+    c.triggers = vec![crate::config::TriggerConfig {
+        name: "github".into(),
+        secret: Secret::new("s"),
+        signature: crate::config::SignatureKind::Github,
+        default: crate::config::TriggerAction::Drop,
+        target: Some("web:alerts".into()),
+        conversation: Some("web:alice-github".parse().unwrap()),
+        template: Some("{{text}}".into()),
+        instructions: Some("summarise".into()),
+        max_payload_chars: 8_000,
+        rate_limit_per_minute: 60,
+        classify: true,
+        // `when` stays empty: its entries are field paths, not keys of the schema.
+        rules: vec![crate::config::TriggerRule {
+            when: Default::default(),
+            action: crate::config::TriggerAction::Notify,
+            target: Some("web:alerts".into()),
+            conversation: Some("web:alerts".parse().unwrap()),
+            template: Some("{{text}}".into()),
+            instructions: Some("none".into()),
+        }],
+    }];
+    c.access.groups = vec![crate::config::GroupConfig {
+        conversation: "telegram:-1001234567890".parse().unwrap(),
+        respond: crate::config::Respond::All,
+        session: crate::config::GroupSession::Shared,
+    }];
     c
 }
 
@@ -88,6 +115,9 @@ fn example_with_its_optional_keys_uncommented_is_valid() {
     assert_eq!(config.channels.web.token.as_ref().map(Secret::expose), Some("value-of-BUTLER_WEB_TOKEN"));
     assert_eq!(config.channels.web.tokens["alice"].expose(), "value-of-ALICE_WEB_TOKEN");
     assert!(config.agent.instructions.is_some());
+    assert_eq!(config.triggers.len(), 1);
+    assert_eq!(config.triggers[0].secret.expose(), "value-of-GITHUB_WEBHOOK_SECRET");
+    assert_eq!(config.triggers[0].rules.len(), 2);
 }
 
 #[test]
@@ -102,11 +132,20 @@ fn example_documents_every_key_and_its_env_override() {
         if schema.iter().any(|p| p.starts_with(&format!("{path}."))) {
             continue; // a section
         }
-        // Entries of an array of tables are overridden by number: llm.fallback.0.model.
-        let indexed = arrays
-            .iter()
-            .find_map(|a| path.strip_prefix(&format!("{a}.")).map(|rest| format!("{a}.0.{rest}")))
-            .unwrap_or_else(|| path.clone());
+        // Entries of an array of tables are overridden by number, at every level:
+        // llm.fallback.0.model, triggers.0.rules.0.action.
+        let (mut plain, mut indexed) = (String::new(), String::new());
+        for seg in path.split('.') {
+            if !plain.is_empty() {
+                plain.push('.');
+                indexed.push('.');
+            }
+            plain.push_str(seg);
+            indexed.push_str(seg);
+            if arrays.contains(&plain) {
+                indexed.push_str(".0");
+            }
+        }
         let var = format!("BUTLER_{}", indexed.to_ascii_uppercase().replace('.', "__"));
         assert!(EXAMPLE.contains(&var), "{ORIGIN} does not name {var} for `{path}`");
     }

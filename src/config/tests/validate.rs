@@ -203,3 +203,65 @@ fn error_messages_never_show_secrets() {
         }
     }
 }
+
+#[test]
+fn trigger_problems_name_the_key() {
+    const SRC: &str = "[[triggers]]\nname = \"github\"\nsecret = \"s\"\n";
+    // (file, expected keys of the problems; empty = valid)
+    let cases: &[(String, &[&str])] = &[
+        (SRC.to_string(), &[]),
+        (format!("{SRC}default = \"notify\"\ntarget = \"web:alerts\""), &[]),
+        (format!("{SRC}default = \"notify\""), &["triggers[0].target"]),
+        (format!("{SRC}default = \"notify\"\ntarget = \"alerts\""), &["triggers[0].target"]),
+        (format!("{SRC}default = \"agent\"\ntarget = \"web:alice\""), &["triggers[0].conversation"]),
+        (format!("{SRC}default = \"agent\"\ntarget = \"web:alice\"\nconversation = \"web:a\""), &[]),
+        (format!("{SRC}default = \"agent\"\nconversation = \"web:a\""), &["triggers[0].target"]),
+        ("[[triggers]]\nname = \"GitHub\"\nsecret = \"s\"".into(), &["triggers[0].name"]),
+        ("[[triggers]]\nname = \"a/b\"\nsecret = \"s\"".into(), &["triggers[0].name"]),
+        (format!("{SRC}{SRC}"), &["triggers[1].name"]),
+        ("[[triggers]]\nname = \"x\"\nsecret = \" \"".into(), &["triggers[0].secret"]),
+        (
+            format!("{SRC}rate_limit_per_minute = 0\nmax_payload_chars = 0"),
+            &["triggers[0].rate_limit_per_minute", "triggers[0].max_payload_chars"],
+        ),
+        (
+            format!("{SRC}[[triggers.rules]]\nwhen = {{ \"headers.x-github-event\" = \"push\" }}\naction = \"drop\""),
+            &[],
+        ),
+        (format!("{SRC}[[triggers.rules]]\naction = \"notify\""), &["triggers[0].rules[0].target"]),
+        (format!("{SRC}target = \"web:alerts\"\n[[triggers.rules]]\naction = \"notify\""), &[]),
+        (format!("{SRC}[[triggers.rules]]\naction = \"notify\"\ntarget = \"telegram:-100123/7\""), &[]),
+        (
+            format!("{SRC}[[triggers.rules]]\naction = \"agent\"\ntarget = \"web:alice\""),
+            &["triggers[0].rules[0].conversation"],
+        ),
+        (
+            format!("{SRC}conversation = \"web:gh\"\n[[triggers.rules]]\naction = \"agent\"\ntarget = \"web:alice\""),
+            &[],
+        ),
+        (
+            format!("{SRC}[[triggers.rules]]\nwhen = {{ \"x-github-event\" = \"push\" }}\naction = \"drop\""),
+            &["triggers[0].rules[0].when.\"x-github-event\""],
+        ),
+        (
+            format!("{SRC}[[triggers.rules]]\nwhen = {{ \"body.\" = \"x\" }}\naction = \"drop\""),
+            &["triggers[0].rules[0].when.\"body.\""],
+        ),
+        (
+            format!(
+                "{SRC}[[triggers.rules]]\nwhen = {{ \"body.a\" = {{ b = 1 }}, \"body.c\" = [] }}\naction = \"drop\""
+            ),
+            &["triggers[0].rules[0].when.\"body.a\"", "triggers[0].rules[0].when.\"body.c\""],
+        ),
+        (format!("{SRC}[[triggers.rules]]\nwhen = {{ \"body.n\" = [1, \"two\", true] }}\naction = \"drop\""), &[]),
+    ];
+    for (text, want) in cases {
+        let config = parse(text, &[]).unwrap_or_else(|e| panic!("{text}: {e}"));
+        let keys: Vec<String> = match config.validate() {
+            Ok(()) => vec![],
+            Err(ConfigError::Invalid { problems, .. }) => problems.into_iter().map(|p| p.key).collect(),
+            Err(e) => panic!("{text}: {e}"),
+        };
+        assert_eq!(keys, *want, "{text}");
+    }
+}

@@ -28,26 +28,27 @@ pub(crate) fn search_terms(query: &str) -> Vec<String> {
 }
 
 /// Implements `MemoryStore` for `$store`; the search SQL and query syntax come from
-/// `Self::SQL_MEMORY_SEARCH` (`$1` user, `$2` query, `$3` limit) and `Self::fts_query`.
+/// `Self::SQL_MEMORY_SEARCH` (`$1` user, `$2` query, `$3` limit, `$4` scope) and `Self::fts_query`.
 macro_rules! impl_memory {
     ($store:ty, $db:ty) => {
         #[async_trait::async_trait]
         impl $crate::store::MemoryStore for $store {
             async fn memory_add(
                 &self,
-                user_id: &str,
+                owner: &$crate::store::MemoryScope,
                 text: &str,
                 source: Option<&str>,
             ) -> $crate::store::Result<$crate::store::MemoryRow> {
                 let raw: $crate::store::sql::rows::MemoryRaw = sqlx::query_as(concat!(
-                    "INSERT INTO memories (user_id, text, source, created_ms, updated_ms) VALUES ($1, $2, $3, $4, $4) \
-                     RETURNING ",
+                    "INSERT INTO memories (user_id, text, source, created_ms, updated_ms, scope) \
+                     VALUES ($1, $2, $3, $4, $4, $5) RETURNING ",
                     $crate::store::sql::rows::cols!(memory)
                 ))
-                .bind(user_id)
+                .bind(owner.user_id.as_str())
                 .bind(text)
                 .bind(source)
                 .bind($crate::store::now_ms())
+                .bind(owner.scope.as_str())
                 .fetch_one(self.writer())
                 .await
                 .map_err($crate::store::sql::error::db_err)?;
@@ -59,7 +60,7 @@ macro_rules! impl_memory {
             /// most recent first. A query without words returns nothing.
             async fn memory_search(
                 &self,
-                user_id: &str,
+                owner: &$crate::store::MemoryScope,
                 query: &str,
                 limit: usize,
             ) -> $crate::store::Result<Vec<$crate::store::MemoryRow>> {
@@ -68,35 +69,42 @@ macro_rules! impl_memory {
                     return Ok(Vec::new());
                 }
                 let raw: Vec<$crate::store::sql::rows::MemoryRaw> = sqlx::query_as(Self::SQL_MEMORY_SEARCH)
-                    .bind(user_id)
+                    .bind(owner.user_id.as_str())
                     .bind(Self::fts_query(&terms))
                     .bind($crate::store::sql::rows::sql_limit(limit))
+                    .bind(owner.scope.as_str())
                     .fetch_all(self.reader())
                     .await
                     .map_err($crate::store::sql::error::db_err)?;
                 Ok(raw.into_iter().map(Into::into).collect())
             }
 
-            /// This user's memories, most recent first.
-            async fn memory_list(&self, user_id: &str, limit: usize) -> $crate::store::Result<Vec<$crate::store::MemoryRow>> {
+            /// This owner's memories in this scope, most recent first.
+            async fn memory_list(
+                &self,
+                owner: &$crate::store::MemoryScope,
+                limit: usize,
+            ) -> $crate::store::Result<Vec<$crate::store::MemoryRow>> {
                 let raw: Vec<$crate::store::sql::rows::MemoryRaw> = sqlx::query_as(concat!(
                     "SELECT ",
                     $crate::store::sql::rows::cols!(memory),
-                    " FROM memories WHERE user_id = $1 ORDER BY created_ms DESC, id DESC LIMIT $2"
+                    " FROM memories WHERE user_id = $1 AND scope = $3 ORDER BY created_ms DESC, id DESC LIMIT $2"
                 ))
-                .bind(user_id)
+                .bind(owner.user_id.as_str())
                 .bind($crate::store::sql::rows::sql_limit(limit))
+                .bind(owner.scope.as_str())
                 .fetch_all(self.reader())
                 .await
                 .map_err($crate::store::sql::error::db_err)?;
                 Ok(raw.into_iter().map(Into::into).collect())
             }
 
-            /// Deletes the memory only if it belongs to `user_id`.
-            async fn memory_forget(&self, user_id: &str, id: i64) -> $crate::store::Result<bool> {
-                let done = sqlx::query("DELETE FROM memories WHERE id = $1 AND user_id = $2")
+            /// Deletes the memory only if it belongs to this owner and scope.
+            async fn memory_forget(&self, owner: &$crate::store::MemoryScope, id: i64) -> $crate::store::Result<bool> {
+                let done = sqlx::query("DELETE FROM memories WHERE id = $1 AND user_id = $2 AND scope = $3")
                     .bind(id)
-                    .bind(user_id)
+                    .bind(owner.user_id.as_str())
+                    .bind(owner.scope.as_str())
                     .execute(self.writer())
                     .await
                     .map_err($crate::store::sql::error::db_err)?;

@@ -2,22 +2,24 @@
 //! zero setup) and [`PgStore`] (production, several replicas).
 //!
 //! Every query is written once. The per-concern modules (`inbox`, `sessions`, `turn`,
-//! `outbox`, `memory`, `users`, `web`) each hold a `macro_rules!` that expands the shared method
-//! bodies for a concrete store type and its `sqlx` database; `sqlx` accepts `$1` placeholders on
-//! both backends. A backend supplies only what differs: its pools, how a write transaction
+//! `outbox`, `memory`, `users`, `web`, `access`, `audit`) each hold a `macro_rules!` that
+//! expands the shared method bodies for a concrete store type and its `sqlx` database; `sqlx`
+//! accepts `$1` placeholders on both backends. A backend supplies only what differs: its pools, how a write transaction
 //! begins, how a list of channels is bound (`channel_sql!`), and its full-text search.
 //!
 //! Contract for a store type `S` the macros expand for:
 //! - `fn reader(&self) -> &Pool<DB>` for reads, `fn writer(&self) -> &Pool<DB>` for writes;
 //! - `async fn begin_write(&self) -> Result<Transaction<'static, DB>>`;
 //! - `fn channels_arg(&[String]) -> impl Encode` and the `SQL_*` constants of `channel_sql!`;
-//! - `SQL_MEMORY_SEARCH` (`$1` user, `$2` query, `$3` limit) and `fn fts_query(&[String])`;
+//! - `SQL_MEMORY_SEARCH` (`$1` user, `$2` query, `$3` limit, `$4` scope) and `fn fts_query(&[String])`;
 //! - `BACKEND`, `fn migrator()`, `async fn close_pools(&self)`.
 //!
 //! This module must never build SQL from user input (only from the fixed fragments here and
 //! `QueryBuilder` placeholders), never log or return a database password, and never hold a
 //! transaction open across anything but its own statements.
 
+mod access;
+mod audit;
 mod error;
 mod inbox;
 mod memory;
@@ -75,6 +77,8 @@ macro_rules! impl_store {
         $crate::store::sql::memory::impl_memory!($store, $db);
         $crate::store::sql::users::impl_users!($store, $db);
         $crate::store::sql::web::impl_web!($store, $db);
+        $crate::store::sql::access::impl_access!($store, $db);
+        $crate::store::sql::audit::impl_audit!($store, $db);
 
         #[async_trait::async_trait]
         impl $crate::store::Store for $store {

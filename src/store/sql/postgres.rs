@@ -69,9 +69,9 @@ impl PgStore {
     super::channel_sql!("channel = ANY($1)", " FOR UPDATE SKIP LOCKED");
 
     /// `tsv @@ query` over this user's rows (GIN index), best `ts_rank` first, then newest.
-    const SQL_MEMORY_SEARCH: &'static str = "SELECT id, user_id, text, source, created_ms \
+    const SQL_MEMORY_SEARCH: &'static str = "SELECT id, user_id, scope, text, source, created_ms \
          FROM memories, to_tsquery('english', $2) AS q \
-         WHERE user_id = $1 AND tsv @@ q \
+         WHERE user_id = $1 AND scope = $4 AND tsv @@ q \
          ORDER BY ts_rank(tsv, q) DESC, created_ms DESC, id DESC LIMIT $3";
 
     /// `'a' | 'b'`: every term is a quoted tsquery lexeme (terms hold only letters and digits,

@@ -6,8 +6,8 @@
 
 use super::error::corrupt;
 use crate::store::{
-    ConversationRow, InboxRow, InboxStatus, MemoryRow, NewMessage, OutboxRow, OutboxStatus, Result, Role, SessionRow,
-    StoreError, StoredMessage, UserRole, UserRow, WebMessage,
+    CodeKind, CodeRow, ConversationRow, DecisionRow, InboxRow, InboxStatus, MemoryRow, NewMessage, OutboxRow,
+    OutboxStatus, Result, Role, SessionRow, StoreError, StoredMessage, UserRole, UserRow, WebMessage,
 };
 use butler_channel::{Button, ConversationKind};
 
@@ -27,7 +27,7 @@ macro_rules! cols {
          next_attempt_ms, last_error, created_ms, updated_ms"
     };
     (memory) => {
-        "id, user_id, text, source, created_ms"
+        "id, user_id, scope, text, source, created_ms"
     };
     (user) => {
         "id, display_name, role, timezone, created_ms"
@@ -37,6 +37,12 @@ macro_rules! cols {
     };
     (web) => {
         "id, conversation, key, role, author, text, buttons, created_ms, updated_ms"
+    };
+    (code) => {
+        "kind, code, identity, user_id, display_name, conversation, created_ms, expires_ms"
+    };
+    (decision) => {
+        "at_ms, event_id, actor, conversation, decision, reason"
     };
 }
 pub(crate) use cols;
@@ -206,6 +212,7 @@ impl TryFrom<OutboxRaw> for OutboxRow {
 pub(crate) struct MemoryRaw {
     id: i64,
     user_id: String,
+    scope: String,
     text: String,
     source: Option<String>,
     created_ms: i64,
@@ -213,7 +220,14 @@ pub(crate) struct MemoryRaw {
 
 impl From<MemoryRaw> for MemoryRow {
     fn from(r: MemoryRaw) -> Self {
-        MemoryRow { id: r.id, user_id: r.user_id, text: r.text, source: r.source, created_ms: r.created_ms }
+        MemoryRow {
+            id: r.id,
+            user_id: r.user_id,
+            scope: r.scope,
+            text: r.text,
+            source: r.source,
+            created_ms: r.created_ms,
+        }
     }
 }
 
@@ -286,6 +300,62 @@ impl TryFrom<WebRaw> for WebMessage {
             created_ms: r.created_ms,
             updated_ms: r.updated_ms,
         })
+    }
+}
+
+#[derive(sqlx::FromRow)]
+pub(crate) struct CodeRaw {
+    kind: String,
+    code: String,
+    identity: String,
+    user_id: Option<String>,
+    display_name: Option<String>,
+    conversation: String,
+    created_ms: i64,
+    expires_ms: i64,
+}
+
+impl TryFrom<CodeRaw> for CodeRow {
+    type Error = StoreError;
+    fn try_from(r: CodeRaw) -> Result<Self> {
+        let kind = match r.kind.as_str() {
+            "pair" => CodeKind::Pair,
+            "link" => CodeKind::Link,
+            other => return Err(corrupt("codes.kind", other)),
+        };
+        Ok(CodeRow {
+            kind,
+            code: r.code,
+            identity: r.identity,
+            user_id: r.user_id,
+            display_name: r.display_name,
+            conversation: r.conversation,
+            created_ms: r.created_ms,
+            expires_ms: r.expires_ms,
+        })
+    }
+}
+
+#[derive(sqlx::FromRow)]
+pub(crate) struct DecisionRaw {
+    at_ms: i64,
+    event_id: String,
+    actor: String,
+    conversation: String,
+    decision: String,
+    reason: String,
+}
+
+impl From<DecisionRaw> for DecisionRow {
+    fn from(r: DecisionRaw) -> Self {
+        DecisionRow {
+            at_ms: r.at_ms,
+            event_id: r.event_id,
+            actor: r.actor,
+            conversation: r.conversation,
+            decision: r.decision,
+            reason: r.reason,
+        }
     }
 }
 

@@ -99,9 +99,9 @@ impl SqliteStore {
 
     /// FTS5 over `memories_fts` (external content, kept in sync by triggers), best `bm25`
     /// first, then newest.
-    const SQL_MEMORY_SEARCH: &'static str = "SELECT m.id, m.user_id, m.text, m.source, m.created_ms \
+    const SQL_MEMORY_SEARCH: &'static str = "SELECT m.id, m.user_id, m.scope, m.text, m.source, m.created_ms \
          FROM memories_fts JOIN memories m ON m.id = memories_fts.rowid \
-         WHERE memories_fts MATCH $2 AND m.user_id = $1 \
+         WHERE memories_fts MATCH $2 AND m.user_id = $1 AND m.scope = $4 \
          ORDER BY bm25(memories_fts), m.created_ms DESC, m.id DESC LIMIT $3";
 
     /// `"a" OR "b"`: every term is a quoted FTS5 string (terms hold only letters and digits,

@@ -1,0 +1,61 @@
+//! `butler pair list|approve CODE|deny CODE`: answering pairing requests from the shell,
+//! straight on the store (Butler need not be running; a running Butler sees the result at once).
+
+use crate::config::Config;
+use crate::store::{now_ms, CodeKind};
+use crate::triage::access::{approve_pairing, deny_pairing};
+use clap::Subcommand;
+use std::process::ExitCode;
+
+#[derive(Subcommand, Debug)]
+pub enum PairCommand {
+    /// Pairing requests waiting for approval
+    List,
+    /// Let the person who got this code talk to Butler (as a member)
+    Approve { code: String },
+    /// Decline a request
+    Deny { code: String },
+}
+
+pub async fn run(cfg: Config, cmd: PairCommand) -> Result<ExitCode, ExitCode> {
+    let store = crate::store::connect(cfg.database.url.expose(), 2).await.map_err(|e| super::fail(1, e))?;
+    store.migrate().await.map_err(|e| super::fail(1, e))?;
+    let code = match cmd {
+        PairCommand::List => {
+            let codes = store.codes_live(CodeKind::Pair, now_ms()).await.map_err(|e| super::fail(1, e))?;
+            if codes.is_empty() {
+                println!("no pairing requests are waiting");
+            }
+            for c in codes {
+                let left = (c.expires_ms - now_ms()).max(0) / 60_000;
+                let name = c.display_name.map(|n| format!(" ({n})")).unwrap_or_default();
+                println!("{}  {}{name}  expires in {left} min", c.code, c.identity);
+            }
+            ExitCode::SUCCESS
+        }
+        PairCommand::Approve { code } => match approve_pairing(&*store, &code, &cfg.agent.timezone).await {
+            Ok(Some((row, user))) => {
+                println!("approved {} (user {}, role {})", row.identity, user.id, user.role.as_str());
+                ExitCode::SUCCESS
+            }
+            Ok(None) => {
+                eprintln!("error: no waiting request has the code {code}; `butler pair list` shows them (codes expire after an hour)");
+                ExitCode::from(1)
+            }
+            Err(e) => super::fail(1, e),
+        },
+        PairCommand::Deny { code } => match deny_pairing(&*store, &code).await {
+            Ok(Some(row)) => {
+                println!("declined {}", row.identity);
+                ExitCode::SUCCESS
+            }
+            Ok(None) => {
+                eprintln!("error: no waiting request has the code {code}; `butler pair list` shows them");
+                ExitCode::from(1)
+            }
+            Err(e) => super::fail(1, e),
+        },
+    };
+    store.close().await;
+    Ok(code)
+}

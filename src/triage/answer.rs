@@ -1,0 +1,186 @@
+//! Commands answered in triage, without the model: status, identity, pairing, links and the
+//! text fallback for approvals. Owner-only commands refuse everyone else politely.
+
+use super::access::{approve_pairing, deny_pairing};
+use super::commands::{start_of_day_ms, HELP};
+use super::{Command, Decision, PairCommand, Triage, Verdict};
+use crate::store::{now_ms, CodeKind, StoreError, UserRole, UserRow};
+use butler_channel::{ConversationKind, InboundEvent};
+
+fn reply(text: impl Into<String>) -> Verdict {
+    Verdict::plain(Decision::Reply { text: text.into() })
+}
+
+impl Triage {
+    pub(super) async fn command(
+        &self,
+        cmd: Command,
+        event: &InboundEvent,
+        user: &UserRow,
+        key: &str,
+    ) -> Result<Verdict, StoreError> {
+        Ok(match cmd {
+            Command::Help => reply(HELP),
+            Command::Stop if self.sessions.stop(key, None) => Verdict::plain(Decision::Done),
+            Command::Stop => reply("Nothing is running."),
+            Command::Status => reply(self.status(key, user).await?),
+            Command::WhoAmI => reply(self.whoami(event, user).await?),
+            Command::Link(None) => self.offer_link(event, user).await?,
+            Command::Pair(pair) => self.pair(pair, event, user).await?,
+            Command::Approve(None) | Command::Deny(None) => reply("Say which approval: `/approve ID` or `/deny ID`."),
+            Command::Approve(Some(id)) | Command::Deny(Some(id)) => {
+                reply(format!("There is no pending approval `{id}`."))
+            }
+            // Handled before this point; listed so the match stays exhaustive.
+            Command::New | Command::Unknown | Command::Link(Some(_)) => Verdict::plain(Decision::Done),
+        })
+    }
+
+    async fn status(&self, key: &str, user: &UserRow) -> Result<String, StoreError> {
+        let session = self.store.session_active(key).await?;
+        let since = start_of_day_ms(&user.timezone);
+        let usage = self.store.usage_since(&user.id, since).await?;
+        let running = if self.sessions.is_running(key) { "a turn is running" } else { "idle" };
+        let mut text = format!(
+            "Session: {} ({running})\nModel: {}\nToday: {} turns, {} tokens in, {} tokens out, ${:.4}",
+            session.map_or_else(|| "none yet".to_string(), |s| format!("`{}`", &s.id[..8.min(s.id.len())])),
+            if self.model.is_empty() { "not configured" } else { &self.model },
+            usage.turns,
+            usage.input_tokens,
+            usage.output_tokens,
+            usage.cost_usd
+        );
+        if user.role == UserRole::Owner {
+            let counts = self.store.decisions_since(since).await?;
+            let pending = self.store.codes_live(CodeKind::Pair, now_ms()).await?.len();
+            let summary = if counts.is_empty() {
+                "none".to_string()
+            } else {
+                counts.iter().map(|(k, n)| format!("{k} {n}")).collect::<Vec<_>>().join(", ")
+            };
+            text.push_str(&format!("\nTriage today: {summary}\nPairing requests waiting: {pending}"));
+            let recent = self.store.decisions_recent(5).await?;
+            for d in recent {
+                text.push_str(&format!("\n- {} `{}`: {}", d.decision, d.actor, d.reason));
+            }
+        }
+        Ok(text)
+    }
+
+    async fn whoami(&self, event: &InboundEvent, user: &UserRow) -> Result<String, StoreError> {
+        let linked = self.store.user_identities(&user.id).await?;
+        let others: Vec<String> =
+            linked.iter().filter(|i| **i != event.actor.identity).map(|i| format!("`{i}`")).collect();
+        let mut text = format!(
+            "You are `{}` (user `{}`, role {}, time zone {}).",
+            event.actor.identity,
+            user.id,
+            user.role.as_str(),
+            user.timezone
+        );
+        if !others.is_empty() {
+            text.push_str(&format!(" Linked accounts: {}.", others.join(", ")));
+        }
+        Ok(text)
+    }
+
+    async fn offer_link(&self, event: &InboundEvent, user: &UserRow) -> Result<Verdict, StoreError> {
+        if event.kind == ConversationKind::Group {
+            return Ok(reply("Send /link in a private chat with me, so the code stays yours."));
+        }
+        let code = self.access.link_code(&*self.store, event, user).await?;
+        Ok(reply(format!(
+            "🔗 To link another chat account to this one, send `/link {code}` to me from that account within \
+             10 minutes. The code works once."
+        )))
+    }
+
+    /// `/link CODE` from the account joining (which may not be known yet).
+    pub(super) async fn redeem_link(&self, event: &InboundEvent, code: &str) -> Result<Verdict, StoreError> {
+        let id = &event.actor.identity;
+        if let Some(left) = self.access.locked(id) {
+            return Ok(locked(left));
+        }
+        if event.kind == ConversationKind::Group {
+            return Ok(reply("Send /link in a private chat with me."));
+        }
+        match self.access.redeem_link(&*self.store, id, code).await? {
+            Some(row) => {
+                self.access.right_code(id);
+                let text = format!(
+                    "🔗 Linked: `{id}` and `{}` are now the same person to me. Memory and history follow you \
+                     across both.",
+                    row.identity
+                );
+                Ok(Verdict::recorded(Decision::Reply { text }, "link", format!("{id} linked to {}", row.identity)))
+            }
+            None => Ok(self.wrong_code(id, "link")),
+        }
+    }
+
+    fn wrong_code(&self, id: &butler_channel::Identity, what: &str) -> Verdict {
+        let locked_now = self.access.wrong_code(id);
+        let text = if locked_now {
+            "That code is not valid, and that was too many wrong codes: try again in 15 minutes.".to_string()
+        } else {
+            "That code is not valid (codes work once and expire).".to_string()
+        };
+        Verdict::recorded(Decision::Reply { text }, "wrong_code", format!("wrong {what} code from {id}"))
+    }
+
+    async fn pair(&self, cmd: PairCommand, event: &InboundEvent, user: &UserRow) -> Result<Verdict, StoreError> {
+        if user.role != UserRole::Owner {
+            return Ok(reply("Only the owner can answer pairing requests."));
+        }
+        let id = &event.actor.identity;
+        if let Some(left) = self.access.locked(id) {
+            return Ok(locked(left));
+        }
+        Ok(match cmd {
+            PairCommand::List => {
+                let codes = self.store.codes_live(CodeKind::Pair, now_ms()).await?;
+                if codes.is_empty() {
+                    reply("No pairing requests are waiting.")
+                } else {
+                    let lines: Vec<String> = codes
+                        .iter()
+                        .map(|c| {
+                            let name = c.display_name.as_deref().map(|n| format!(" ({n})")).unwrap_or_default();
+                            format!("- `{}` from `{}`{name}", c.code, c.identity)
+                        })
+                        .collect();
+                    reply(format!("Pairing requests:\n{}\nApprove with `/pair approve CODE`.", lines.join("\n")))
+                }
+            }
+            PairCommand::Approve(code) => match approve_pairing(&*self.store, &code, &self.timezone).await? {
+                Some((row, _)) => {
+                    self.access.right_code(id);
+                    if let Ok(who) = row.identity.parse() {
+                        self.access.invalidate(&who);
+                    }
+                    let text = format!("✅ Approved `{}`: they can talk to me now.", row.identity);
+                    Verdict::recorded(Decision::Reply { text }, "paired", format!("{} approved by {id}", row.identity))
+                }
+                None => self.wrong_code(id, "pairing"),
+            },
+            PairCommand::Deny(code) => match deny_pairing(&*self.store, &code).await? {
+                Some(row) => {
+                    self.access.right_code(id);
+                    let text = format!("Declined the request from `{}`.", row.identity);
+                    Verdict::recorded(Decision::Reply { text }, "declined", format!("{} declined by {id}", row.identity))
+                }
+                None => self.wrong_code(id, "pairing"),
+            },
+            PairCommand::Usage => reply("Use `/pair`, `/pair approve CODE` or `/pair deny CODE`."),
+        })
+    }
+}
+
+fn locked(left: std::time::Duration) -> Verdict {
+    let minutes = left.as_secs().div_ceil(60).max(1);
+    Verdict::recorded(
+        Decision::Reply { text: format!("Too many wrong codes. Try again in {minutes} minutes.") },
+        "locked",
+        "sender locked out after wrong codes",
+    )
+}

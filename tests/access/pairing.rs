@@ -1,0 +1,116 @@
+//! Closed by default: unknown people get one pairing code (at most once an hour), nothing
+//! reaches the agent; the owner approves; codes are single use and expire; wrong codes lock the
+//! sender out; `allowlist` and `open` policies.
+
+use crate::{decisions, start};
+use butler::config::AccessPolicy;
+use butler::store::{now_ms, CodeKind, CodeRow};
+
+fn code_in(text: &str) -> String {
+    let start = text.find('`').expect("a code in backticks") + 1;
+    let end = start + text[start..].find('`').unwrap();
+    text[start..end].to_string()
+}
+
+#[tokio::test]
+async fn an_unknown_person_gets_one_pairing_code_and_the_owner_approves_it() {
+    let (app, chat, llm) = start(|_| {}).await;
+    for text in ["hello?", "anyone there?", "hello???"] {
+        app.emit(chat.dm("mallory", text)).await;
+    }
+    let texts = chat.wait_texts("mallory", 1).await;
+    chat.assert_quiet("mallory", 1).await;
+    assert!(texts[0].contains("pairing code"), "{}", texts[0]);
+    let code = code_in(&texts[0]);
+    assert_eq!(code.len(), 9, "{code}");
+    assert_eq!(llm.request_count(), 0, "nothing reached the model");
+    let kinds: Vec<String> = decisions(&app).await.into_iter().map(|(k, _)| k).collect();
+    assert_eq!(kinds, ["pairing", "drop", "drop"], "the code once, then silence, each recorded");
+
+    // The owner lists and approves in their own chat.
+    app.emit(chat.dm("owner", "/pair")).await;
+    let owner = chat.wait_texts("owner", 1).await;
+    assert!(owner[0].contains(&code) && owner[0].contains("chat:mallory"), "{}", owner[0]);
+    app.emit(chat.dm("owner", &format!("/pair approve {}", code.to_lowercase()))).await;
+    let owner = chat.wait_texts("owner", 2).await;
+    assert!(owner[1].contains("Approved `chat:mallory`"), "{}", owner[1]);
+    let told = chat.wait_texts("mallory", 2).await;
+    assert!(told[1].contains("You're in"), "{}", told[1]);
+
+    // Now Mallory reaches the agent.
+    app.emit(chat.dm("mallory", "hi again")).await;
+    let texts = chat.wait_texts("mallory", 3).await;
+    assert_eq!(texts[2], "echo: hi again");
+    assert_eq!(llm.request_count(), 1);
+
+    // Single use: approving the same code again is a wrong code.
+    app.emit(chat.dm("owner", &format!("/pair approve {code}"))).await;
+    let owner = chat.wait_texts("owner", 3).await;
+    assert!(owner[2].contains("not valid"), "{}", owner[2]);
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn expired_codes_do_nothing_and_wrong_codes_lock_the_sender_out() {
+    let (app, chat, _llm) = start(|_| {}).await;
+    let store = &app.app.store;
+    let old = CodeRow {
+        kind: CodeKind::Pair,
+        code: "ABCD-EFGH".into(),
+        identity: "chat:late".into(),
+        user_id: None,
+        display_name: None,
+        conversation: "chat:late".into(),
+        created_ms: now_ms() - 7_200_000,
+        expires_ms: now_ms() - 3_600_000,
+    };
+    store.code_create(&old).await.unwrap();
+    app.emit(chat.dm("owner", "/pair approve ABCD-EFGH")).await;
+    let owner = chat.wait_texts("owner", 1).await;
+    assert!(owner[0].contains("not valid"), "{}", owner[0]);
+    assert!(store.identity_user(&"chat:late".parse().unwrap()).await.unwrap().is_none());
+
+    // A stranger guessing link codes is locked out after five wrong ones, even for a right one.
+    for i in 0..5 {
+        app.emit(chat.dm("guesser", &format!("/link WRNG-{i:04}"))).await;
+    }
+    let texts = chat.wait_texts("guesser", 5).await;
+    assert!(texts[4].contains("too many wrong codes"), "{}", texts[4]);
+    app.emit(chat.dm("owner", "/link")).await;
+    let owner = chat.wait_texts("owner", 2).await;
+    let right = code_in(&owner[1]).replace("/link ", "");
+    app.emit(chat.dm("guesser", &format!("/link {right}"))).await;
+    let texts = chat.wait_texts("guesser", 6).await;
+    assert!(texts[5].starts_with("Too many wrong codes"), "{}", texts[5]);
+    assert!(store.identity_user(&"chat:guesser".parse().unwrap()).await.unwrap().is_none(), "not linked");
+    let kinds: Vec<String> = decisions(&app).await.into_iter().map(|(k, _)| k).collect();
+    assert!(kinds.contains(&"locked".to_string()) && kinds.contains(&"wrong_code".to_string()), "{kinds:?}");
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn allowlist_and_open_policies() {
+    // Allowlist: listed people get through; others get one refusal and no code.
+    let (app, chat, llm) = start(|c| {
+        c.access.policy = AccessPolicy::Allowlist;
+        c.access.allow = vec!["chat:friend".parse().unwrap()];
+    })
+    .await;
+    app.emit(chat.dm("friend", "hi")).await;
+    assert_eq!(chat.wait_texts("friend", 1).await[0], "echo: hi");
+    app.emit(chat.dm("stranger", "hi")).await;
+    app.emit(chat.dm("stranger", "hi?")).await;
+    let texts = chat.wait_texts("stranger", 1).await;
+    chat.assert_quiet("stranger", 1).await;
+    assert_eq!(texts[0], "🔒 This Butler is private.");
+    assert_eq!(llm.request_count(), 1);
+    assert!(app.app.store.codes_live(CodeKind::Pair, now_ms()).await.unwrap().is_empty(), "no pairing in allowlist mode");
+    app.stop().await;
+
+    // Open: anyone, as a guest.
+    let (app, chat, _llm) = start(|c| c.access.policy = AccessPolicy::Open).await;
+    app.emit(chat.dm("anyone", "/whoami")).await;
+    let texts = chat.wait_texts("anyone", 1).await;
+    assert!(texts[0].contains("role guest"), "{}", texts[0]);
+    app.stop().await;
+}

@@ -1,0 +1,272 @@
+//! The HTTP side of `POST /hooks/{name}`: signatures (GitHub and Butler schemes), the body
+//! limit, unknown sources, bad bodies, redeliveries and the rate limit. Every refusal must be
+//! JSON and leave the inbox untouched.
+
+use crate::common::*;
+use crate::support::app::TestApp;
+use serde_json::json;
+use std::time::Duration;
+
+/// A GitHub source and a Butler-scheme source, both dropping everything by default.
+const TWO_SOURCES: &str = r#"
+[[triggers]]
+name = "github"
+secret = "gh-webhook-secret-4f1d9c"
+signature = "github"
+
+[[triggers]]
+name = "deploys"
+secret = "butler-hook-secret-88a2e0"
+signature = "butler"
+"#;
+
+async fn app(toml_text: &str) -> TestApp {
+    let (cfg, dir) = hook_config(None, toml_text);
+    TestApp::start(cfg, Some(dir)).await
+}
+
+#[tokio::test]
+async fn good_github_and_butler_signatures_are_accepted() {
+    let t = app(TWO_SOURCES).await;
+    let push = fixture("push");
+    let a = post_github(&t, "github", "push", "0b1c7e52-2763-11f0-9a9e-5bd3c1c5a3d7", &push).await;
+    assert_eq!((a.status, &a.json["event_id"]), (202, &json!("hook:github:0b1c7e52-2763-11f0-9a9e-5bd3c1c5a3d7")));
+    assert_eq!(a.json["duplicate"], false);
+
+    let body = br#"{"service":"api","version":"2025.05.02-3","status":"deployed"}"#;
+    let b =
+        post(&t, "deploys", &butler_headers(BUTLER_SECRET, now_secs(), Some("deploy-771"), body), body.to_vec()).await;
+    assert_eq!((b.status, &b.json["event_id"]), (202, &json!("hook:deploys:deploy-771")));
+
+    let rows = settled(&t, 2).await;
+    let ids: Vec<&str> = rows.iter().map(|r| r.id.as_str()).collect();
+    assert_eq!(ids, ["hook:github:0b1c7e52-2763-11f0-9a9e-5bd3c1c5a3d7", "hook:deploys:deploy-771"]);
+    assert!(rows.iter().all(|r| r.status == "dropped"), "{rows:?}");
+    let d = decision(&t, "hook:deploys:deploy-771").await;
+    assert_eq!((d.decision.as_str(), d.reason.as_str()), ("drop", "no rule matched; source default drop"));
+    t.stop().await;
+}
+
+#[tokio::test]
+async fn bad_signatures_get_401_and_store_nothing() {
+    let t = app(TWO_SOURCES).await;
+    let push = fixture("push");
+    let other = fixture("issues_opened");
+    let now = now_secs();
+    let gh = |secret: &str, signed: &[u8]| github_headers(secret, "push", "d-1", signed);
+    let without = |mut h: Headers, name: &str| {
+        h.retain(|(k, _)| *k != name);
+        h
+    };
+    let small = br#"{"service":"api","status":"deployed"}"#;
+    // (case, source, headers, body sent, expected error code)
+    let cases: Vec<(&str, &str, Headers, Vec<u8>, &str)> = vec![
+        (
+            "github: no signature",
+            "github",
+            without(gh(GITHUB_SECRET, &push), "x-hub-signature-256"),
+            push.clone(),
+            "missing_signature",
+        ),
+        ("github: wrong secret", "github", gh("not-the-secret", &push), push.clone(), "bad_signature"),
+        ("github: tampered body", "github", gh(GITHUB_SECRET, &push), other.clone(), "bad_signature"),
+        (
+            "github: signature of the body without its last byte",
+            "github",
+            gh(GITHUB_SECRET, &push[..push.len() - 1]),
+            push.clone(),
+            "bad_signature",
+        ),
+        (
+            "github: sha1 header style",
+            "github",
+            vec![("x-hub-signature-256", format!("sha1={}", "ab".repeat(20)))],
+            push.clone(),
+            "malformed_signature",
+        ),
+        (
+            "github: not hex",
+            "github",
+            vec![("x-hub-signature-256", format!("sha256={}", "zz".repeat(32)))],
+            push.clone(),
+            "malformed_signature",
+        ),
+        (
+            "butler: github's header instead of its own",
+            "deploys",
+            vec![("x-hub-signature-256", github_signature(BUTLER_SECRET, small))],
+            small.to_vec(),
+            "missing_signature",
+        ),
+        ("butler: wrong secret", "deploys", butler_headers("nope", now, None, small), small.to_vec(), "bad_signature"),
+        (
+            "butler: tampered body",
+            "deploys",
+            butler_headers(BUTLER_SECRET, now, None, small),
+            br#"{"service":"api","status":"rolled-back"}"#.to_vec(),
+            "bad_signature",
+        ),
+        (
+            "butler: stale timestamp",
+            "deploys",
+            butler_headers(BUTLER_SECRET, now - 600, None, small),
+            small.to_vec(),
+            "stale_timestamp",
+        ),
+        (
+            "butler: from the future",
+            "deploys",
+            butler_headers(BUTLER_SECRET, now + 600, None, small),
+            small.to_vec(),
+            "stale_timestamp",
+        ),
+        (
+            "butler: no timestamp",
+            "deploys",
+            without(butler_headers(BUTLER_SECRET, now, None, small), "x-butler-timestamp"),
+            small.to_vec(),
+            "missing_timestamp",
+        ),
+        (
+            "butler: timestamp moved after signing",
+            "deploys",
+            {
+                let mut h = butler_headers(BUTLER_SECRET, now - 600, None, small);
+                h.iter_mut().find(|(k, _)| *k == "x-butler-timestamp").unwrap().1 = now.to_string();
+                h
+            },
+            small.to_vec(),
+            "bad_signature",
+        ),
+    ];
+    for (case, source, headers, body, code) in cases {
+        let a = post(&t, source, &headers, body).await;
+        assert_eq!(a.status, 401, "{case}: {}", a.json);
+        assert_eq!(a.json["error"]["code"], code, "{case}: {}", a.json);
+        assert!(a.json["error"]["message"].as_str().is_some_and(|m| !m.is_empty()), "{case}");
+    }
+    // Give a wrongly accepted event time to show up before checking nothing was stored.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(hook_inbox(&t).await.is_empty(), "{:?}", hook_inbox(&t).await);
+    t.stop().await;
+}
+
+#[tokio::test]
+async fn oversized_bodies_get_a_json_413_and_store_nothing() {
+    let (mut cfg, dir) = hook_config(None, TWO_SOURCES);
+    cfg.server.max_body_bytes = 4096;
+    let t = TestApp::start(cfg, Some(dir)).await;
+    let push = fixture("push");
+    assert!(push.len() > 4096);
+    let a = post_github(&t, "github", "push", "big-1", &push).await;
+    assert_eq!(a.status, 413, "{}", a.json);
+    assert_eq!(a.json["error"]["code"], "body_too_large");
+    // Just under the limit is fine.
+    let mut body = br#"{"pad":""#.to_vec();
+    body.resize(4096 - 2, b'x');
+    body.extend_from_slice(b"\"}");
+    assert_eq!(post_github(&t, "github", "ping", "small-1", &body).await.status, 202);
+    let rows = settled(&t, 1).await;
+    assert_eq!(rows.iter().map(|r| r.id.as_str()).collect::<Vec<_>>(), ["hook:github:small-1"]);
+    t.stop().await;
+}
+
+#[tokio::test]
+async fn unknown_sources_and_bad_bodies_get_json_errors() {
+    let t = app(TWO_SOURCES).await;
+    let push = fixture("push");
+    let a = post_github(&t, "gitlab", "push", "x-1", &push).await;
+    assert_eq!((a.status, &a.json["error"]["code"]), (404, &json!("unknown_source")));
+    let r = t.http.get(t.url("/hooks/github")).send().await.unwrap();
+    assert_eq!((r.status().as_u16(), r.headers()["allow"].to_str().unwrap()), (405, "POST"));
+    assert_eq!(r.json::<serde_json::Value>().await.unwrap()["error"]["code"], "method_not_allowed");
+    // GitHub's other content type: a form-encoded `payload=` body, correctly signed.
+    let form = b"payload=%7B%22zen%22%3A%22Design+for+failure.%22%7D".to_vec();
+    let mut headers = github_headers(GITHUB_SECRET, "ping", "form-1", &form);
+    headers[0].1 = "application/x-www-form-urlencoded".into();
+    let a = post(&t, "github", &headers, form).await;
+    assert_eq!((a.status, &a.json["error"]["code"]), (400, &json!("malformed_json")), "{}", a.json);
+    assert!(a.json["error"]["message"].as_str().unwrap().contains("application/json"));
+    // A delivery id that cannot be part of an event id.
+    let body = br#"{"zen":"Keep it simple."}"#;
+    let a = post_github(&t, "github", "ping", "spaces are not ok", body).await;
+    assert_eq!((a.status, &a.json["error"]["code"]), (400, &json!("invalid_delivery_id")), "{}", a.json);
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(hook_inbox(&t).await.is_empty());
+    t.stop().await;
+}
+
+#[tokio::test]
+async fn redeliveries_and_reposts_are_stored_once() {
+    let t = app(TWO_SOURCES).await;
+    let push = fixture("push");
+    // GitHub's "Redeliver" button: same delivery id, same body.
+    let first = post_github(&t, "github", "push", "5d1e7a40-2763-11f0-8c1f-0e4d8a1b9f01", &push).await;
+    let again = post_github(&t, "github", "push", "5d1e7a40-2763-11f0-8c1f-0e4d8a1b9f01", &push).await;
+    assert_eq!((first.status, again.status), (202, 202));
+    assert_eq!((&first.json["duplicate"], &again.json["duplicate"]), (&json!(false), &json!(true)));
+    assert_eq!(first.json["event_id"], again.json["event_id"]);
+
+    // No delivery id: the same body posted twice (signed at different times) is one event, named
+    // by the SHA-256 of the body.
+    let body = br#"{"service":"billing","version":"41","status":"deployed"}"#;
+    let now = now_secs();
+    let one = post(&t, "deploys", &butler_headers(BUTLER_SECRET, now - 5, None, body), body.to_vec()).await;
+    let two = post(&t, "deploys", &butler_headers(BUTLER_SECRET, now, None, body), body.to_vec()).await;
+    let id = format!("hook:deploys:{}", sha256_hex(body));
+    assert_eq!((one.status, &one.json["event_id"]), (202, &json!(id)));
+    assert_eq!((two.status, &two.json["event_id"], &two.json["duplicate"]), (202, &json!(id), &json!(true)));
+
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let rows = settled(&t, 2).await;
+    let ids: Vec<&str> = rows.iter().map(|r| r.id.as_str()).collect();
+    assert_eq!(ids, ["hook:github:5d1e7a40-2763-11f0-8c1f-0e4d8a1b9f01", id.as_str()]);
+    t.stop().await;
+}
+
+#[tokio::test]
+async fn over_the_rate_limit_gets_429_then_is_accepted_again() {
+    let t = app(r#"
+[[triggers]]
+name = "deploys"
+secret = "butler-hook-secret-88a2e0"
+signature = "butler"
+rate_limit_per_minute = 60
+"#)
+    .await;
+    let send = |i: usize| {
+        let body = format!(r#"{{"service":"api","build":{i}}}"#).into_bytes();
+        let headers = butler_headers(BUTLER_SECRET, now_secs(), Some(&format!("build-{i}")), &body);
+        (headers, body)
+    };
+    // A burst of 60 is allowed; the bucket refills one a second, so keep going until refused.
+    let mut accepted = 0;
+    let mut refused = None;
+    for i in 0..200 {
+        let (headers, body) = send(i);
+        let a = post(&t, "deploys", &headers, body).await;
+        match a.status {
+            202 => accepted += 1,
+            429 => {
+                refused = Some((i, a));
+                break;
+            }
+            s => panic!("unexpected {s}: {}", a.json),
+        }
+    }
+    let (i, a) = refused.expect("the limit was never reached");
+    assert!(accepted >= 60, "only {accepted} accepted before a 429");
+    assert_eq!(a.json["error"]["code"], "rate_limited");
+    let wait: u64 = a.retry_after.as_deref().expect("Retry-After").parse().unwrap();
+    assert!((1..=2).contains(&wait), "Retry-After {wait}");
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let refused_id = format!("hook:deploys:build-{i}");
+    assert!(hook_inbox(&t).await.iter().all(|r| r.id != refused_id), "a refused request was stored");
+
+    tokio::time::sleep(Duration::from_secs(wait) + Duration::from_millis(100)).await;
+    let (headers, body) = send(i);
+    let a = post(&t, "deploys", &headers, body).await;
+    assert_eq!((a.status, &a.json["event_id"]), (202, &json!(refused_id)));
+    settled(&t, accepted + 1).await;
+    t.stop().await;
+}
