@@ -153,7 +153,7 @@ impl App {
             channels: names,
             worker: format!("{}-{}", std::process::id(), uuid::Uuid::new_v4().simple()),
         };
-        intake_tasks.spawn(dispatcher.run(intake.clone()));
+        intake_tasks.spawn(Arc::new(dispatcher).run(intake.clone()));
         for ch in channels.iter() {
             let (ch, ingress, cancel) = (ch.clone(), ingress.clone(), intake.clone());
             intake_tasks.spawn(async move {

@@ -33,6 +33,7 @@ pub fn router(health: Health, extra: Router, max_body_bytes: usize) -> Router {
         .with_state(health)
         .merge(extra)
         .fallback(not_found)
+        .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(max_body_bytes))
 }
 
@@ -55,6 +56,10 @@ async fn readyz(State(h): State<Health>) -> impl IntoResponse {
 
 async fn metrics() -> impl IntoResponse {
     ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], METRICS.render())
+}
+
+async fn method_not_allowed() -> ApiError {
+    ApiError::new(StatusCode::METHOD_NOT_ALLOWED, "method_not_allowed", "this endpoint does not take that method")
 }
 
 async fn not_found() -> ApiError {

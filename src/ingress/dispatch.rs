@@ -4,13 +4,17 @@
 
 use crate::outbox::Deliverer;
 use crate::store::{now_ms, DecisionRow, InboxRow, InboxStatus, NewOutbox, Store, StoreError, TurnCommit};
+use crate::triage::{Decision, Triage, HOOK_CHANNEL};
 use butler_channel::InboundEvent;
-use crate::triage::{Decision, Triage};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::Notify;
+use tokio::sync::Semaphore;
+use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
+/// Trigger events routed at once beside the dispatcher.
+const SIDE_CONCURRENCY: usize = 4;
 /// Delay before a busy session's event is offered again.
 const BUSY_RETRY_MS: i64 = 300;
 const BATCH: usize = 256;
@@ -28,7 +32,9 @@ pub struct Dispatcher {
 
 impl Dispatcher {
     /// Claims and routes events until `cancel` fires.
-    pub async fn run(self, cancel: CancellationToken) {
+    pub async fn run(self: Arc<Self>, cancel: CancellationToken) {
+        let side = Arc::new(Semaphore::new(SIDE_CONCURRENCY));
+        let mut side_tasks = JoinSet::new();
         loop {
             let claimed = match self.store.inbox_claim(&self.channels, &self.worker, BATCH).await {
                 Ok(rows) => rows,
@@ -39,20 +45,37 @@ impl Dispatcher {
             };
             let n = claimed.len();
             for row in claimed {
-                if let Err(e) = self.route(&row).await {
-                    tracing::warn!(event = %row.event.id, error = %e, "routing failed; will retry");
-                    let _ = self.store.inbox_retry(&row.event.id.0, 1_000, Some(&e.to_string())).await;
+                // Trigger decisions may ask the model (the classifier): they run beside the
+                // dispatcher, so a slow classifier never holds up chat messages.
+                if row.event.channel() == HOOK_CHANNEL {
+                    let permit = side.clone().acquire_owned().await;
+                    let me = self.clone();
+                    side_tasks.spawn(async move {
+                        let _permit = permit;
+                        me.route_or_retry(&row).await;
+                    });
+                    continue;
                 }
+                self.route_or_retry(&row).await;
             }
+            while side_tasks.try_join_next().is_some() {}
             if n < BATCH {
                 tokio::select! {
                     _ = self.wake.notified() => {}
                     _ = tokio::time::sleep(Duration::from_millis(250)) => {}
-                    _ = cancel.cancelled() => return,
+                    _ = cancel.cancelled() => break,
                 }
             } else if cancel.is_cancelled() {
-                return;
+                break;
             }
+        }
+        while side_tasks.join_next().await.is_some() {}
+    }
+
+    async fn route_or_retry(&self, row: &InboxRow) {
+        if let Err(e) = self.route(row).await {
+            tracing::warn!(event = %row.event.id, error = %e, "routing failed; will retry");
+            let _ = self.store.inbox_retry(&row.event.id.0, 1_000, Some(&e.to_string())).await;
         }
     }
 

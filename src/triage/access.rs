@@ -7,9 +7,7 @@
 //! short-lived, and repeated wrong codes lock the sender out for a while.
 
 use crate::config::{AccessConfig, AccessPolicy, GroupConfig};
-use crate::store::{
-    now_ms, CodeKind, CodeRow, NewOutbox, NewUser, Store, StoreError, UserRole, UserRow,
-};
+use crate::store::{now_ms, CodeKind, CodeRow, NewOutbox, NewUser, Store, StoreError, UserRole, UserRow};
 use butler_channel::{ConversationKind, ConversationRef, Identity, InboundEvent};
 use rand::Rng;
 use std::collections::HashMap;
@@ -155,7 +153,9 @@ impl Access {
             (Some(role), None) => Some(self.create(store, id, None, role).await?),
             (None, Some(u)) if u.role >= UserRole::Member => Some(u),
             (None, Some(u)) if self.policy == AccessPolicy::Open => Some(u),
-            (None, None) if self.policy == AccessPolicy::Open => Some(self.create(store, id, None, UserRole::Guest).await?),
+            (None, None) if self.policy == AccessPolicy::Open => {
+                Some(self.create(store, id, None, UserRole::Guest).await?)
+            }
             (None, _) => None,
         };
         if let Some(u) = &user {
@@ -164,7 +164,13 @@ impl Access {
         Ok(user)
     }
 
-    async fn create(&self, store: &dyn Store, id: &Identity, name: Option<String>, role: UserRole) -> Result<UserRow, StoreError> {
+    async fn create(
+        &self,
+        store: &dyn Store,
+        id: &Identity,
+        name: Option<String>,
+        role: UserRole,
+    ) -> Result<UserRow, StoreError> {
         let new = NewUser {
             id: if self.local.contains(id) { LOCAL_USER.to_string() } else { uuid::Uuid::new_v4().to_string() },
             display_name: name,
@@ -272,7 +278,12 @@ impl Access {
     }
 
     /// Issues a link code for `user` asked from `event`'s identity.
-    pub async fn link_code(&self, store: &dyn Store, event: &InboundEvent, user: &UserRow) -> Result<String, StoreError> {
+    pub async fn link_code(
+        &self,
+        store: &dyn Store,
+        event: &InboundEvent,
+        user: &UserRow,
+    ) -> Result<String, StoreError> {
         let now = now_ms();
         let row = CodeRow {
             kind: CodeKind::Link,
@@ -290,7 +301,12 @@ impl Access {
 
     /// Redeems a link code for `id`: the identity joins the code's user. `Ok(None)` for a wrong
     /// or expired code.
-    pub async fn redeem_link(&self, store: &dyn Store, id: &Identity, code: &str) -> Result<Option<CodeRow>, StoreError> {
+    pub async fn redeem_link(
+        &self,
+        store: &dyn Store,
+        id: &Identity,
+        code: &str,
+    ) -> Result<Option<CodeRow>, StoreError> {
         let Some(row) = store.code_take(CodeKind::Link, &normalize_code(code), now_ms()).await? else {
             return Ok(None);
         };
@@ -351,7 +367,8 @@ mod tests {
         assert_eq!(&a[4..5], "-");
         assert!(a.chars().filter(|c| *c != '-').all(|c| ALPHABET.contains(&(c as u8))));
         assert_ne!(a, new_code());
-        let cases = [("k7qx-m2pd", "K7QX-M2PD"), ("K7QXM2PD", "K7QX-M2PD"), (" k7qx m2pd ", "K7QX-M2PD"), ("abc", "ABC")];
+        let cases =
+            [("k7qx-m2pd", "K7QX-M2PD"), ("K7QXM2PD", "K7QX-M2PD"), (" k7qx m2pd ", "K7QX-M2PD"), ("abc", "ABC")];
         for (typed, want) in cases {
             assert_eq!(normalize_code(typed), want);
         }

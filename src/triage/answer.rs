@@ -167,7 +167,11 @@ impl Triage {
                 Some(row) => {
                     self.access.right_code(id);
                     let text = format!("Declined the request from `{}`.", row.identity);
-                    Verdict::recorded(Decision::Reply { text }, "declined", format!("{} declined by {id}", row.identity))
+                    Verdict::recorded(
+                        Decision::Reply { text },
+                        "declined",
+                        format!("{} declined by {id}", row.identity),
+                    )
                 }
                 None => self.wrong_code(id, "pairing"),
             },

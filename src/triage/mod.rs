@@ -2,7 +2,8 @@
 //! user, access), is it for Butler (DM, mention, reply, command), is it a button click, a
 //! command handled without the model, or work for a session.
 //!
-//! Triage must never call the LLM and never run a tool; it only decides and answers commands.
+//! Triage must never run a tool or an agent turn; it only decides and answers commands. The one
+//! model call it may make is the optional trigger classifier (short, cached, with a timeout).
 
 pub mod access;
 mod answer;
@@ -100,7 +101,9 @@ impl Triage {
         }
         let user = match self.access.admit(&*self.store, event).await? {
             Admission::User(user) => user,
-            Admission::Answer { text, kind, reason } => return Ok(Verdict::recorded(Decision::Reply { text }, kind, reason)),
+            Admission::Answer { text, kind, reason } => {
+                return Ok(Verdict::recorded(Decision::Reply { text }, kind, reason))
+            }
             Admission::Silent { reason } => return Ok(Verdict::drop(reason)),
         };
         let per_speaker = group.is_some_and(|g| g.session == GroupSession::PerSpeaker);
@@ -111,7 +114,9 @@ impl Triage {
         let job = |kind| Box::new(Job { event: event.clone(), user: user.clone(), kind, attempt: 1 });
         match (&event.body, command) {
             (EventBody::Action { action, .. }, _) => Ok(Verdict::plain(self.action(&key, action))),
-            (_, Some(Command::Unknown) | None) => Ok(Verdict::plain(Decision::Session { key, job: job(JobKind::Turn) })),
+            (_, Some(Command::Unknown) | None) => {
+                Ok(Verdict::plain(Decision::Session { key, job: job(JobKind::Turn) }))
+            }
             (_, Some(Command::New)) => {
                 self.sessions.stop(&key, None);
                 Ok(Verdict::plain(Decision::Session { key, job: job(JobKind::Reset) }))

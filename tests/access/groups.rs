@@ -17,7 +17,8 @@ fn users_in(req: &crate::support::fake_llm::RecordedRequest) -> Vec<String> {
 
 #[tokio::test]
 async fn two_people_in_a_group_and_their_dms_never_mix() {
-    let (app, chat, llm) = start(|c| c.access.allow = vec!["chat:alice".parse().unwrap(), "chat:bob".parse().unwrap()]).await;
+    let (app, chat, llm) =
+        start(|c| c.access.allow = vec!["chat:alice".parse().unwrap(), "chat:bob".parse().unwrap()]).await;
 
     // Not addressed: ignored, recorded, the model never called.
     app.emit(chat.message("alice", "Alice", "g1", Group, false, "lunch at noon?")).await;
@@ -71,7 +72,11 @@ async fn respond_all_and_per_speaker_groups() {
     let (app, chat, llm) = start(|c| {
         c.access.allow = vec!["chat:alice".parse().unwrap(), "chat:bob".parse().unwrap()];
         c.access.groups = vec![
-            GroupConfig { conversation: "chat:open".parse().unwrap(), respond: Respond::All, session: GroupSession::Shared },
+            GroupConfig {
+                conversation: "chat:open".parse().unwrap(),
+                respond: Respond::All,
+                session: GroupSession::Shared,
+            },
             GroupConfig {
                 conversation: "chat:split".parse().unwrap(),
                 respond: Respond::Mention,

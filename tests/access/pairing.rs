@@ -104,7 +104,10 @@ async fn allowlist_and_open_policies() {
     chat.assert_quiet("stranger", 1).await;
     assert_eq!(texts[0], "🔒 This Butler is private.");
     assert_eq!(llm.request_count(), 1);
-    assert!(app.app.store.codes_live(CodeKind::Pair, now_ms()).await.unwrap().is_empty(), "no pairing in allowlist mode");
+    assert!(
+        app.app.store.codes_live(CodeKind::Pair, now_ms()).await.unwrap().is_empty(),
+        "no pairing in allowlist mode"
+    );
     app.stop().await;
 
     // Open: anyone, as a guest.

@@ -154,7 +154,9 @@ async fn pair_list_approve_and_deny_from_the_shell() {
     assert!(text(&run(&dep, &["pair", "list"], &[])).0.contains("no pairing requests"));
 
     let db = dep.db_url();
-    let linked = query(&db, "SELECT i.channel, i.platform_user_id, u.role FROM identities i JOIN users u ON u.id = i.user_id").await;
+    let linked =
+        query(&db, "SELECT i.channel, i.platform_user_id, u.role FROM identities i JOIN users u ON u.id = i.user_id")
+            .await;
     assert_eq!(linked, vec![vec!["telegram".to_string(), "4242".to_string(), "member".to_string()]]);
     let told = query(&db, "SELECT conversation, status FROM outbox").await;
     assert_eq!(told, vec![vec!["telegram:4242".to_string(), "pending".to_string()]], "the welcome waits for delivery");

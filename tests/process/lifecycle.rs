@@ -108,3 +108,18 @@ async fn ctrl_c_stops_serve_too() {
     let status = server.wait_exit(Duration::from_secs(15)).await;
     assert!(status.success());
 }
+
+#[tokio::test]
+async fn an_open_bot_is_an_explicit_choice_and_warned_about() {
+    let dep = Deployment::new("[access]\npolicy = \"open\"\n");
+    let server = dep.serve().await;
+    let log = server.log_text();
+    assert!(log.contains("WARN") && log.contains("policy = \"open\""), "{log}");
+    let status = server.terminate(Duration::from_secs(15)).await;
+    assert!(status.success());
+    // The default is closed: no warning.
+    let dep = Deployment::new("");
+    let server = dep.serve().await;
+    assert!(!server.log_text().contains("policy = \"open\""));
+    server.terminate(Duration::from_secs(15)).await;
+}

@@ -5,8 +5,8 @@
 use crate::support::app::{config, TestApp};
 use crate::support::fake_llm::{FakeLlm, Reply};
 use async_trait::async_trait;
-use butler::tools::{Risk, Tool, ToolCtx, ToolError, ToolSpec};
 use butler::store::MemoryScope;
+use butler::tools::{Risk, Tool, ToolCtx, ToolError, ToolSpec};
 use serde_json::{json, Value};
 use std::sync::Arc;
 use std::time::Duration;

@@ -2,10 +2,10 @@
 //!
 //! A request is checked in this order, and each failure is a JSON error
 //! (`{"error": {"code", "message"}}`) with nothing stored: another method -> 405, unknown
-//! source -> 404, body over the
-//! server's limit -> 413, missing or bad signature (HMAC-SHA256 over the raw body bytes,
-//! constant-time) -> 401, over the source's rate limit -> 429 with `Retry-After`, a body that is
-//! not JSON or an unusable delivery id -> 400. A good request becomes an
+//! source -> 404, body over the server's limit -> 413, missing or bad signature (HMAC-SHA256
+//! over the raw body bytes, constant-time) -> 401, over the source's rate limit (only signed
+//! requests count) -> 429 with `Retry-After`, a body that is not JSON or an unusable delivery
+//! id -> 400. A good request becomes an
 //! [`InboundEvent`](butler_channel::InboundEvent) with `EventBody::Trigger` and is handed to
 //! [`Ingress::accept`]; the answer is 202 only after that returned `Ok` (a repeat is 202 too),
 //! 503 when the ingress cannot store it.
