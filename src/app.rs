@@ -107,6 +107,7 @@ impl App {
             max_tokens: cfg.llm.max_tokens,
             prices: crate::agent::Prices::from_config(&cfg.llm),
             recall_limit: cfg.memory.recall_limit,
+            workspace_root: cfg.tools.workspace_dir.clone().into(),
         };
         let deliverer = Deliverer::new(store.clone(), channels.clone(), DeliveryConfig::default());
         let sessions = Sessions::new(SessionDeps {

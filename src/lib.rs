@@ -5,7 +5,8 @@
 //! - [`ingress`]: the inbox (durable before acknowledged) and the dispatcher.
 //! - [`triage`]: who is speaking, is it for us, commands, button clicks.
 //! - [`session`]: one actor per session, bounded mailbox, one turn at a time.
-//! - [`agent`]: the turn loop; [`llm`] the model providers; [`tools`] what it can do.
+//! - [`agent`]: the turn loop; [`llm`] the model providers; [`tools`] what it can do;
+//!   [`permissions`] whether a call may run, must ask, or is denied; [`hooks`] around calls.
 //! - [`outbox`]: persisted replies, delivery, streaming by editing in place.
 //! - [`store`]: the one `Store` trait over SQLite and Postgres.
 //! - [`config`], [`http`], [`metrics`], [`app`] (the composition root), [`cli`].
@@ -17,11 +18,13 @@ pub mod agent;
 pub mod app;
 pub mod cli;
 pub mod config;
+pub mod hooks;
 pub mod http;
 pub mod ingress;
 pub mod llm;
 pub mod metrics;
 pub mod outbox;
+pub mod permissions;
 pub mod session;
 pub mod store;
 pub mod tools;

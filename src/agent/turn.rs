@@ -68,6 +68,8 @@ pub struct Agent {
     pub max_tokens: u32,
     pub prices: Prices,
     pub recall_limit: usize,
+    /// Users' workspaces live below this directory, one per user id.
+    pub workspace_root: std::path::PathBuf,
 }
 
 pub struct TurnInput<'a> {
@@ -164,6 +166,7 @@ impl Agent {
             store: self.store.clone(),
             cancel: stop.child_token(),
             recall_limit: self.recall_limit,
+            workspace: self.workspace_root.join(&user.id),
         };
         let defs = self.tools.defs();
         let mut window = self.limits.history_messages.max(2);
@@ -299,6 +302,8 @@ impl Agent {
                 reply_to: event.message_id.clone(),
             }),
             usage: Some(usage),
+            approvals: vec![],
+            notices: vec![],
         };
         tracing::info!(
             iterations = progress.iterations,

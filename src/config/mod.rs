@@ -6,7 +6,10 @@
 //! documents each one. This module must never print or log a [`Secret`]'s value.
 
 mod error;
+mod hooks;
 mod load;
+mod permissions;
+mod tools;
 mod masked;
 mod secret;
 #[cfg(test)]
@@ -18,7 +21,10 @@ pub use load::{
     load, load_from, parse_str, select_file, Env, Loaded, DEFAULT_ANTHROPIC_MODEL, DEFAULT_OPENAI_MODEL, DEFAULT_PATH,
     NO_FILE,
 };
+pub use hooks::{HookConfig, HookEvent, HookKind};
+pub use permissions::{ContextKind, Mode, PermissionContext, PermissionsConfig};
 pub use secret::Secret;
+pub use tools::{FilesConfig, HttpRequestConfig, SendMessageConfig, ShellConfig, ToolsConfig, WebFetchConfig};
 
 use butler_channel::Identity;
 use serde::{Deserialize, Serialize};
@@ -40,6 +46,11 @@ pub struct Config {
     /// Signed webhook sources at `POST /hooks/{name}`.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub triggers: Vec<TriggerConfig>,
+    pub permissions: PermissionsConfig,
+    pub tools: ToolsConfig,
+    /// Commands or URLs called around tool calls, sessions and compaction.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub hooks: Vec<HookConfig>,
 }
 
 #[derive(Clone, Debug, Deserialize, Serialize)]

@@ -132,6 +132,8 @@ impl Dispatcher {
                 reply_to,
             }),
             usage: None,
+            approvals: vec![],
+            notices: vec![],
         };
         if let Some(row) = self.store.finish_event(&commit).await? {
             self.deliverer.hand_over(row);

@@ -182,6 +182,8 @@ impl Actor {
                 reply_to: job.event.message_id.clone(),
             }),
             usage: None,
+            approvals: vec![],
+            notices: vec![],
         };
         if let Some(row) = store.finish_event(&commit).await? {
             deps.deliverer.hand_over(row);

@@ -134,7 +134,7 @@ pub trait AccessStore {
     async fn user_identities(&self, user_id: &str) -> Result<Vec<Identity>>;
 }
 
-/// The record of triage decisions.
+/// The record of triage decisions and of permission decisions on tool calls.
 #[async_trait]
 pub trait AuditStore {
     async fn decision_add(&self, d: &DecisionRow) -> Result<()>;
@@ -142,6 +142,27 @@ pub trait AuditStore {
     async fn decisions_recent(&self, limit: usize) -> Result<Vec<DecisionRow>>;
     /// How many decisions of each kind since `since_ms`, sorted by kind.
     async fn decisions_since(&self, since_ms: i64) -> Result<Vec<(String, i64)>>;
+    async fn audit_add(&self, row: &AuditRow) -> Result<()>;
+    /// Most recent first.
+    async fn audit_recent(&self, limit: usize) -> Result<Vec<AuditRow>>;
+}
+
+/// Approvals of risky tool calls. They are created by [`TurnStore::finish_event`] (with the turn
+/// that parks on them).
+#[async_trait]
+pub trait ApprovalStore {
+    async fn approval_get(&self, id: &str) -> Result<Option<ApprovalRow>>;
+    /// Decides a pending approval (compare-and-swap from `pending`). When it wins, in the same
+    /// transaction, the approval's message (outbox key `approval:<id>`) gets `decision.message`
+    /// as its text, loses its buttons and becomes `pending` again, so the delivery worker edits
+    /// the message already shown. `None` when the approval was not pending (or does not exist).
+    async fn approval_decide(&self, id: &str, decision: &ApprovalDecision) -> Result<Option<ApprovalRow>>;
+    /// Pending approvals whose `expires_ms` is at or before `now_ms`, oldest first.
+    async fn approvals_due(&self, now_ms: i64, limit: usize) -> Result<Vec<ApprovalRow>>;
+    /// Pending approvals of a session, oldest first.
+    async fn approvals_pending(&self, session_id: &str) -> Result<Vec<ApprovalRow>>;
+    /// Whether `tool` was approved "always for this session" in this session.
+    async fn approval_granted(&self, session_id: &str, tool: &str) -> Result<bool>;
 }
 
 /// People, their identities on each channel, and conversations.
@@ -177,6 +198,7 @@ pub trait Store:
     + WebStore
     + AccessStore
     + AuditStore
+    + ApprovalStore
     + Send
     + Sync
 {

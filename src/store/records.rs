@@ -253,6 +253,10 @@ pub struct TurnCommit {
     /// The reply; if a draft with the same key exists it becomes this final text, `pending`.
     pub reply: Option<NewOutbox>,
     pub usage: Option<UsageRecord>,
+    /// Approvals the turn asks for (it parks until they are decided).
+    pub approvals: Vec<ApprovalRow>,
+    /// Further messages to deliver (e.g. the approval requests with their buttons).
+    pub notices: Vec<NewOutbox>,
 }
 
 /// Whose memory, and in which scope: a user's own memory (DMs) or what they keep inside one
@@ -407,5 +411,97 @@ pub struct DecisionRow {
     pub conversation: String,
     /// `drop`, `refused`, `pairing`, `notify`, `agent`, `locked`, ...
     pub decision: String,
+    pub reason: String,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ApprovalStatus {
+    Pending,
+    Approved,
+    Denied,
+    /// Nobody answered in time (counts as a denial).
+    Expired,
+    /// Stopped with /stop, or superseded by a new message (counts as a denial).
+    Cancelled,
+}
+
+impl ApprovalStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Pending => "pending",
+            Self::Approved => "approved",
+            Self::Denied => "denied",
+            Self::Expired => "expired",
+            Self::Cancelled => "cancelled",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        Some(match s {
+            "pending" => Self::Pending,
+            "approved" => Self::Approved,
+            "denied" => Self::Denied,
+            "expired" => Self::Expired,
+            "cancelled" => Self::Cancelled,
+            _ => return None,
+        })
+    }
+}
+
+/// A risky tool call waiting for (or past) a person's decision.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ApprovalRow {
+    /// 32 hex characters (128 random bits); the buttons carry only this id.
+    pub id: String,
+    pub session_id: String,
+    pub session_key: String,
+    /// Where the request was shown (`channel:id[/thread]`).
+    pub conversation: String,
+    /// The event whose turn asked.
+    pub event_id: String,
+    pub tool_call_id: String,
+    pub tool: String,
+    /// SHA-256 (hex) of the exact argument text the model sent.
+    pub args_hash: String,
+    /// What will happen, in plain words, secrets masked.
+    pub summary: String,
+    /// The identity whose turn asked, and its user.
+    pub requester: String,
+    pub requester_user: String,
+    /// Who may decide: `requester`, `role:owner`, `user:<id>`, or an identity.
+    pub approvers: Vec<String>,
+    pub status: ApprovalStatus,
+    /// When approved: `once` or `session`.
+    pub scope: Option<String>,
+    pub decided_by: Option<String>,
+    pub decided_ms: Option<i64>,
+    pub created_ms: i64,
+    pub expires_ms: i64,
+}
+
+/// A decision on a pending approval, and the text its message is edited to.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ApprovalDecision {
+    pub status: ApprovalStatus,
+    pub scope: Option<String>,
+    pub decided_by: String,
+    /// The approval message's new text (its buttons are removed).
+    pub message: String,
+}
+
+/// One permission decision about one tool call.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AuditRow {
+    pub at_ms: i64,
+    /// Who: the requester for policy decisions, the approver for approval decisions.
+    pub actor: String,
+    pub user_id: String,
+    pub session_id: String,
+    pub tool: String,
+    pub args_hash: String,
+    /// `allowed`, `denied`, `asked`, `approved`, `approved_session`, `rejected`, `expired`,
+    /// `cancelled`, `blocked` (by a hook), ...
+    pub outcome: String,
     pub reason: String,
 }

@@ -16,6 +16,7 @@ use async_trait::async_trait;
 use butler_channel::{ConversationRef, Identity};
 use serde_json::Value;
 use std::collections::BTreeMap;
+use std::path::PathBuf;
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
@@ -49,6 +50,8 @@ pub struct ToolCtx {
     /// Fires when the turn is stopped; long tools should give up.
     pub cancel: CancellationToken,
     pub recall_limit: usize,
+    /// This user's workspace directory (file tools and shell run inside it).
+    pub workspace: PathBuf,
 }
 
 impl ToolCtx {
@@ -74,10 +77,55 @@ pub enum ToolError {
     Failed(String),
 }
 
+/// What a call would do, for the permission check and the approval message.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Action {
+    /// Plain words a person can approve ("run `ls -la` in your workspace"), secrets masked.
+    pub summary: String,
+    /// Every path the call would touch, absolute (resolved against the workspace).
+    pub paths: Vec<PathBuf>,
+    /// A shell command line, for command rules.
+    pub command: Option<String>,
+    /// A URL the call would fetch or send to.
+    pub url: Option<String>,
+}
+
 #[async_trait]
 pub trait Tool: Send + Sync {
     fn spec(&self) -> &ToolSpec;
+    /// Describes what `args` would do; called before the permission check, never runs anything.
+    fn action(&self, _ctx: &ToolCtx, args: &Value) -> Action {
+        Action { summary: format!("use `{}` with {}", self.spec().name, mask_secrets(args)), ..Action::default() }
+    }
     async fn call(&self, ctx: &ToolCtx, args: Value) -> Result<String, ToolError>;
+}
+
+/// `args` as compact JSON with values of secret-looking keys (token, password, key, secret,
+/// authorization) replaced by `***`, cut to 300 characters.
+pub fn mask_secrets(args: &Value) -> String {
+    fn mask(v: &Value) -> Value {
+        match v {
+            Value::Object(map) => Value::Object(
+                map.iter()
+                    .map(|(k, v)| {
+                        let lower = k.to_ascii_lowercase();
+                        let secret = ["token", "password", "secret", "key", "authorization", "cookie"]
+                            .iter()
+                            .any(|s| lower.contains(s));
+                        (k.clone(), if secret { Value::String("***".into()) } else { mask(v) })
+                    })
+                    .collect(),
+            ),
+            Value::Array(items) => Value::Array(items.iter().map(mask).collect()),
+            other => other.clone(),
+        }
+    }
+    let text = mask(args).to_string();
+    if text.chars().count() > 300 {
+        format!("{}…", text.chars().take(300).collect::<String>())
+    } else {
+        text
+    }
 }
 
 /// The tools available to a turn, by name. Sorted, so the tool list sent to the model is

@@ -54,6 +54,14 @@ macro_rules! impl_audit {
                 counts.sort();
                 Ok(counts)
             }
+
+            async fn audit_add(&self, _row: &$crate::store::AuditRow) -> $crate::store::Result<()> {
+                unimplemented!("placeholder: audit rows")
+            }
+
+            async fn audit_recent(&self, _limit: usize) -> $crate::store::Result<Vec<$crate::store::AuditRow>> {
+                unimplemented!("placeholder: audit rows")
+            }
         }
     };
 }

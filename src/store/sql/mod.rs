@@ -19,6 +19,7 @@
 //! transaction open across anything but its own statements.
 
 mod access;
+mod approvals;
 mod audit;
 mod error;
 mod inbox;
@@ -78,6 +79,7 @@ macro_rules! impl_store {
         $crate::store::sql::users::impl_users!($store, $db);
         $crate::store::sql::web::impl_web!($store, $db);
         $crate::store::sql::access::impl_access!($store, $db);
+        $crate::store::sql::approvals::impl_approvals!($store, $db);
         $crate::store::sql::audit::impl_audit!($store, $db);
 
         #[async_trait::async_trait]

@@ -1,0 +1,95 @@
+//! `[tools]`: the acting tools and their limits.
+
+use butler_channel::ConversationRef;
+use serde::{Deserialize, Serialize};
+
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ToolsConfig {
+    /// Each user's workspace is `<workspace_dir>/<user id>` (file tools and shell run there).
+    pub workspace_dir: String,
+    pub web_fetch: WebFetchConfig,
+    pub http_request: HttpRequestConfig,
+    pub shell: ShellConfig,
+    pub files: FilesConfig,
+    pub send_message: SendMessageConfig,
+}
+
+impl Default for ToolsConfig {
+    fn default() -> Self {
+        Self {
+            workspace_dir: "data/workspaces".into(),
+            web_fetch: WebFetchConfig::default(),
+            http_request: HttpRequestConfig::default(),
+            shell: ShellConfig::default(),
+            files: FilesConfig::default(),
+            send_message: SendMessageConfig::default(),
+        }
+    }
+}
+
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct WebFetchConfig {
+    pub enabled: bool,
+    pub max_bytes: usize,
+    pub timeout_secs: u64,
+    pub max_redirects: usize,
+}
+
+impl Default for WebFetchConfig {
+    fn default() -> Self {
+        Self { enabled: true, max_bytes: 2_000_000, timeout_secs: 20, max_redirects: 5 }
+    }
+}
+
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct HttpRequestConfig {
+    /// Host names (`api.github.com`, `*.example.com`) the tool may call; none means the tool is off.
+    pub allowed_hosts: Vec<String>,
+    pub max_bytes: usize,
+    pub timeout_secs: u64,
+}
+
+impl Default for HttpRequestConfig {
+    fn default() -> Self {
+        Self { allowed_hosts: Vec::new(), max_bytes: 2_000_000, timeout_secs: 20 }
+    }
+}
+
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ShellConfig {
+    /// Off unless set: commands run in the user's workspace, always asking unless full_auto.
+    pub enabled: bool,
+    pub timeout_secs: u64,
+    pub max_output_bytes: usize,
+}
+
+impl Default for ShellConfig {
+    fn default() -> Self {
+        Self { enabled: false, timeout_secs: 30, max_output_bytes: 64 * 1024 }
+    }
+}
+
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct FilesConfig {
+    pub enabled: bool,
+    pub max_read_bytes: usize,
+    pub max_write_bytes: usize,
+}
+
+impl Default for FilesConfig {
+    fn default() -> Self {
+        Self { enabled: true, max_read_bytes: 1_000_000, max_write_bytes: 1_000_000 }
+    }
+}
+
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct SendMessageConfig {
+    /// Conversations the agent may post to (`telegram:-100123`, `slack:C024BE91L`, `web:team`).
+    pub targets: Vec<ConversationRef>,
+}
