@@ -4,10 +4,12 @@
 
 use crate::agent::Agent;
 use crate::config::Config;
+use crate::hooks::Hooks;
 use crate::http::{self, Health};
 use crate::ingress::{Dispatcher, InboxIngress};
 use crate::llm::Provider;
 use crate::outbox::{Channels, Deliverer, DeliveryConfig};
+use crate::permissions::Policy;
 use crate::session::{SessionDeps, Sessions};
 use crate::store::{self, Store, StoreError};
 use crate::tools::{Tool, Tools};
@@ -31,11 +33,13 @@ pub struct AppOptions {
     pub extra_channels: Vec<Arc<dyn Channel>>,
     /// Tools beyond the built-in ones.
     pub extra_tools: Vec<Arc<dyn Tool>>,
+    /// The config file in use: tools may never touch it (nor the database files).
+    pub config_path: Option<std::path::PathBuf>,
 }
 
 impl AppOptions {
     pub fn serve(config: Config) -> Self {
-        Self { config, http: true, extra_channels: vec![], extra_tools: vec![] }
+        Self { config, http: true, extra_channels: vec![], extra_tools: vec![], config_path: None }
     }
 }
 
@@ -45,6 +49,48 @@ pub enum AppError {
     Store(#[from] StoreError),
     #[error("cannot listen on {addr}: {source}; is another process using it? change [server] listen")]
     Bind { addr: String, source: std::io::Error },
+}
+
+/// Turns approvals nobody answered in time into expiry events (denials), through the same
+/// ingress as everything else, so any replica can pick them up and each counts once.
+async fn expire_approvals(store: Arc<dyn Store>, ingress: Arc<dyn Ingress>, cancel: CancellationToken) {
+    let mut tick = tokio::time::interval(Duration::from_secs(2));
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = tick.tick() => {}
+            _ = cancel.cancelled() => return,
+        }
+        let due = match store.approvals_due(crate::store::now_ms(), 50).await {
+            Ok(due) => due,
+            Err(e) => {
+                tracing::warn!(error = %e, "could not look for expired approvals");
+                continue;
+            }
+        };
+        for row in due {
+            if let Some(event) = crate::triage::expiry_event(&row) {
+                if let Err(e) = ingress.accept(event).await {
+                    tracing::warn!(approval = %row.id, error = %e, "could not queue an approval expiry");
+                }
+            }
+        }
+    }
+}
+
+/// Files no tool may touch: the config file and the SQLite database with its journals.
+fn protected_paths(cfg: &Config, config_path: Option<&std::path::Path>) -> Vec<std::path::PathBuf> {
+    let mut out: Vec<std::path::PathBuf> = config_path.map(|p| p.to_path_buf()).into_iter().collect();
+    let url = cfg.database.url.expose();
+    if let Some(path) = url.strip_prefix("sqlite://").or_else(|| url.strip_prefix("sqlite:")) {
+        let path = path.split('?').next().unwrap_or(path);
+        if !path.is_empty() && !path.contains(":memory:") {
+            for suffix in ["", "-wal", "-shm", "-journal"] {
+                out.push(std::path::PathBuf::from(format!("{path}{suffix}")));
+            }
+        }
+    }
+    out
 }
 
 /// A running Butler.
@@ -99,6 +145,7 @@ impl App {
         for t in opts.extra_tools {
             tools.add(t);
         }
+        let deliverer = Deliverer::new(store.clone(), channels.clone(), DeliveryConfig::default());
         let agent = Agent {
             store: store.clone(),
             llm: llm.clone(),
@@ -108,8 +155,13 @@ impl App {
             prices: crate::agent::Prices::from_config(&cfg.llm),
             recall_limit: cfg.memory.recall_limit,
             workspace_root: cfg.tools.workspace_dir.clone().into(),
+            policy: Arc::new(
+                Policy::new(&cfg.permissions, protected_paths(&cfg, opts.config_path.as_deref()))
+                    .with_workspace_root(&cfg.tools.workspace_dir),
+            ),
+            hooks: Arc::new(Hooks::new(&cfg.hooks)),
+            deliverer: deliverer.clone(),
         };
-        let deliverer = Deliverer::new(store.clone(), channels.clone(), DeliveryConfig::default());
         let sessions = Sessions::new(SessionDeps {
             agent,
             channels: channels.clone(),
@@ -138,6 +190,7 @@ impl App {
             triggers,
             model: llm.model().to_string(),
             timezone: cfg.agent.timezone.clone(),
+            deliverer: deliverer.clone(),
         };
 
         let intake = CancellationToken::new();
@@ -155,6 +208,7 @@ impl App {
             worker: format!("{}-{}", std::process::id(), uuid::Uuid::new_v4().simple()),
         };
         intake_tasks.spawn(Arc::new(dispatcher).run(intake.clone()));
+        intake_tasks.spawn(expire_approvals(store.clone(), ingress.clone(), intake.clone()));
         for ch in channels.iter() {
             let (ch, ingress, cancel) = (ch.clone(), ingress.clone(), intake.clone());
             intake_tasks.spawn(async move {

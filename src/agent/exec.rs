@@ -1,11 +1,12 @@
-//! Running one round of tool calls: all at once, each isolated in its own task with a timeout,
+//! Running one round of permitted tool calls: all at once, each isolated in its own task with a timeout,
 //! so a failing, hanging or panicking tool never takes the others down and every call gets
 //! exactly one result, in the order the model asked. Oversized results are cut with a marker.
 //! Nothing here may outlive the turn: the tasks live in a JoinSet dropped with it.
 
 use crate::llm::ToolCall;
-use crate::tools::{validate_args, ToolCtx, ToolError, Tools};
+use crate::tools::{validate_args, Tool, ToolCtx, ToolError, Tools};
 use serde_json::Value;
+use std::sync::Arc;
 use std::time::Duration;
 use tokio::task::JoinSet;
 use tracing::{info_span, Instrument};
@@ -40,30 +41,27 @@ fn panic_message(e: tokio::task::JoinError) -> String {
     format!("crashed: {msg}")
 }
 
-/// Runs every call concurrently and returns one result per call, in call order.
-pub async fn run_calls(
-    tools: &Tools,
-    ctx: &ToolCtx,
-    calls: &[ToolCall],
-    timeout: Duration,
-    max_chars: usize,
-) -> Vec<ToolResult> {
+/// A call ready to run: looked up, arguments parsed and validated, permitted.
+#[derive(Clone)]
+pub struct Ready {
+    pub call: ToolCall,
+    pub tool: Arc<dyn Tool>,
+    pub args: Value,
+}
+
+/// Runs every call concurrently and returns one result per call, in the given order.
+pub async fn run_calls(ctx: &ToolCtx, calls: Vec<Ready>, timeout: Duration, max_chars: usize) -> Vec<ToolResult> {
     let mut results: Vec<Option<ToolResult>> = vec![None; calls.len()];
     let mut set = JoinSet::new();
     let mut index_of = std::collections::HashMap::new();
-    for (i, call) in calls.iter().enumerate() {
-        let prepared = prepare(tools, call);
+    for (i, ready) in calls.iter().cloned().enumerate() {
         let ctx = ctx.clone();
-        let name = call.name.clone();
-        let span = info_span!("tool", tool = %name, call_id = %call.id);
+        let span = info_span!("tool", tool = %ready.call.name, call_id = %ready.call.id);
         let handle = set.spawn(
             async move {
-                let outcome = match prepared {
-                    Err(e) => Err(e),
-                    Ok((tool, args)) => match tokio::time::timeout(timeout, tool.call(&ctx, args)).await {
-                        Ok(r) => r,
-                        Err(_) => Err(ToolError::Failed(format!("timed out after {}s", timeout.as_secs()))),
-                    },
+                let outcome = match tokio::time::timeout(timeout, ready.tool.call(&ctx, ready.args)).await {
+                    Ok(r) => r,
+                    Err(_) => Err(ToolError::Failed(format!("timed out after {}s", timeout.as_secs()))),
                 };
                 if let Err(e) = &outcome {
                     tracing::info!(error = %e, "tool call failed");
@@ -82,7 +80,7 @@ pub async fn run_calls(
                     Err(e) => (e.to_string(), true),
                 };
                 results[i] = Some(ToolResult {
-                    call_id: calls[i].id.clone(),
+                    call_id: calls[i].call.id.clone(),
                     content: truncate_result(content, max_chars),
                     is_error,
                 });
@@ -90,7 +88,7 @@ pub async fn run_calls(
             Err(e) => {
                 // The task died (a panic): its call still gets a result naming the failure.
                 if let Some(&i) = index_of.get(&e.id()) {
-                    let call = &calls[i];
+                    let call = &calls[i].call;
                     let content = format!("tool `{}` {}", call.name, panic_message(e));
                     results[i] = Some(ToolResult { call_id: call.id.clone(), content, is_error: true });
                 }
@@ -99,21 +97,19 @@ pub async fn run_calls(
     }
     results
         .into_iter()
-        .zip(calls)
-        .map(|(r, call)| {
+        .zip(&calls)
+        .map(|(r, ready)| {
             r.unwrap_or_else(|| ToolResult {
-                call_id: call.id.clone(),
-                content: format!("tool `{}` produced no result", call.name),
+                call_id: ready.call.id.clone(),
+                content: format!("tool `{}` produced no result", ready.call.name),
                 is_error: true,
             })
         })
         .collect()
 }
 
-type Prepared = (std::sync::Arc<dyn crate::tools::Tool>, Value);
-
 /// Looks the tool up, parses and validates its arguments.
-fn prepare(tools: &Tools, call: &ToolCall) -> Result<Prepared, ToolError> {
+pub fn prepare(tools: &Tools, call: &ToolCall) -> Result<(Arc<dyn Tool>, Value), ToolError> {
     let tool = tools.get(&call.name).ok_or_else(|| {
         ToolError::Failed(format!("unknown tool `{}`; available: {}", call.name, tools.names().join(", ")))
     })?;

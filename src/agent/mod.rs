@@ -8,15 +8,19 @@
 //! wait for a person (approvals park the turn) and never send anything to a channel itself:
 //! replies go through the outbox.
 
+mod approve;
 mod context;
 mod exec;
 mod prompt;
 mod turn;
 
+pub use approve::{approval_id, approval_key, args_hash, decision_audit, may_decide, outcome_text};
 pub use context::{build_messages, dangling_results};
-pub use exec::{run_calls, truncate_result, ToolResult};
+pub use exec::{prepare, run_calls, truncate_result, Ready, ToolResult};
 pub use prompt::system_prompt;
-pub use turn::{explain, reply_key, Agent, NullObserver, Prices, TurnError, TurnInput, TurnObserver, TurnOutcome};
+pub use turn::{
+    explain, reply_key, Agent, NullObserver, Prices, Start, TurnError, TurnInput, TurnObserver, TurnOutcome,
+};
 
 use crate::store::{NewMessage, SessionRow};
 

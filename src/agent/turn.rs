@@ -1,16 +1,19 @@
 //! The turn loop: model -> tools -> model ... -> final reply, with limits, stop and resume.
 
-use super::{build_messages, dangling_results, run_calls, SessionState};
+use super::approve::{approval_notice, outcome_text, Resumed};
+use super::{build_messages, dangling_results, SessionState};
 use crate::config::LimitsConfig;
+use crate::hooks::Hooks;
 use crate::llm::{Assembled, ChatRequest, LlmError, Provider, StreamEvent, Usage};
+use crate::permissions::Policy;
 use crate::store::{
-    InboxStatus, NewMessage, NewOutbox, OutboxRow, Role, Store, StoreError, TurnCommit, UsageRecord, UserRow,
+    ApprovalDecision, ApprovalRow, ApprovalStatus, InboxStatus, NewMessage, NewOutbox, OutboxRow, Role, Store,
+    StoreError, TurnCommit, UsageRecord, UserRow,
 };
 use crate::tools::{ToolCtx, Tools};
 use butler_channel::{ConversationKind, InboundEvent};
 use futures::StreamExt;
 use std::sync::Arc;
-use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 /// Sees a turn's progress, to stream it to the user. Called often; must not block.
@@ -70,6 +73,20 @@ pub struct Agent {
     pub recall_limit: usize,
     /// Users' workspaces live below this directory, one per user id.
     pub workspace_root: std::path::PathBuf,
+    pub policy: Arc<Policy>,
+    pub hooks: Arc<Hooks>,
+    /// Nudged when an approval request's message was edited, so the edit goes out at once.
+    pub deliverer: Arc<crate::outbox::Deliverer>,
+}
+
+/// How a turn begins.
+#[derive(Clone, Debug)]
+pub enum Start {
+    /// A new message (or the re-run of one cut off by a crash).
+    Message,
+    /// A person answered an approval the session's turn was waiting for; `pending_left` other
+    /// calls of that round still wait.
+    Resume { approval: Box<ApprovalRow>, pending_left: usize },
 }
 
 pub struct TurnInput<'a> {
@@ -83,6 +100,10 @@ pub struct TurnInput<'a> {
     /// False when the event was claimed before (a retry or a re-run after a crash): only then
     /// can its message already be in the transcript.
     pub first_attempt: bool,
+    pub start: Start,
+    pub session_key: &'a str,
+    /// The channel shows buttons (otherwise approval requests say which command answers them).
+    pub buttons: bool,
 }
 
 #[derive(Debug, PartialEq)]
@@ -112,6 +133,10 @@ enum Ending {
     Stopped,
     Limit,
     Failed(LlmError),
+    /// Calls wait for a person's approval: the turn parks.
+    Waiting(Vec<ApprovalRow>),
+    /// A duplicate resume: nothing to do.
+    Stale,
 }
 
 struct Progress {
@@ -151,12 +176,10 @@ impl Agent {
     /// ending is returned for the caller to commit.
     #[tracing::instrument(skip_all, fields(event = %input.event.id, session = %input.session.row.id))]
     pub async fn run(&self, input: TurnInput<'_>, obs: &mut dyn TurnObserver) -> Result<TurnOutcome, TurnError> {
-        let TurnInput { session, event, user, stop, abort, first_attempt } = input;
+        let TurnInput { session, event, user, stop, abort, first_attempt, start, session_key, buttons } = input;
         let sid = session.row.id.clone();
         let mut progress =
             Progress { shown: String::new(), usage: Usage::default(), iterations: 0, unsaved_user: None };
-        self.start_or_resume(session, event, first_attempt, &mut progress).await?;
-
         let tool_ctx = ToolCtx {
             user: user.clone(),
             identity: event.actor.identity.clone(),
@@ -168,11 +191,29 @@ impl Agent {
             recall_limit: self.recall_limit,
             workspace: self.workspace_root.join(&user.id),
         };
+        let mut skip_model = None;
+        match start {
+            Start::Message => self.start_or_resume(session, event, first_attempt, &mut progress).await?,
+            Start::Resume { approval, pending_left } => {
+                let (results, resumed) = self.resume_call(&tool_ctx, &session.history, &approval, pending_left).await?;
+                let msgs = results.into_iter().map(|r| NewMessage::tool(r.call_id, r.content, r.is_error)).collect();
+                self.append(session, &mut progress, msgs).await?;
+                skip_model = match resumed {
+                    Resumed::Continue => None,
+                    Resumed::Waiting => Some(Ending::Waiting(vec![])),
+                    Resumed::Stopped => Some(Ending::Stopped),
+                    Resumed::Stale => Some(Ending::Stale),
+                };
+            }
+        }
         let defs = self.tools.defs();
         let mut window = self.limits.history_messages.max(2);
         let mut compacted = false;
 
         let (ending, last_text) = loop {
+            if let Some(ending) = skip_model.take() {
+                break (ending, String::new());
+            }
             if stop.is_cancelled() {
                 break (Ending::Stopped, String::new());
             }
@@ -245,15 +286,32 @@ impl Agent {
             self.append(session, &mut progress, round).await?;
             progress.shown = progress.join(&asm.text);
             obs.tools(&calls.iter().map(|c| c.name.clone()).collect::<Vec<_>>());
-            let timeout = Duration::from_secs(self.limits.tool_timeout_secs);
-            let results = tokio::select! {
-                r = run_calls(&self.tools, &tool_ctx, &calls, timeout, self.limits.max_tool_result_chars) => r,
+            let round = tokio::select! {
+                r = self.tool_round(&tool_ctx, event, session_key, &calls) => r?,
                 _ = abort.cancelled() => return self.park(),
             };
             obs.tools(&[]);
-            let msgs = results.into_iter().map(|r| NewMessage::tool(r.call_id, r.content, r.is_error)).collect();
+            let msgs = round.results.into_iter().map(|r| NewMessage::tool(r.call_id, r.content, r.is_error)).collect();
             self.append(session, &mut progress, msgs).await?;
+            if !round.asks.is_empty() {
+                break (Ending::Waiting(round.asks), String::new());
+            }
         };
+        if let Ending::Stale = ending {
+            return Ok(TurnOutcome::Finished(Box::new(TurnCommit {
+                inbox_id: event.id.0.clone(),
+                inbox_status: InboxStatus::Done,
+                session_id: None,
+                messages: vec![],
+                reply: None,
+                usage: None,
+                approvals: vec![],
+                notices: vec![],
+            })));
+        }
+        if let Ending::Waiting(asks) = ending {
+            return Ok(self.waiting(event, user, &sid, progress, asks, buttons));
+        }
 
         let note = match &ending {
             Ending::Answer => None,
@@ -263,6 +321,7 @@ impl Agent {
                 self.limits.max_iterations
             )),
             Ending::Failed(e) => Some(explain(e)),
+            Ending::Waiting(_) | Ending::Stale => None,
         };
         if let Ending::Failed(e) = &ending {
             tracing::warn!(error = %e, "model call failed");
@@ -277,18 +336,7 @@ impl Agent {
             reply = "(The model returned an empty answer.)".into();
         }
         let final_msg = NewMessage::assistant(final_text, vec![]);
-        let u = &progress.usage;
-        let usage = UsageRecord {
-            user_id: user.id.clone(),
-            session_id: sid.clone(),
-            event_id: event.id.0.clone(),
-            model: self.llm.model().to_string(),
-            // The whole prompt, cached or not.
-            input_tokens: (u.input_tokens + u.cache_read_tokens + u.cache_write_tokens) as i64,
-            output_tokens: u.output_tokens as i64,
-            cost_usd: self.prices.cost(u),
-            iterations: progress.iterations as i32,
-        };
+        let usage = self.usage(user, &sid, event, &progress);
         let commit = TurnCommit {
             inbox_id: event.id.0.clone(),
             inbox_status: InboxStatus::Done,
@@ -329,6 +377,94 @@ impl Agent {
             session.history.drain(..cut);
         }
         Ok(reply)
+    }
+
+    fn usage(&self, user: &UserRow, sid: &str, event: &InboundEvent, progress: &Progress) -> UsageRecord {
+        let u = &progress.usage;
+        UsageRecord {
+            user_id: user.id.clone(),
+            session_id: sid.to_string(),
+            event_id: event.id.0.clone(),
+            model: self.llm.model().to_string(),
+            // The whole prompt, cached or not.
+            input_tokens: (u.input_tokens + u.cache_read_tokens + u.cache_write_tokens) as i64,
+            output_tokens: u.output_tokens as i64,
+            cost_usd: self.prices.cost(u),
+            iterations: progress.iterations as i32,
+        }
+    }
+
+    /// A turn parking on approvals: what was said so far is delivered, the approval requests go
+    /// out with their buttons, and the event is done; the answers resume the turn later.
+    fn waiting(
+        &self,
+        event: &InboundEvent,
+        user: &UserRow,
+        sid: &str,
+        mut progress: Progress,
+        asks: Vec<ApprovalRow>,
+        buttons: bool,
+    ) -> TurnOutcome {
+        let text = match (progress.shown.trim(), asks.is_empty()) {
+            ("", false) => "I need an approval before I go on.".to_string(),
+            ("", true) => "Waiting for the other approvals.".to_string(),
+            (shown, _) => shown.to_string(),
+        };
+        let asker = event.actor.name().to_string();
+        let notices = asks.iter().map(|a| approval_notice(a, &asker, buttons)).collect();
+        tracing::info!(approvals = asks.len(), "turn waits for approval");
+        TurnOutcome::Finished(Box::new(TurnCommit {
+            inbox_id: event.id.0.clone(),
+            inbox_status: InboxStatus::Done,
+            session_id: Some(sid.to_string()),
+            messages: progress.unsaved_user.take().into_iter().collect(),
+            reply: Some(NewOutbox {
+                key: reply_key(&event.id.0),
+                conversation: event.conversation.to_string(),
+                text,
+                buttons: vec![],
+                reply_to: event.message_id.clone(),
+            }),
+            usage: Some(self.usage(user, sid, event, &progress)),
+            approvals: asks,
+            notices,
+        }))
+    }
+
+    /// Closes calls a parked turn left waiting, because a new message came first: their
+    /// approvals are cancelled (the requests say so) and each call gets a refusal result.
+    async fn supersede_waiting(&self, session: &mut SessionState, event: &InboundEvent) -> Result<(), StoreError> {
+        let fixes = dangling_results(&session.history);
+        if fixes.is_empty() {
+            return Ok(());
+        }
+        let by = event.actor.name().to_string();
+        for approval in self.store.approvals_pending(&session.row.id).await? {
+            let decision = ApprovalDecision {
+                status: ApprovalStatus::Cancelled,
+                scope: None,
+                decided_by: by.clone(),
+                message: outcome_text(
+                    &approval,
+                    ApprovalStatus::Cancelled,
+                    None,
+                    &format!("{by} (a new message came first)"),
+                ),
+            };
+            if let Some(row) = self.store.approval_decide(&approval.id, &decision).await? {
+                let audit = super::approve::decision_audit(&row, ApprovalStatus::Cancelled, None, &by);
+                self.store.audit_add(&audit).await?;
+                self.deliverer.wake();
+            }
+        }
+        let msgs: Vec<NewMessage> = fixes
+            .into_iter()
+            .filter_map(|f| f.tool_call_id)
+            .map(|id| NewMessage::tool(id, "not run: cancelled because a new message came first", true))
+            .collect();
+        self.store.messages_append(&session.row.id, &msgs).await?;
+        session.history.extend(msgs);
+        Ok(())
     }
 
     fn park(&self) -> Result<TurnOutcome, TurnError> {
@@ -379,6 +515,7 @@ impl Agent {
         };
         match found {
             None => {
+                self.supersede_waiting(session, event).await?;
                 let text = event.text().unwrap_or_default();
                 // In a group every speaker is named (the providers show the name to the model).
                 let name = (event.kind == ConversationKind::Group).then(|| event.actor.name().to_string());

@@ -27,6 +27,8 @@ const PROMPT: &str = "› ";
 pub struct Terminal {
     next_id: AtomicU64,
     printed: Mutex<HashMap<String, String>>,
+    /// The approval the next y/a/n line answers, with the message it was shown in.
+    asking: Mutex<Option<(String, String)>>,
 }
 
 /// The part of a draft worth printing: without the trailing "running tools" line.
@@ -53,10 +55,37 @@ impl Terminal {
             }
         }
         *before = text.to_string();
-        if !msg.draft {
-            let _ = write!(out, "\n\n{PROMPT}");
+        let approval =
+            msg.buttons.iter().find_map(|b| b.action.strip_prefix("ap:")?.split(':').next().map(str::to_string));
+        let mut asking = self.asking.lock().unwrap_or_else(|p| p.into_inner());
+        match approval {
+            Some(approval) if !msg.draft => {
+                *asking = Some((approval, id.to_string()));
+                let _ = write!(out, "\nApprove? [y] once, [a] always in this session, [n] no: ");
+            }
+            _ => {
+                if asking.as_ref().is_some_and(|(_, shown_in)| shown_in == id) {
+                    *asking = None;
+                }
+                if !msg.draft {
+                    let _ = write!(out, "\n\n{PROMPT}");
+                }
+            }
         }
         let _ = out.flush();
+    }
+
+    /// The button action a y/a/n answer stands for, if an approval is being asked.
+    fn answer(&self, line: &str) -> Option<String> {
+        let asking = self.asking.lock().unwrap_or_else(|p| p.into_inner());
+        let (id, _) = asking.as_ref()?;
+        let choice = match line.trim().to_ascii_lowercase().as_str() {
+            "y" | "yes" => "once",
+            "a" | "always" => "session",
+            "n" | "no" => "deny",
+            _ => return None,
+        };
+        Some(format!("ap:{id}:{choice}"))
     }
 }
 
@@ -68,7 +97,8 @@ impl Channel for Terminal {
 
     fn caps(&self) -> Caps {
         Caps {
-            buttons: false,
+            // Buttons are shown as a y/a/n question.
+            buttons: true,
             edit: true,
             max_len: 1_000_000,
             typing: false,
@@ -89,10 +119,11 @@ impl Channel for Terminal {
     }
 }
 
-pub async fn run(mut cfg: Config) -> Result<ExitCode, ExitCode> {
+pub async fn run(mut cfg: Config, config_path: Option<std::path::PathBuf>) -> Result<ExitCode, ExitCode> {
     cfg.channels.web.enabled = false;
     let terminal = Arc::new(Terminal::default());
-    let opts = AppOptions { config: cfg, http: false, extra_channels: vec![terminal], extra_tools: vec![] };
+    let channel: Arc<dyn Channel> = terminal.clone();
+    let opts = AppOptions { config: cfg, http: false, extra_channels: vec![channel], extra_tools: vec![], config_path };
     let app = App::start(opts).await.map_err(|e| super::fail(1, e))?;
     if app.llm.model().is_empty() {
         eprintln!("note: {}", crate::llm::LlmError::NotConfigured);
@@ -111,6 +142,10 @@ pub async fn run(mut cfg: Config) -> Result<ExitCode, ExitCode> {
                 Ok(Some(line)) if line.trim().is_empty() => {}
                 Ok(Some(line)) => {
                     let id = format!("{CHANNEL}:{}", uuid::Uuid::new_v4());
+                    let body = match terminal.answer(&line) {
+                        Some(action) => EventBody::Action { action, message: None },
+                        None => EventBody::Message { text: line },
+                    };
                     let ev = InboundEvent {
                         id: EventId(id.clone()),
                         actor: Actor::new(Identity::new(CHANNEL, "local")),
@@ -119,7 +154,7 @@ pub async fn run(mut cfg: Config) -> Result<ExitCode, ExitCode> {
                         addressed: true,
                         reply_to: None,
                         message_id: None,
-                        body: EventBody::Message { text: line },
+                        body,
                         at_ms: crate::store::now_ms(),
                     };
                     match app.ingress.accept(ev).await {

@@ -4,12 +4,13 @@
 //! (0 success, 1 a check or run failed, 2 bad usage or configuration). Only this module and
 //! `main` may print to the terminal.
 
+mod audit;
 mod chat;
 mod doctor;
 mod pair;
 
 use crate::app::{App, AppOptions};
-use crate::config::{self, Config};
+use crate::config;
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -38,6 +39,12 @@ pub enum Command {
     Config {
         #[command(subcommand)]
         command: ConfigCommand,
+    },
+    /// Permission decisions on tool calls, newest first
+    Audit {
+        /// How many rows to show
+        #[arg(long, default_value_t = 50)]
+        limit: usize,
     },
     /// Pairing requests from people Butler does not know yet
     Pair {
@@ -102,17 +109,23 @@ async fn run(cli: Cli) -> Result<ExitCode, ExitCode> {
             let ok = doctor::run(cli.config.as_deref()).await;
             Ok(if ok { ExitCode::SUCCESS } else { ExitCode::from(1) })
         }
-        Command::Serve => serve(load_config(cli.config.as_deref())?.config).await,
+        Command::Serve => serve(load_config(cli.config.as_deref())?).await,
         Command::Pair { command } => pair::run(load_config(cli.config.as_deref())?.config, command).await,
-        Command::Chat => chat::run(load_config(cli.config.as_deref())?.config).await,
+        Command::Audit { limit } => audit::run(load_config(cli.config.as_deref())?.config, limit).await,
+        Command::Chat => {
+            let loaded = load_config(cli.config.as_deref())?;
+            chat::run(loaded.config, loaded.source).await
+        }
     }
 }
 
-async fn serve(cfg: Config) -> Result<ExitCode, ExitCode> {
-    if cfg.llm.model.is_empty() {
+async fn serve(loaded: config::Loaded) -> Result<ExitCode, ExitCode> {
+    if loaded.config.llm.model.is_empty() {
         tracing::warn!("{}", crate::llm::LlmError::NotConfigured);
     }
-    let app = App::start(AppOptions::serve(cfg)).await.map_err(|e| fail(1, e))?;
+    let mut opts = AppOptions::serve(loaded.config);
+    opts.config_path = loaded.source;
+    let app = App::start(opts).await.map_err(|e| fail(1, e))?;
     if let Some(addr) = app.addr {
         tracing::info!(%addr, "Butler is ready: open http://{addr}");
     }

@@ -1,4 +1,6 @@
 //! `[[hooks]]`: commands or HTTP endpoints called around tool calls, sessions and compaction.
+//! Only the shape of the configuration lives here (checked in `validate.rs`, run by
+//! `crate::hooks`); this file must never start processes or make requests.
 
 use serde::{Deserialize, Serialize};
 
@@ -11,6 +13,41 @@ pub enum HookEvent {
     SessionEnd,
     PreCompact,
     PostCompact,
+}
+
+impl HookEvent {
+    /// Every event, in the order of the documentation.
+    pub const ALL: [HookEvent; 6] = [
+        HookEvent::PreToolUse,
+        HookEvent::PostToolUse,
+        HookEvent::SessionStart,
+        HookEvent::SessionEnd,
+        HookEvent::PreCompact,
+        HookEvent::PostCompact,
+    ];
+
+    /// The name used in the configuration and in the payload's `event` field.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            HookEvent::PreToolUse => "pre_tool_use",
+            HookEvent::PostToolUse => "post_tool_use",
+            HookEvent::SessionStart => "session_start",
+            HookEvent::SessionEnd => "session_end",
+            HookEvent::PreCompact => "pre_compact",
+            HookEvent::PostCompact => "post_compact",
+        }
+    }
+
+    /// Events about one tool call: only these look at `matcher`.
+    pub fn is_tool_event(self) -> bool {
+        matches!(self, HookEvent::PreToolUse | HookEvent::PostToolUse)
+    }
+}
+
+impl std::fmt::Display for HookEvent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize)]
@@ -32,15 +69,22 @@ pub struct HookConfig {
     pub command: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub url: Option<String>,
-    /// Tool name glob for tool events (`shell`, `file_*`); `*` matches every tool.
+    /// Tool name glob for tool events (`shell`, `file_*`); `*` matches every tool. Ignored for
+    /// the other events.
     #[serde(default = "any_tool")]
     pub matcher: String,
+    /// Seconds the hook may take (1 to 3600); a command is then killed with its process group.
     #[serde(default = "default_timeout")]
     pub timeout_secs: u64,
     /// When the hook fails (non-zero exit, non-2xx, timeout, crash): block the call (pre_tool_use)
     /// instead of carrying on.
     #[serde(default)]
     pub block_on_failure: bool,
+}
+
+impl HookConfig {
+    /// The longest `timeout_secs` accepted.
+    pub const MAX_TIMEOUT_SECS: u64 = 3600;
 }
 
 fn any_tool() -> String {

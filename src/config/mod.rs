@@ -8,20 +8,20 @@
 mod error;
 mod hooks;
 mod load;
-mod permissions;
-mod tools;
 mod masked;
+mod permissions;
 mod secret;
 #[cfg(test)]
 mod tests;
+mod tools;
 mod validate;
 
 pub use error::{ConfigError, FileFrom, Problem};
+pub use hooks::{HookConfig, HookEvent, HookKind};
 pub use load::{
     load, load_from, parse_str, select_file, Env, Loaded, DEFAULT_ANTHROPIC_MODEL, DEFAULT_OPENAI_MODEL, DEFAULT_PATH,
     NO_FILE,
 };
-pub use hooks::{HookConfig, HookEvent, HookKind};
 pub use permissions::{ContextKind, Mode, PermissionContext, PermissionsConfig};
 pub use secret::Secret;
 pub use tools::{FilesConfig, HttpRequestConfig, SendMessageConfig, ShellConfig, ToolsConfig, WebFetchConfig};

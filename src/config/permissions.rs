@@ -1,4 +1,6 @@
-//! `[permissions]`: how tool calls are decided (allow / ask / deny), per context.
+//! `[permissions]`: how tool calls are decided (allow / ask / deny), per context. These are only
+//! the configurable rules: the built-in hard deny list (`crate::permissions`) is deliberately not
+//! here, and no key may ever be added that reaches it.
 
 use serde::{Deserialize, Serialize};
 
@@ -31,9 +33,11 @@ pub struct PermissionsConfig {
     pub denied_tools: Vec<String>,
     /// Tool name globs that run without asking (unless denied).
     pub allowed_tools: Vec<String>,
-    /// Path globs file tools may touch without asking (absolute, or relative to the workspace).
+    /// Path globs file tools may change without asking: absolute, `~/...`, or relative to each
+    /// user's workspace (a directory covers everything inside it).
     pub allow_paths: Vec<String>,
-    /// Path globs that are always denied (on top of the built-in credential list).
+    /// Path globs that are always denied, on top of the built-in list (a directory covers
+    /// everything inside it; relative patterns match at any depth).
     pub deny_paths: Vec<String>,
     /// Shell command globs that are always denied (`*rm -rf*`, `*curl*|*sh*`).
     pub denied_commands: Vec<String>,
@@ -42,7 +46,8 @@ pub struct PermissionsConfig {
     pub approvers: Vec<String>,
     /// An unanswered approval is denied after this long.
     pub approval_timeout_secs: u64,
-    /// Per-context overrides; the first matching entry wins.
+    /// Per-context overrides; for `mode` and `approvers` separately, the first matching entry
+    /// that sets it wins.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub contexts: Vec<PermissionContext>,
 }

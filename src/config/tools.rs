@@ -50,11 +50,14 @@ pub struct HttpRequestConfig {
     pub allowed_hosts: Vec<String>,
     pub max_bytes: usize,
     pub timeout_secs: u64,
+    /// Lets allowed hosts resolve to loopback or private-network addresses (a service on your
+    /// LAN). Link-local and cloud metadata addresses stay refused either way.
+    pub allow_private_addresses: bool,
 }
 
 impl Default for HttpRequestConfig {
     fn default() -> Self {
-        Self { allowed_hosts: Vec::new(), max_bytes: 2_000_000, timeout_secs: 20 }
+        Self { allowed_hosts: Vec::new(), max_bytes: 2_000_000, timeout_secs: 20, allow_private_addresses: false }
     }
 }
 

@@ -1,6 +1,7 @@
 //! Checks on values that parse but make no sense: addresses, URL schemes, time zones, limits
 //! that cannot be zero, a web chat that would be open to the network without a token, and
-//! `[[triggers]]` sources whose names, secrets, rules or targets cannot work.
+//! `[[triggers]]` sources whose names, secrets, rules or targets cannot work, and `[permissions]`
+//! globs, approvers and contexts that could not match or name anyone.
 //!
 //! Every problem names its key and says what to do. A message here must never contain a secret
 //! (tokens, keys, database and Redis URLs): it may name the scheme of a URL, never the rest.
@@ -21,6 +22,9 @@ impl Config {
         self.check_web(&mut p);
         self.check_rest(&mut p);
         self.check_triggers(&mut p);
+        self.check_permissions(&mut p);
+        self.check_hooks(&mut p);
+        self.check_tools(&mut p);
         if p.0.is_empty() {
             Ok(())
         } else {
@@ -214,6 +218,44 @@ impl Config {
     }
 }
 
+impl Config {
+    /// `[[hooks]]`: a command for command hooks, an http(s) URL for HTTP hooks (and not the key
+    /// of the other type), a timeout in 1..=3600 seconds and a non-empty matcher.
+    fn check_hooks(&self, p: &mut Problems) {
+        use super::HookKind;
+        for (i, h) in self.hooks.iter().enumerate() {
+            let key = |k: &str| format!("hooks[{i}].{k}");
+            match h.kind {
+                HookKind::Command => {
+                    if h.command.as_deref().is_none_or(|c| c.trim().is_empty()) {
+                        p.add(key("command"), "a hook of type \"command\" needs the command to run (with sh -c)");
+                    }
+                    if h.url.is_some() {
+                        p.add(key("url"), "is only for type = \"http\"; remove it or change the type");
+                    }
+                }
+                HookKind::Http => {
+                    match h.url.as_deref() {
+                        Some(url) => http_url(p, &key("url"), url),
+                        None => {
+                            p.add(key("url"), "a hook of type \"http\" needs the http:// or https:// URL to POST to")
+                        }
+                    }
+                    if h.command.is_some() {
+                        p.add(key("command"), "is only for type = \"command\"; remove it or change the type");
+                    }
+                }
+            }
+            if !(1..=super::HookConfig::MAX_TIMEOUT_SECS).contains(&h.timeout_secs) {
+                p.add(key("timeout_secs"), "must be 1 to 3600 (seconds); the default is 5");
+            }
+            if h.matcher.trim().is_empty() {
+                p.add(key("matcher"), "must not be empty; use a tool name, a glob such as file_*, or * for every tool");
+            }
+        }
+    }
+}
+
 /// A `when` entry: a `headers.` or `body.` path, and a string, number, boolean or list of those.
 fn check_when(p: &mut Problems, key: &str, path: &str, want: &serde_json::Value) {
     use serde_json::Value;
@@ -276,6 +318,80 @@ fn check_trigger_target(
     }
 }
 
+impl Config {
+    /// `[permissions]`: a timeout, usable globs, approvers that name someone, and contexts with
+    /// a known channel name and role that change something.
+    fn check_permissions(&self, p: &mut Problems) {
+        let perm = &self.permissions;
+        positive(p, "permissions.approval_timeout_secs", perm.approval_timeout_secs);
+        for (key, globs) in [
+            ("denied_tools", &perm.denied_tools),
+            ("allowed_tools", &perm.allowed_tools),
+            ("allow_paths", &perm.allow_paths),
+            ("deny_paths", &perm.deny_paths),
+            ("denied_commands", &perm.denied_commands),
+        ] {
+            for (i, glob) in globs.iter().enumerate() {
+                if let Some(why) = crate::permissions::pattern_problem(glob) {
+                    p.add(
+                        format!("permissions.{key}[{i}]"),
+                        format!("{why}; a glob uses `*` (any run of characters), `?` and `[abc]`"),
+                    );
+                }
+            }
+        }
+        check_approvers(p, "permissions.approvers", &perm.approvers);
+        for (i, c) in perm.contexts.iter().enumerate() {
+            let key = |k: &str| format!("permissions.contexts[{i}].{k}");
+            let plain = |s: &str| {
+                !s.is_empty() && s.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || c == '-')
+            };
+            if c.channel.as_deref().is_some_and(|ch| !plain(ch)) {
+                p.add(
+                    key("channel"),
+                    "must be a channel name such as web, telegram or slack (lowercase), or be left out to match any",
+                );
+            }
+            if let Some(role) = c.role.as_deref().filter(|r| crate::store::UserRole::parse(r).is_none()) {
+                p.add(key("role"), format!("`{role}` is not a role; use owner, member or guest, or leave it out"));
+            }
+            if let Some(approvers) = &c.approvers {
+                check_approvers(p, &key("approvers"), approvers);
+            }
+            if c.mode.is_none() && c.approvers.is_none() {
+                p.add(
+                    format!("permissions.contexts[{i}]"),
+                    "sets neither mode nor approvers, so it changes nothing; add one or remove the entry",
+                );
+            }
+        }
+    }
+}
+
+/// Approvers: `requester`, `role:owner|member|guest`, `user:<id>` or an identity `channel:id`.
+fn check_approvers(p: &mut Problems, key: &str, approvers: &[String]) {
+    if approvers.is_empty() {
+        p.add(key, "must name at least one approver, e.g. [\"requester\"] or [\"role:owner\"]");
+    }
+    for (i, a) in approvers.iter().enumerate() {
+        let ok = match (a.strip_prefix("role:"), a.strip_prefix("user:")) {
+            _ if a == "requester" => true,
+            (Some(role), _) => crate::store::UserRole::parse(role).is_some(),
+            (_, Some(id)) => !id.is_empty() && !id.chars().any(char::is_whitespace),
+            _ => a.parse::<butler_channel::Identity>().is_ok() && !a.chars().any(char::is_whitespace),
+        };
+        if !ok {
+            p.add(
+                format!("{key}[{i}]"),
+                format!(
+                    "`{a}` is not an approver; use requester, role:owner, role:member, role:guest, user:USER_ID \
+                     or an identity such as slack:U2CERLKJA"
+                ),
+            );
+        }
+    }
+}
+
 #[derive(Default)]
 struct Problems(Vec<Problem>);
 
@@ -310,4 +426,51 @@ fn scheme_note(url: &str) -> String {
 fn is_simple_name(name: &str) -> bool {
     (1..=64).contains(&name.len())
         && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '.')
+}
+
+impl Config {
+    /// `[tools]`: a workspace directory, limits above 0, well-formed `allowed_hosts` (and no
+    /// local address the guard would always refuse), no duplicate send_message targets.
+    fn check_tools(&self, p: &mut Problems) {
+        let t = &self.tools;
+        if t.workspace_dir.trim().is_empty() {
+            p.add("tools.workspace_dir", "must not be empty; each user's workspace is a directory below it");
+        }
+        positive(p, "tools.web_fetch.max_bytes", t.web_fetch.max_bytes);
+        positive(p, "tools.web_fetch.timeout_secs", t.web_fetch.timeout_secs);
+        positive(p, "tools.http_request.max_bytes", t.http_request.max_bytes);
+        positive(p, "tools.http_request.timeout_secs", t.http_request.timeout_secs);
+        positive(p, "tools.shell.timeout_secs", t.shell.timeout_secs);
+        positive(p, "tools.shell.max_output_bytes", t.shell.max_output_bytes);
+        positive(p, "tools.files.max_read_bytes", t.files.max_read_bytes);
+        positive(p, "tools.files.max_write_bytes", t.files.max_write_bytes);
+        use crate::tools::builtin::net::{check_host_pattern, classify, AddrClass};
+        for (i, host) in t.http_request.allowed_hosts.iter().enumerate() {
+            let key = format!("tools.http_request.allowed_hosts[{i}]");
+            if let Err(why) = check_host_pattern(host) {
+                p.add(key, why);
+                continue;
+            }
+            let ip = host.trim_start_matches('[').trim_end_matches(']').parse::<std::net::IpAddr>();
+            match ip.map(classify) {
+                Ok(AddrClass::Forbidden(what)) => {
+                    p.add(key, format!("`{host}` is {what}; tools never reach it"));
+                }
+                Ok(AddrClass::Local(what)) if !t.http_request.allow_private_addresses => p.add(
+                    key,
+                    format!(
+                        "`{host}` is {what}, which is refused unless tools.http_request.allow_private_addresses \
+                         = true"
+                    ),
+                ),
+                _ => {}
+            }
+        }
+        let mut seen = std::collections::BTreeSet::new();
+        for (i, target) in t.send_message.targets.iter().enumerate() {
+            if !seen.insert(target) {
+                p.add(format!("tools.send_message.targets[{i}]"), format!("`{target}` is listed twice"));
+            }
+        }
+    }
 }

@@ -190,7 +190,7 @@ impl Deliverer {
         let mark = match self.send_row(&row).await {
             Ok(platform_ids) => {
                 METRICS.outbox_sent.inc();
-                OutboxMark::Sent { platform_ids }
+                OutboxMark::Sent { platform_ids, text: row.text.clone() }
             }
             Err(ChannelError::RateLimited { retry_after }) => {
                 METRICS.outbox_retried.inc();

@@ -2,7 +2,8 @@
 //! turn, commits it, wakes the outbox, and retires when idle.
 
 use super::{lock, Job, JobKind, Running, Sessions};
-use crate::agent::{system_prompt, SessionState, TurnError, TurnInput, TurnOutcome};
+use crate::agent::{system_prompt, SessionState, Start, TurnError, TurnInput, TurnOutcome};
+use crate::config::HookEvent;
 use crate::metrics::METRICS;
 use crate::outbox::Streamer;
 use crate::store::{InboxStatus, NewOutbox, NewSession, StoreError, TurnCommit};
@@ -60,8 +61,8 @@ impl Actor {
     }
 
     async fn handle(&mut self, job: Job) {
-        let result = match job.kind {
-            JobKind::Turn => self.turn(&job).await,
+        let result = match &job.kind {
+            JobKind::Turn | JobKind::Resume { .. } => self.turn(&job).await,
             JobKind::Reset => self.reset(&job).await,
         };
         if let Err(e) = result {
@@ -96,7 +97,10 @@ impl Actor {
                         conversation: job.event.conversation.to_string(),
                         system_prompt: prompt,
                     };
-                    store.session_open(&new).await?
+                    let row = store.session_open(&new).await?;
+                    let payload = serde_json::json!({"session": row.id, "key": row.key, "user": row.user_id});
+                    deps.agent.hooks.run(HookEvent::SessionStart, None, &payload).await;
+                    row
                 }
             };
             let history = store.messages_recent(&row.id, deps.limits.history_messages).await?;
@@ -122,6 +126,7 @@ impl Actor {
             buttons: vec![],
             reply_to: event.message_id.clone(),
         };
+        let buttons = deps.channels.get(event.channel()).is_some_and(|ch| ch.caps().buttons);
         let mut streamer = deps.channels.get(event.channel()).map(|ch| {
             let mut base = Outbound::text(event.conversation.clone(), "");
             base.reply_to = event.message_id.clone();
@@ -130,13 +135,30 @@ impl Actor {
             }
             Streamer::start(ch.clone(), deps.agent.store.clone(), reply, base)
         });
+        let key = self.key.clone();
         let session = self.load(job).await?;
         let mut sink = crate::agent::NullObserver;
         let observer: &mut dyn crate::agent::TurnObserver = match streamer.as_mut() {
             Some(s) => s,
             None => &mut sink,
         };
-        let input = TurnInput { session, event, user: &job.user, stop, abort, first_attempt: job.attempt <= 1 };
+        let start = match &job.kind {
+            JobKind::Resume { approval, pending_left } => {
+                Start::Resume { approval: approval.clone(), pending_left: *pending_left }
+            }
+            _ => Start::Message,
+        };
+        let input = TurnInput {
+            session,
+            event,
+            user: &job.user,
+            stop,
+            abort,
+            first_attempt: job.attempt <= 1,
+            start,
+            session_key: &key,
+            buttons,
+        };
         let outcome = deps.agent.run(input, observer).await;
         if let Some(s) = streamer {
             s.close().await;
@@ -146,6 +168,10 @@ impl Actor {
                 let session = self.state.as_mut().expect("loaded for this turn");
                 if let Some(row) = deps.agent.commit(session, &commit).await? {
                     deps.deliverer.hand_over(row);
+                }
+                if !commit.notices.is_empty() {
+                    // Approval requests are not handed over: let the worker look now.
+                    deps.deliverer.wake();
                 }
                 METRICS.turns.inc();
                 METRICS.turn_seconds.observe(started.elapsed().as_secs_f64());
@@ -167,6 +193,8 @@ impl Actor {
         let store = &deps.agent.store;
         if let Some(row) = store.session_active(&self.key).await? {
             store.session_close(&row.id).await?;
+            let payload = serde_json::json!({"session": row.id, "key": row.key, "user": row.user_id});
+            deps.agent.hooks.run(HookEvent::SessionEnd, None, &payload).await;
         }
         self.state = None;
         let commit = TurnCommit {

@@ -34,12 +34,14 @@ pub struct Job {
     pub attempt: i32,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum JobKind {
     /// An agent turn for a message.
     Turn,
     /// `/new`: close the session; the next message opens a fresh one.
     Reset,
+    /// A person answered an approval the session's turn waits for: resume it.
+    Resume { approval: Box<crate::store::ApprovalRow>, pending_left: usize },
 }
 
 /// The mailbox is full: leave the event in the inbox and offer it again later.

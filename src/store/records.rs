@@ -228,8 +228,10 @@ pub struct OutboxRow {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum OutboxMark {
     /// Delivered; `platform_ids` are the ids of every chunk (recorded in the same write).
+    /// `text` is what was delivered: if the row was revised meanwhile it stays pending.
     Sent {
         platform_ids: Vec<String>,
+        text: String,
     },
     Failed {
         error: String,

@@ -169,7 +169,9 @@ impl Tools {
         self.by_name.keys().map(String::as_str).collect()
     }
 
-    /// The built-in tools enabled by the config.
+    /// The built-in tools enabled by the config: `web_fetch` when enabled, `http_get` and
+    /// `http_request` when `allowed_hosts` is not empty, `shell` only when enabled, the file
+    /// tools when enabled, `send_message` when it has targets.
     pub fn builtin(cfg: &crate::config::Config) -> Self {
         let mut t = Self::default();
         t.add(Arc::new(builtin::Now::new()));
@@ -177,6 +179,28 @@ impl Tools {
             for tool in builtin::memory_tools() {
                 t.add(tool);
             }
+        }
+        let tc = &cfg.tools;
+        if tc.web_fetch.enabled {
+            match builtin::WebFetch::new(&tc.web_fetch) {
+                Ok(tool) => t.add(Arc::new(tool)),
+                Err(e) => tracing::warn!(error = %e, "web_fetch is off"),
+            }
+        }
+        if !tc.http_request.allowed_hosts.is_empty() {
+            match builtin::http_tools(&tc.http_request) {
+                Ok(tools) => tools.into_iter().for_each(|tool| t.add(tool)),
+                Err(e) => tracing::warn!(error = %e, "http_get and http_request are off"),
+            }
+        }
+        if tc.shell.enabled {
+            t.add(Arc::new(builtin::Shell::new(&tc.shell)));
+        }
+        if tc.files.enabled {
+            builtin::file_tools(&tc.files).into_iter().for_each(|tool| t.add(tool));
+        }
+        if !tc.send_message.targets.is_empty() {
+            t.add(Arc::new(builtin::SendMessage::new(&tc.send_message)));
         }
         t
     }

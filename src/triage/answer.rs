@@ -22,15 +22,17 @@ impl Triage {
         Ok(match cmd {
             Command::Help => reply(HELP),
             Command::Stop if self.sessions.stop(key, None) => Verdict::plain(Decision::Done),
-            Command::Stop => reply("Nothing is running."),
+            Command::Stop => match self.cancel_waiting(event, key).await? {
+                Some(verdict) => verdict,
+                None => reply("Nothing is running."),
+            },
             Command::Status => reply(self.status(key, user).await?),
             Command::WhoAmI => reply(self.whoami(event, user).await?),
             Command::Link(None) => self.offer_link(event, user).await?,
             Command::Pair(pair) => self.pair(pair, event, user).await?,
             Command::Approve(None) | Command::Deny(None) => reply("Say which approval: `/approve ID` or `/deny ID`."),
-            Command::Approve(Some(id)) | Command::Deny(Some(id)) => {
-                reply(format!("There is no pending approval `{id}`."))
-            }
+            Command::Approve(Some(id)) => self.approval_answer(event, &format!("{id}:once")).await?,
+            Command::Deny(Some(id)) => self.approval_answer(event, &format!("{id}:deny")).await?,
             // Handled before this point; listed so the match stays exhaustive.
             Command::New | Command::Unknown | Command::Link(Some(_)) => Verdict::plain(Decision::Done),
         })

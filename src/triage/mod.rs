@@ -7,10 +7,12 @@
 
 pub mod access;
 mod answer;
+mod approvals;
 mod commands;
 pub mod triggers;
 
 pub use access::Access;
+pub use approvals::{expiry_event, SYSTEM_CHANNEL};
 pub use commands::{parse_command, Command, PairCommand};
 pub use triggers::Triggers;
 
@@ -72,6 +74,8 @@ pub struct Triage {
     pub model: String,
     /// Default time zone for users approved through pairing.
     pub timezone: String,
+    /// Told when an approval's message was edited, so the edit goes out at once.
+    pub deliverer: Arc<crate::outbox::Deliverer>,
 }
 
 /// The channel name of signed webhook triggers.
@@ -85,6 +89,12 @@ impl Triage {
         }
         if event.actor.is_bot {
             return Ok(Verdict::drop("from a bot"));
+        }
+        // Approval answers are checked against the request's approvers, not general access.
+        if let EventBody::Action { action, .. } = &event.body {
+            if let Some(rest) = action.strip_prefix("ap:") {
+                return self.approval_answer(event, rest).await;
+            }
         }
         let group = (event.kind == ConversationKind::Group).then(|| self.access.group(&event.conversation)).flatten();
         let respond_all = group.is_some_and(|g| g.respond == Respond::All);

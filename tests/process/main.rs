@@ -4,6 +4,7 @@
 #[path = "../support/mod.rs"]
 mod support;
 
+mod approvals;
 mod chat;
 mod cli;
 mod crash;

@@ -137,6 +137,8 @@ async fn give(store: &Arc<dyn Store>, user_id: &str, tag: &str) -> Owned {
         messages: vec![],
         reply: None,
         usage: Some(usage),
+        approvals: vec![],
+        notices: vec![],
     };
     store.finish_event(&commit).await.unwrap();
     Owned { personal, group: group.unwrap(), session_key }

@@ -1,7 +1,8 @@
-//! Audit contract: decisions are stored as given, listed most recent first (ties in reverse
-//! insertion order) and counted per decision since a time, sorted by decision.
+//! Audit contract: decisions and permission audit rows are stored as given and listed most
+//! recent first (ties in reverse insertion order); decisions are counted per decision since a
+//! time, sorted by decision.
 
-use crate::fixtures::decision;
+use crate::fixtures::{audit, decision};
 use butler::store::Store;
 use std::sync::Arc;
 
@@ -40,5 +41,29 @@ pub async fn recent_and_since(store: Arc<dyn Store>) {
     for (since, want) in cases {
         let want: Vec<(String, i64)> = want.iter().map(|(d, n)| (d.to_string(), *n)).collect();
         assert_eq!(store.decisions_since(since).await.unwrap(), want, "since {since}");
+    }
+}
+
+pub async fn audit_recent_and_round_trip(store: Arc<dyn Store>) {
+    assert!(store.audit_recent(10).await.unwrap().is_empty());
+    let rows = [
+        audit(1_000, "shell", "asked"),
+        audit(2_000, "shell", "approved"),
+        audit(2_000, "write_file", "denied"),
+        audit(3_000, "email", "blocked"),
+        audit(500, "now", "allowed"),
+        audit(2_000, "shell", "approved_session"),
+    ];
+    for row in &rows {
+        store.audit_add(row).await.unwrap();
+    }
+    // Decisions and audit rows are separate records.
+    assert!(store.decisions_recent(10).await.unwrap().is_empty());
+
+    // (limit, expected indexes into `rows`)
+    let cases: [(usize, &[usize]); 4] = [(10, &[3, 5, 2, 1, 0, 4]), (6, &[3, 5, 2, 1, 0, 4]), (2, &[3, 5]), (0, &[])];
+    for (limit, want) in cases {
+        let want: Vec<_> = want.iter().map(|&i| rows[i].clone()).collect();
+        assert_eq!(store.audit_recent(limit).await.unwrap(), want, "limit {limit}");
     }
 }

@@ -1,7 +1,9 @@
 //! Builders for the rows the contract tests write. Plain data only: no store calls here.
 
 use butler::channel::{Actor, ConversationKind, ConversationRef, EventBody, EventId, Identity, InboundEvent};
-use butler::store::{CodeKind, CodeRow, DecisionRow, NewOutbox, NewSession, NewUser, UserRole};
+use butler::store::{
+    ApprovalRow, ApprovalStatus, AuditRow, CodeKind, CodeRow, DecisionRow, NewOutbox, NewSession, NewUser, UserRole,
+};
 
 /// A direct text message `id` in `channel:conv`.
 pub fn event(id: &str, channel: &str, conv: &str) -> InboundEvent {
@@ -70,6 +72,44 @@ pub fn decision(at_ms: i64, event_id: &str, decision: &str) -> DecisionRow {
         conversation: "telegram:-100".to_string(),
         decision: decision.to_string(),
         reason: format!("{decision} because of {event_id}"),
+    }
+}
+
+/// A pending approval `id` of `tool` in `session_id`, asked at `created_ms`, expiring at `expires_ms`.
+pub fn approval(id: &str, session_id: &str, tool: &str, created_ms: i64, expires_ms: i64) -> ApprovalRow {
+    ApprovalRow {
+        id: id.to_string(),
+        session_id: session_id.to_string(),
+        session_key: format!("key-{session_id}"),
+        conversation: "telegram:42".to_string(),
+        event_id: format!("e-{id}"),
+        tool_call_id: format!("call-{id}"),
+        tool: tool.to_string(),
+        args_hash: format!("{:0>64}", id.len()),
+        summary: format!("run {tool} (secret ***)"),
+        requester: "telegram:42".to_string(),
+        requester_user: "alice".to_string(),
+        approvers: strings(&["requester", "role:owner"]),
+        status: ApprovalStatus::Pending,
+        scope: None,
+        decided_by: None,
+        decided_ms: None,
+        created_ms,
+        expires_ms,
+    }
+}
+
+/// A permission decision about one call of `tool` at `at_ms`.
+pub fn audit(at_ms: i64, tool: &str, outcome: &str) -> AuditRow {
+    AuditRow {
+        at_ms,
+        actor: "telegram:42".to_string(),
+        user_id: "alice".to_string(),
+        session_id: "s1".to_string(),
+        tool: tool.to_string(),
+        args_hash: format!("hash-{tool}-{at_ms}"),
+        outcome: outcome.to_string(),
+        reason: format!("{outcome} by policy"),
     }
 }
 

@@ -9,6 +9,7 @@
 mod support;
 
 mod access;
+mod approvals;
 mod audit;
 mod connect;
 mod fixtures;
@@ -89,6 +90,7 @@ contract! {
     usage_totals_per_user_and_time => crate::turn::usage_totals,
     outbox_draft_and_enqueue => crate::outbox::draft_and_enqueue,
     outbox_due_mark_retry => crate::outbox::due_mark_retry,
+    outbox_revision_during_delivery_stays_pending => crate::outbox::revision_during_delivery_stays_pending,
     memory_search_or_semantics_and_ranking => crate::memory::or_semantics_and_ranking,
     memory_search_is_per_user => crate::memory::per_user,
     memory_search_survives_hostile_input => crate::memory::hostile_input,
@@ -108,4 +110,14 @@ contract! {
     user_set_role_reports_existence => crate::access::set_role,
     user_identities_sorted => crate::access::identities_sorted,
     decisions_recent_and_counted_since => crate::audit::recent_and_since,
+    audit_recent_newest_first_and_round_trip => crate::audit::audit_recent_and_round_trip,
+    finish_event_stores_approvals_and_notices => crate::approvals::commit_stores_approvals_and_notices,
+    finish_event_rerun_adds_no_approvals_or_notices => crate::approvals::rerun_adds_nothing,
+    finish_event_approvals_and_notices_are_atomic => crate::approvals::commit_is_atomic,
+    approval_decide_wins_once_under_races => crate::approvals::decide_wins_once,
+    approval_decide_revises_only_its_message => crate::approvals::decide_revises_its_message,
+    approval_decide_refuses_unknown_and_decided => crate::approvals::decide_refuses_unknown_and_decided,
+    approvals_due_by_expiry_inclusive => crate::approvals::due_order_and_edge,
+    approvals_pending_per_session_oldest_first => crate::approvals::pending_per_session,
+    approval_granted_only_for_session_scope => crate::approvals::granted_only_for_session_scope,
 }

@@ -54,7 +54,7 @@ pub async fn due_mark_retry(store: Arc<dyn Store>) {
 
     store.outbox_progress(ids[0], &strings(&["101"])).await.unwrap();
     // The last chunk's id is recorded by the same write that marks the row sent.
-    let sent = OutboxMark::Sent { platform_ids: strings(&["101", "102"]) };
+    let sent = OutboxMark::Sent { platform_ids: strings(&["101", "102"]), text: "a".into() };
     store.outbox_mark(ids[0], &sent).await.unwrap();
     let later = now + 60_000;
     let rate_limited = OutboxMark::Retry { next_attempt_ms: later, error: "429".into(), count_attempt: false };
@@ -90,11 +90,82 @@ pub async fn due_mark_retry(store: Arc<dyn Store>) {
     for mark in [
         OutboxMark::Failed { error: "late".into() },
         rate_limited.clone(),
-        OutboxMark::Sent { platform_ids: strings(&["999"]) },
+        OutboxMark::Sent { platform_ids: strings(&["999"]), text: "a".into() },
     ] {
         store.outbox_mark(ids[0], &mark).await.unwrap();
         let a = store.outbox_get("a").await.unwrap().unwrap();
         assert_eq!((a.status, a.attempts, a.last_error.as_deref()), (OutboxStatus::Sent, 1, None), "{mark:?}");
         assert_eq!(a.platform_ids, strings(&["101", "102"]), "{mark:?}");
     }
+}
+
+/// A row revised while it was being delivered (an approval decided meanwhile) stays pending:
+/// marking it sent with the text that went out changes nothing, so the new text goes out too.
+pub async fn revision_during_delivery_stays_pending(store: Arc<dyn Store>) {
+    let row = store.outbox_enqueue(&reply("approval:r1", "telegram:1", "Allow this?")).await.unwrap();
+    // The decision revises the row while the worker is still sending the old text.
+    revise_through_an_approval(&store, &row).await;
+    let stale = OutboxMark::Sent { platform_ids: strings(&["m1"]), text: row.text.clone() };
+    store.outbox_mark(row.id, &stale).await.unwrap();
+    let now = store.outbox_get("approval:r1").await.unwrap().unwrap();
+    assert_eq!(now.status, butler::store::OutboxStatus::Pending, "still to be delivered");
+    assert_eq!(now.text, "Approved.");
+    // Delivering the new text and marking it with that text completes it.
+    let fresh = OutboxMark::Sent { platform_ids: strings(&["m1"]), text: now.text.clone() };
+    store.outbox_mark(row.id, &fresh).await.unwrap();
+    assert_eq!(store.outbox_get("approval:r1").await.unwrap().unwrap().status, butler::store::OutboxStatus::Sent);
+}
+
+/// Revises the row through the store's own path for revisions (a decided approval's message).
+async fn revise_through_an_approval(store: &Arc<dyn Store>, row: &butler::store::OutboxRow) {
+    use butler::store::{ApprovalDecision, ApprovalRow, ApprovalStatus, InboxStatus, TurnCommit};
+    let _ = row;
+    let session = store
+        .session_open(&butler::store::NewSession {
+            id: "rs".into(),
+            key: "dm:telegram:1:1".into(),
+            user_id: "u".into(),
+            conversation: "telegram:1".into(),
+            system_prompt: "p".into(),
+        })
+        .await
+        .unwrap();
+    let approval = ApprovalRow {
+        id: "r1".into(),
+        session_id: session.id.clone(),
+        session_key: session.key.clone(),
+        conversation: "telegram:1".into(),
+        event_id: "e-r1".into(),
+        tool_call_id: "c1".into(),
+        tool: "shell".into(),
+        args_hash: "h".into(),
+        summary: "run `ls`".into(),
+        requester: "telegram:1".into(),
+        requester_user: "u".into(),
+        approvers: vec!["requester".into()],
+        status: ApprovalStatus::Pending,
+        scope: None,
+        decided_by: None,
+        decided_ms: None,
+        created_ms: 0,
+        expires_ms: i64::MAX,
+    };
+    let commit = TurnCommit {
+        inbox_id: "e-r1".into(),
+        inbox_status: InboxStatus::Done,
+        session_id: None,
+        messages: vec![],
+        reply: None,
+        usage: None,
+        approvals: vec![approval],
+        notices: vec![],
+    };
+    store.finish_event(&commit).await.unwrap();
+    let decision = ApprovalDecision {
+        status: ApprovalStatus::Approved,
+        scope: Some("once".into()),
+        decided_by: "alice".into(),
+        message: "Approved.".into(),
+    };
+    assert!(store.approval_decide("r1", &decision).await.unwrap().is_some());
 }

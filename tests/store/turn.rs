@@ -24,7 +24,7 @@ fn usage(user: &str, event_id: &str, tokens: (i64, i64), cost: f64) -> UsageReco
 
 /// An event claimed and its session open with the user message already appended (as the turn
 /// does before calling the model).
-async fn started_turn(store: &Arc<dyn Store>, event_id: &str) -> TurnCommit {
+pub async fn started_turn(store: &Arc<dyn Store>, event_id: &str) -> TurnCommit {
     store.inbox_insert(&event(event_id, "web", "c1")).await.unwrap();
     store.inbox_claim(&strings(&["web"]), "w", 10).await.unwrap();
     let s = match store.session_active("k").await.unwrap() {
@@ -42,6 +42,8 @@ async fn started_turn(store: &Arc<dyn Store>, event_id: &str) -> TurnCommit {
             ..reply(&format!("reply:{event_id}"), "web:c1", "final answer")
         }),
         usage: Some(usage("alice", event_id, (100, 20), 0.25)),
+        approvals: vec![],
+        notices: vec![],
     }
 }
 
@@ -91,7 +93,9 @@ pub async fn is_idempotent(store: Arc<dyn Store>) {
     assert_eq!(store.outbox_due(&strings(&["web"]), i64::MAX, 10).await.unwrap().len(), 1, "one outbox row");
 
     // Once sent, a re-run never changes the row.
-    store.outbox_mark(first.unwrap(), &OutboxMark::Sent { platform_ids: vec!["m1".into()] }).await.unwrap();
+    let sent_text = store.outbox_get("reply:e1").await.unwrap().unwrap().text;
+    let sent = OutboxMark::Sent { platform_ids: vec!["m1".into()], text: sent_text };
+    store.outbox_mark(first.unwrap(), &sent).await.unwrap();
     let mut changed = commit.clone();
     changed.reply.as_mut().unwrap().text = "a different answer".into();
     assert_eq!(store.finish_event(&changed).await.unwrap().map(|r| r.id), first);
@@ -127,6 +131,8 @@ pub async fn usage_totals(store: Arc<dyn Store>) {
             messages: vec![],
             reply: None,
             usage: Some(usage(user, eid, tokens, cost)),
+            approvals: vec![],
+            notices: vec![],
         };
         store.finish_event(&commit).await.unwrap().map(|r| r.id);
     }

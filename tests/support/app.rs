@@ -8,6 +8,8 @@ use std::sync::Arc;
 
 pub struct TestApp {
     pub app: App,
+    /// The config it was started with (for restarting on the same database).
+    pub config: Config,
     pub base: String,
     pub http: reqwest::Client,
     /// Keeps the SQLite directory alive.
@@ -47,12 +49,13 @@ impl TestApp {
         tools: Vec<Arc<dyn Tool>>,
         channels: Vec<Arc<dyn butler::channel::Channel>>,
     ) -> Self {
+        let config = cfg.clone();
         let mut opts = AppOptions::serve(cfg);
         opts.extra_tools = tools;
         opts.extra_channels = channels;
         let app = App::start(opts).await.expect("app starts");
         let base = format!("http://{}", app.addr.expect("listening"));
-        Self { app, base, http: reqwest::Client::new(), _dir: dir }
+        Self { app, config, base, http: reqwest::Client::new(), _dir: dir }
     }
 
     /// The SQLite URL of this app's database (for direct inspection in tests).

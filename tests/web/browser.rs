@@ -590,3 +590,59 @@ async fn the_page_reconnects_after_a_restart_and_fills_the_gap() {
     app.stop().await;
     drop(dir);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_approval_is_buttons_and_approve_runs_the_shell_command() {
+    let fake = FakeLlm::start().await;
+    fake.on("run the check", Reply::tool_call("shell", json!({"command": "echo hello-from-shell"})));
+    fake.on(
+        "run the check",
+        Reply::chunks(["The command ", "printed ", "hello-from-shell ", "as expected."])
+            .chunk_delay(Duration::from_millis(300)),
+    );
+    let (mut cfg, dir) = config(Some(&fake.openai_url()));
+    cfg.tools.shell.enabled = true;
+    cfg.tools.workspace_dir = dir.path().join("workspaces").display().to_string();
+    let app = TestApp::start(cfg, Some(dir)).await;
+    let (_driver, page) = open_browser().await;
+    load_page(&page, &app).await;
+
+    send_message(&page, "please run the check").await;
+    wait_js(
+        &page,
+        "the approval buttons",
+        "const labels = [...document.querySelectorAll('#messages .msg.assistant .buttons button')].map(b => b.textContent);
+         return labels.join('|') === 'Approve once|Always for this session|Deny';",
+    )
+    .await;
+    let request =
+        js(&page, "const m = [...document.querySelectorAll('#messages .msg.assistant')].find(m => m.querySelector('.buttons button')); return m.querySelector('.text').textContent;").await;
+    assert!(request.as_str().unwrap().contains("echo hello-from-shell"), "{request}");
+    let mut approve = None;
+    for button in page.find_all(Locator::Css("#messages .buttons button")).await.expect("the buttons") {
+        if button.text().await.expect("button text") == "Approve once" {
+            approve = Some(button);
+        }
+    }
+    approve.expect("the Approve button").click().await.expect("click Approve");
+
+    // The answer streams in after the command ran; the request shows who approved it.
+    wait_js(
+        &page,
+        "a streaming part of the answer",
+        "return [...document.querySelectorAll('#messages .msg.assistant .text')].some(t => t.textContent.startsWith('The command') && !t.textContent.endsWith('as expected.'));",
+    )
+    .await;
+    let text = wait_final_reply(&page, "the final answer", "t.endsWith('as expected.')").await;
+    assert_eq!(text, "The command printed hello-from-shell as expected.");
+    wait_js(
+        &page,
+        "the request edited in place",
+        "return [...document.querySelectorAll('#messages .msg.assistant .text')].some(t => t.textContent.startsWith('✅ Approved by local'));",
+    )
+    .await;
+    let result = fake.requests()[1].last_tool_result().unwrap();
+    assert!(result.contains("hello-from-shell"), "the command ran: {result}");
+    page.close().await.expect("close the browser");
+    app.stop().await;
+}

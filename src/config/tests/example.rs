@@ -94,6 +94,23 @@ fn full_config() -> Config {
         respond: crate::config::Respond::All,
         session: crate::config::GroupSession::Shared,
     }];
+    c.permissions.contexts = vec![crate::config::PermissionContext {
+        channel: Some("telegram".into()),
+        kind: Some(crate::config::ContextKind::Group),
+        role: Some("member".into()),
+        mode: Some(crate::config::Mode::Plan),
+        approvers: Some(vec!["role:owner".into()]),
+    }];
+    // Both optional keys of a hook: `command` (type command) and `url` (type http).
+    c.hooks = vec![crate::config::HookConfig {
+        event: crate::config::HookEvent::PreToolUse,
+        kind: crate::config::HookKind::Command,
+        command: Some("/usr/local/bin/butler-guard".into()),
+        url: Some("https://audit.example.com/butler/tool-calls".into()),
+        matcher: "shell".into(),
+        timeout_secs: 5,
+        block_on_failure: true,
+    }];
     c
 }
 

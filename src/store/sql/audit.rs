@@ -1,8 +1,9 @@
-//! The record of triage decisions ([`AuditStore`](crate::store::AuditStore)), written once for
-//! both backends: append-only rows, the latest ones, and counts per decision.
+//! The record of triage decisions and of permission decisions on tool calls
+//! ([`AuditStore`](crate::store::AuditStore)), written once for both backends: append-only rows,
+//! the latest ones, and counts per triage decision.
 //!
-//! It must never update or delete a decision, and its orderings must not depend on the
-//! backend (ties are broken by insertion order, names are sorted in byte order).
+//! It must never update or delete a decision or an audit row, and its orderings must not depend
+//! on the backend (ties are broken by insertion order, names are sorted in byte order).
 
 /// Implements `AuditStore` for `$store` over database `$db`.
 macro_rules! impl_audit {
@@ -55,12 +56,39 @@ macro_rules! impl_audit {
                 Ok(counts)
             }
 
-            async fn audit_add(&self, _row: &$crate::store::AuditRow) -> $crate::store::Result<()> {
-                unimplemented!("placeholder: audit rows")
+            /// Appends the permission decision as given (its `at_ms` is kept, not replaced by now).
+            async fn audit_add(&self, row: &$crate::store::AuditRow) -> $crate::store::Result<()> {
+                sqlx::query(
+                    "INSERT INTO audit (at_ms, actor, user_id, session_id, tool, args_hash, outcome, reason) \
+                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+                )
+                .bind(row.at_ms)
+                .bind(row.actor.as_str())
+                .bind(row.user_id.as_str())
+                .bind(row.session_id.as_str())
+                .bind(row.tool.as_str())
+                .bind(row.args_hash.as_str())
+                .bind(row.outcome.as_str())
+                .bind(row.reason.as_str())
+                .execute(self.writer())
+                .await
+                .map_err($crate::store::sql::error::db_err)?;
+                Ok(())
             }
 
-            async fn audit_recent(&self, _limit: usize) -> $crate::store::Result<Vec<$crate::store::AuditRow>> {
-                unimplemented!("placeholder: audit rows")
+            /// The last `limit` audit rows by `at_ms`, most recent first; equal times in reverse
+            /// insertion order.
+            async fn audit_recent(&self, limit: usize) -> $crate::store::Result<Vec<$crate::store::AuditRow>> {
+                let raw: Vec<$crate::store::sql::rows::AuditRaw> = sqlx::query_as(concat!(
+                    "SELECT ",
+                    $crate::store::sql::rows::cols!(audit),
+                    " FROM audit ORDER BY at_ms DESC, id DESC LIMIT $1"
+                ))
+                .bind($crate::store::sql::rows::sql_limit(limit))
+                .fetch_all(self.reader())
+                .await
+                .map_err($crate::store::sql::error::db_err)?;
+                Ok(raw.into_iter().map(Into::into).collect())
             }
         }
     };

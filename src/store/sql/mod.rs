@@ -2,8 +2,8 @@
 //! zero setup) and [`PgStore`] (production, several replicas).
 //!
 //! Every query is written once. The per-concern modules (`inbox`, `sessions`, `turn`,
-//! `outbox`, `memory`, `users`, `web`, `access`, `audit`) each hold a `macro_rules!` that
-//! expands the shared method bodies for a concrete store type and its `sqlx` database; `sqlx`
+//! `outbox`, `memory`, `users`, `web`, `access`, `audit`, `approvals`) each hold a
+//! `macro_rules!` that expands the shared method bodies for a concrete store type and its `sqlx` database; `sqlx`
 //! accepts `$1` placeholders on both backends. A backend supplies only what differs: its pools, how a write transaction
 //! begins, how a list of channels is bound (`channel_sql!`), and its full-text search.
 //!

@@ -3,7 +3,8 @@
 //! platform's message ids, failed, or rescheduled.
 //!
 //! It must never create a second row for one key, never turn a final (pending, sent, failed)
-//! reply back into a draft, and never change a row once it is `sent`.
+//! reply back into a draft, and never change a row once it is `sent` (the one exception lives in
+//! `approvals.rs`: a decided approval's message is revised so that it is edited in place).
 
 /// Implements `OutboxStore` for `$store` over database `$db`, and the inherent
 /// `outbox_upsert_on` helper shared with `finish_event`.
@@ -142,13 +143,17 @@ macro_rules! impl_outbox {
                 use $crate::store::OutboxMark;
                 let now = $crate::store::now_ms();
                 let q = match mark {
-                    OutboxMark::Sent { platform_ids } => sqlx::query(
+                    // Only if the row still holds what was delivered: a revision made while it
+                    // was being sent (an approval decided meanwhile) keeps it pending, so the
+                    // new text goes out too.
+                    OutboxMark::Sent { platform_ids, text } => sqlx::query(
                         "UPDATE outbox SET status = 'sent', attempts = attempts + 1, updated_ms = $2, \
-                         platform_ids = $3 WHERE id = $1 AND status <> 'sent'",
+                         platform_ids = $3 WHERE id = $1 AND status <> 'sent' AND text = $4",
                     )
                     .bind(id)
                     .bind(now)
-                    .bind(serde_json::to_string(platform_ids).unwrap_or_else(|_| "[]".into())),
+                    .bind(serde_json::to_string(platform_ids).unwrap_or_else(|_| "[]".into()))
+                    .bind(text.as_str()),
                     OutboxMark::Failed { error } => sqlx::query(
                         "UPDATE outbox SET status = 'failed', attempts = attempts + 1, last_error = $3, \
                          updated_ms = $2 WHERE id = $1 AND status <> 'sent'",

@@ -6,8 +6,9 @@
 
 use super::error::corrupt;
 use crate::store::{
-    CodeKind, CodeRow, ConversationRow, DecisionRow, InboxRow, InboxStatus, MemoryRow, NewMessage, OutboxRow,
-    OutboxStatus, Result, Role, SessionRow, StoreError, StoredMessage, UserRole, UserRow, WebMessage,
+    ApprovalRow, ApprovalStatus, AuditRow, CodeKind, CodeRow, ConversationRow, DecisionRow, InboxRow, InboxStatus,
+    MemoryRow, NewMessage, OutboxRow, OutboxStatus, Result, Role, SessionRow, StoreError, StoredMessage, UserRole,
+    UserRow, WebMessage,
 };
 use butler_channel::{Button, ConversationKind};
 
@@ -43,6 +44,13 @@ macro_rules! cols {
     };
     (decision) => {
         "at_ms, event_id, actor, conversation, decision, reason"
+    };
+    (approval) => {
+        "id, session_id, session_key, conversation, event_id, tool_call_id, tool, args_hash, summary, requester, \
+         requester_user, approvers, status, scope, decided_by, decided_ms, created_ms, expires_ms"
+    };
+    (audit) => {
+        "at_ms, actor, user_id, session_id, tool, args_hash, outcome, reason"
     };
 }
 pub(crate) use cols;
@@ -354,6 +362,81 @@ impl From<DecisionRaw> for DecisionRow {
             actor: r.actor,
             conversation: r.conversation,
             decision: r.decision,
+            reason: r.reason,
+        }
+    }
+}
+
+#[derive(sqlx::FromRow)]
+pub(crate) struct ApprovalRaw {
+    id: String,
+    session_id: String,
+    session_key: String,
+    conversation: String,
+    event_id: String,
+    tool_call_id: String,
+    tool: String,
+    args_hash: String,
+    summary: String,
+    requester: String,
+    requester_user: String,
+    approvers: String,
+    status: String,
+    scope: Option<String>,
+    decided_by: Option<String>,
+    decided_ms: Option<i64>,
+    created_ms: i64,
+    expires_ms: i64,
+}
+
+impl TryFrom<ApprovalRaw> for ApprovalRow {
+    type Error = StoreError;
+    fn try_from(r: ApprovalRaw) -> Result<Self> {
+        Ok(ApprovalRow {
+            approvers: from_json("approvals.approvers", &r.approvers)?,
+            status: ApprovalStatus::parse(&r.status).ok_or_else(|| corrupt("approvals.status", &r.status))?,
+            id: r.id,
+            session_id: r.session_id,
+            session_key: r.session_key,
+            conversation: r.conversation,
+            event_id: r.event_id,
+            tool_call_id: r.tool_call_id,
+            tool: r.tool,
+            args_hash: r.args_hash,
+            summary: r.summary,
+            requester: r.requester,
+            requester_user: r.requester_user,
+            scope: r.scope,
+            decided_by: r.decided_by,
+            decided_ms: r.decided_ms,
+            created_ms: r.created_ms,
+            expires_ms: r.expires_ms,
+        })
+    }
+}
+
+#[derive(sqlx::FromRow)]
+pub(crate) struct AuditRaw {
+    at_ms: i64,
+    actor: String,
+    user_id: String,
+    session_id: String,
+    tool: String,
+    args_hash: String,
+    outcome: String,
+    reason: String,
+}
+
+impl From<AuditRaw> for AuditRow {
+    fn from(r: AuditRaw) -> Self {
+        AuditRow {
+            at_ms: r.at_ms,
+            actor: r.actor,
+            user_id: r.user_id,
+            session_id: r.session_id,
+            tool: r.tool,
+            args_hash: r.args_hash,
+            outcome: r.outcome,
             reason: r.reason,
         }
     }

@@ -1,10 +1,10 @@
 //! Ending an event atomically ([`TurnStore`](crate::store::TurnStore)), written once for both
-//! backends: transcript, reply, usage and inbox status in one short transaction, and the usage
-//! totals that per-user limits read.
+//! backends: transcript, reply, notices, approvals, usage and inbox status in one short
+//! transaction, and the usage totals that per-user limits read.
 //!
 //! It must never apply one event's turn twice: a commit for an event whose inbox row is already
 //! finished only re-upserts the (idempotent) reply, so a re-run or a second replica finishing
-//! the same event never duplicates messages, replies or usage.
+//! the same event never duplicates messages, replies, notices, approvals or usage.
 
 /// Implements `TurnStore` for `$store` over database `$db`.
 macro_rules! impl_turn {
@@ -17,11 +17,16 @@ macro_rules! impl_turn {
             /// 3. upserts the reply by key: a `draft` becomes `pending` with the final text and
             ///    buttons and keeps its platform ids; an existing pending/sent/failed row is left
             ///    unchanged;
-            /// 4. records usage.
+            /// 4. upserts each of `notices` in order, the same way (a new key becomes `pending`);
+            /// 5. inserts `approvals` as given (an existing id is left unchanged; a session that
+            ///    does not exist fails the whole commit);
+            /// 6. records usage.
             ///
-            /// If the inbox row is already done/dropped/failed, this is a re-run: steps 2 and 4
-            /// are skipped and only the idempotent step 3 runs. An event with no inbox row is
-            /// applied in full. Returns the reply's outbox row id.
+            /// If the inbox row is already done/dropped/failed, this is a re-run: only the
+            /// idempotent step 3 runs. Notices are skipped with the approvals they announce: the
+            /// first run stored both, and a re-run's notices may carry new approval ids whose
+            /// approvals are not stored. An event with no inbox row is applied in full. Returns
+            /// the reply's outbox row.
             async fn finish_event(
                 &self,
                 commit: &$crate::store::TurnCommit,
@@ -60,6 +65,14 @@ macro_rules! impl_turn {
                     Some(reply) => Some(Self::outbox_upsert_on(&mut tx, reply, now).await?),
                     None => None,
                 };
+                if !rerun {
+                    for notice in &commit.notices {
+                        Self::outbox_upsert_on(&mut tx, notice, now).await?;
+                    }
+                    for approval in &commit.approvals {
+                        Self::approval_insert_on(&mut tx, approval).await?;
+                    }
+                }
                 if let (false, Some(u)) = (rerun, &commit.usage) {
                     sqlx::query(
                         "INSERT INTO usage (user_id, session_id, event_id, model, input_tokens, output_tokens, \

@@ -32,7 +32,8 @@ impl Remember {
                 "required": ["text"],
                 "additionalProperties": false
             }),
-            read_only: false,
+            // Only the user's own memory changes, nothing outside Butler: runs without asking.
+            read_only: true,
             risk: Risk::Low,
         })
     }
@@ -70,7 +71,8 @@ impl Forget {
                 "required": ["id"],
                 "additionalProperties": false
             }),
-            read_only: false,
+            // Only the user's own memory changes, nothing outside Butler: runs without asking.
+            read_only: true,
             risk: Risk::Low,
         })
     }

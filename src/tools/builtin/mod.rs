@@ -1,8 +1,22 @@
-//! Built-in tools that need nothing but the store: the clock and the user's memory.
-//! They must never touch another user's data.
+//! Built-in tools: the clock and the user's memory (store only), and the acting tools: the web
+//! (`web_fetch`, `http_get`, `http_request`), the shell, files in the user's workspace, and
+//! `send_message`. They must never touch another user's data or workspace, never reach a
+//! network address or path their guards refuse, and never show a secret in an action summary.
 
+mod files;
+pub mod html;
 mod memory;
+pub mod net;
 mod now;
+pub mod plain;
+mod send;
+mod shell;
+mod web;
 
+pub use files::{file_tools, FileEdit, FileList, FileRead, FileWrite};
 pub use memory::memory_tools;
+pub use net::NetGuard;
 pub use now::Now;
+pub use send::SendMessage;
+pub use shell::{Shell, SAFE_PATH};
+pub use web::{http_tools, http_tools_with_guard, HttpGet, HttpRequest, WebFetch};

@@ -1,0 +1,380 @@
+//! A tool round under the permission policy: each call is looked up, validated, passed through
+//! pre_tool_use hooks and the policy, and then runs, is refused with a reason, or waits for a
+//! person's approval (recorded with a random id, the exact arguments' hash and who may decide).
+//! Also what happens when the person answers: the approved call runs exactly as recorded, a
+//! denied or expired one gets a refusal result.
+//!
+//! Nothing here may run a call the policy did not allow or a person did not approve, and every
+//! decision leaves an audit row.
+
+use super::exec::{prepare, run_calls, Ready, ToolResult};
+use super::turn::Agent;
+use crate::config::HookEvent;
+use crate::hooks::HookOutcome;
+use crate::llm::ToolCall;
+use crate::permissions::{Permission, Request};
+use crate::store::{now_ms, ApprovalRow, ApprovalStatus, AuditRow, NewMessage, NewOutbox, Role, StoreError, UserRow};
+use crate::tools::ToolCtx;
+use butler_channel::{Button, ButtonStyle, InboundEvent};
+use serde_json::json;
+use sha2::{Digest, Sha256};
+use std::time::Duration;
+
+/// 128 random bits as 32 hex characters.
+pub fn approval_id() -> String {
+    format!("{:032x}", rand::random::<u128>())
+}
+
+/// SHA-256 (hex) of a call's exact argument text.
+pub fn args_hash(arguments: &str) -> String {
+    hex::encode(Sha256::digest(arguments.as_bytes()))
+}
+
+/// The outbox key of an approval's message.
+pub fn approval_key(id: &str) -> String {
+    format!("approval:{id}")
+}
+
+/// The result of one tool round.
+pub struct Round {
+    /// One result per call that did not wait, in call order.
+    pub results: Vec<ToolResult>,
+    /// Calls waiting for a person.
+    pub asks: Vec<ApprovalRow>,
+}
+
+/// How a resumed round goes on.
+pub enum Resumed {
+    /// Other calls of the round still wait for a person.
+    Waiting,
+    /// Continue the turn with the model.
+    Continue,
+    /// The turn was stopped (/stop) while waiting: end it without asking the model.
+    Stopped,
+    /// The call was answered already (a duplicate event): nothing to do.
+    Stale,
+}
+
+impl Agent {
+    fn audit(&self, ctx: &ToolCtx, actor: &str, tool: &str, hash: &str, outcome: &str, reason: &str) -> AuditRow {
+        AuditRow {
+            at_ms: now_ms(),
+            actor: actor.to_string(),
+            user_id: ctx.user.id.clone(),
+            session_id: ctx.session_id.clone(),
+            tool: tool.to_string(),
+            args_hash: hash.to_string(),
+            outcome: outcome.to_string(),
+            reason: reason.to_string(),
+        }
+    }
+
+    /// Decides and runs one round of calls.
+    pub(super) async fn tool_round(
+        &self,
+        ctx: &ToolCtx,
+        event: &InboundEvent,
+        session_key: &str,
+        calls: &[ToolCall],
+    ) -> Result<Round, StoreError> {
+        let mut immediate: Vec<(usize, ToolResult)> = Vec::new();
+        let mut ready: Vec<(usize, Ready)> = Vec::new();
+        let mut asks = Vec::new();
+        let actor = event.actor.identity.to_string();
+        for (i, call) in calls.iter().enumerate() {
+            let hash = args_hash(&call.arguments);
+            let refuse = |content: String| ToolResult { call_id: call.id.clone(), content, is_error: true };
+            let (tool, args) = match prepare(&self.tools, call) {
+                Ok(p) => p,
+                Err(e) => {
+                    immediate.push((i, refuse(e.to_string())));
+                    continue;
+                }
+            };
+            let payload = json!({"tool": call.name, "arguments": args, "session": ctx.session_id, "user": ctx.user.id});
+            if let HookOutcome::Block(reason) = self.hooks.run(HookEvent::PreToolUse, Some(&call.name), &payload).await
+            {
+                self.store.audit_add(&self.audit(ctx, &actor, &call.name, &hash, "blocked", &reason)).await?;
+                immediate.push((i, refuse(format!("blocked by a hook: {reason}"))));
+                continue;
+            }
+            let spec = tool.spec();
+            let action = tool.action(ctx, &args);
+            let granted = !spec.read_only && self.store.approval_granted(&ctx.session_id, &spec.name).await?;
+            let req = Request {
+                tool: spec,
+                action: &action,
+                channel: event.channel(),
+                kind: event.kind,
+                role: ctx.user.role,
+                granted,
+            };
+            let (outcome, reason) = match self.policy.decide(&req) {
+                Permission::Allow(reason) => {
+                    ready.push((i, Ready { call: call.clone(), tool: tool.clone(), args }));
+                    ("allowed", reason)
+                }
+                Permission::Deny(reason) => {
+                    immediate.push((i, refuse(format!("denied by policy: {reason}"))));
+                    ("denied", reason)
+                }
+                Permission::Ask(reason) => {
+                    let timeout = self.policy.approval_timeout();
+                    let now = now_ms();
+                    asks.push(ApprovalRow {
+                        id: approval_id(),
+                        session_id: ctx.session_id.clone(),
+                        session_key: session_key.to_string(),
+                        conversation: event.conversation.to_string(),
+                        event_id: event.id.0.clone(),
+                        tool_call_id: call.id.clone(),
+                        tool: spec.name.clone(),
+                        args_hash: hash.clone(),
+                        summary: action.summary.clone(),
+                        requester: actor.clone(),
+                        requester_user: ctx.user.id.clone(),
+                        approvers: self.policy.approvers(event.channel(), event.kind, ctx.user.role),
+                        status: ApprovalStatus::Pending,
+                        scope: None,
+                        decided_by: None,
+                        decided_ms: None,
+                        created_ms: now,
+                        expires_ms: now + timeout.as_millis() as i64,
+                    });
+                    ("asked", reason)
+                }
+            };
+            self.store.audit_add(&self.audit(ctx, &actor, &call.name, &hash, outcome, &reason)).await?;
+        }
+        let order: Vec<usize> = ready.iter().map(|(i, _)| *i).collect();
+        let ran = self.run_ready(ctx, ready.into_iter().map(|(_, r)| r).collect()).await;
+        immediate.extend(order.into_iter().zip(ran));
+        immediate.sort_by_key(|(i, _)| *i);
+        Ok(Round { results: immediate.into_iter().map(|(_, r)| r).collect(), asks })
+    }
+
+    /// Runs permitted calls concurrently, then tells post_tool_use hooks.
+    async fn run_ready(&self, ctx: &ToolCtx, ready: Vec<Ready>) -> Vec<ToolResult> {
+        if ready.is_empty() {
+            return Vec::new();
+        }
+        let timeout = Duration::from_secs(self.limits.tool_timeout_secs);
+        let names: Vec<String> = ready.iter().map(|r| r.call.name.clone()).collect();
+        let results = run_calls(ctx, ready, timeout, self.limits.max_tool_result_chars).await;
+        // Observers, all at once: a slow one delays the round by its timeout at most once.
+        let observed = names.iter().zip(&results).map(|(name, r)| {
+            let payload = json!({"tool": name, "result": r.content, "is_error": r.is_error, "session": ctx.session_id});
+            async move { self.hooks.run(HookEvent::PostToolUse, Some(name), &payload).await }
+        });
+        futures::future::join_all(observed).await;
+        results
+    }
+
+    /// Answers the call an approval was about (run it, or record the refusal). `history` is the
+    /// session transcript; returns the tool results to append and how the turn goes on.
+    pub(super) async fn resume_call(
+        &self,
+        ctx: &ToolCtx,
+        history: &[NewMessage],
+        approval: &ApprovalRow,
+        pending_left: usize,
+    ) -> Result<(Vec<ToolResult>, Resumed), StoreError> {
+        let dangling = super::dangling_results(history);
+        let Some(call) = history
+            .iter()
+            .rev()
+            .find(|m| m.role() == Role::Assistant && !m.tool_calls.is_empty())
+            .and_then(|m| m.tool_calls.iter().find(|c| c.id == approval.tool_call_id))
+            .filter(|c| dangling.iter().any(|d| d.tool_call_id.as_deref() == Some(c.id.as_str())))
+        else {
+            return Ok((vec![], Resumed::Stale));
+        };
+        let by = approval.decided_by.clone().unwrap_or_default();
+        let refuse = |content: String| ToolResult { call_id: call.id.clone(), content, is_error: true };
+        match approval.status {
+            ApprovalStatus::Cancelled => {
+                // /stop: every call still waiting in the round is closed, and the turn ends.
+                let results = dangling
+                    .iter()
+                    .filter_map(|d| d.tool_call_id.clone())
+                    .map(|id| ToolResult {
+                        call_id: id,
+                        content: "not run: stopped before approval".into(),
+                        is_error: true,
+                    })
+                    .collect();
+                Ok((results, Resumed::Stopped))
+            }
+            ApprovalStatus::Approved if args_hash(&call.arguments) != approval.args_hash => {
+                let reason = "the arguments changed after the request was made";
+                self.store.audit_add(&self.audit(ctx, &by, &call.name, &approval.args_hash, "refused", reason)).await?;
+                Ok((vec![refuse(format!("not run: {reason}"))], next(pending_left)))
+            }
+            ApprovalStatus::Approved => {
+                let result = match prepare(&self.tools, call) {
+                    Ok((tool, args)) => self.run_ready(ctx, vec![Ready { call: call.clone(), tool, args }]).await,
+                    Err(e) => vec![refuse(e.to_string())],
+                };
+                Ok((result, next(pending_left)))
+            }
+            ApprovalStatus::Expired => {
+                Ok((vec![refuse("not run: nobody approved it in time (expired)".into())], next(pending_left)))
+            }
+            ApprovalStatus::Denied | ApprovalStatus::Pending => {
+                Ok((vec![refuse(format!("not run: {by} denied it"))], next(pending_left)))
+            }
+        }
+    }
+}
+
+fn next(pending_left: usize) -> Resumed {
+    if pending_left > 0 {
+        Resumed::Waiting
+    } else {
+        Resumed::Continue
+    }
+}
+
+/// The message asking for an approval, with its buttons (or, where a channel has none, the
+/// commands that answer it).
+pub fn approval_notice(row: &ApprovalRow, asker: &str, buttons: bool) -> NewOutbox {
+    let minutes = ((row.expires_ms - row.created_ms) / 60_000).max(1);
+    let mut text = format!(
+        "🔐 **Approval needed**: Butler wants to {}.\nAsked by {asker}; this request expires in {minutes} minutes.",
+        row.summary
+    );
+    if !buttons {
+        text.push_str(&format!("\nReply `/approve {id}` or `/deny {id}`.", id = row.id));
+    }
+    NewOutbox {
+        key: approval_key(&row.id),
+        conversation: row.conversation.clone(),
+        text,
+        buttons: vec![
+            Button::new("Approve once", format!("ap:{}:once", row.id), ButtonStyle::Primary),
+            Button::new("Always for this session", format!("ap:{}:session", row.id), ButtonStyle::Default),
+            Button::new("Deny", format!("ap:{}:deny", row.id), ButtonStyle::Danger),
+        ],
+        reply_to: None,
+    }
+}
+
+/// The text an answered approval's message becomes.
+pub fn outcome_text(row: &ApprovalRow, status: ApprovalStatus, scope: Option<&str>, by: &str) -> String {
+    match (status, scope) {
+        (ApprovalStatus::Approved, Some("session")) => {
+            format!(
+                "✅ Approved for this session by {by}: {} (and `{}` from now on in this session).",
+                row.summary, row.tool
+            )
+        }
+        (ApprovalStatus::Approved, _) => format!("✅ Approved by {by}: {}.", row.summary),
+        (ApprovalStatus::Denied, _) => format!("🚫 Denied by {by}: {}.", row.summary),
+        (ApprovalStatus::Expired, _) => format!("⌛ Expired without an answer: {}.", row.summary),
+        (ApprovalStatus::Cancelled, _) => format!("⏹ Cancelled by {by}: {}.", row.summary),
+        (ApprovalStatus::Pending, _) => row.summary.clone(),
+    }
+}
+
+/// The record of a person's decision (or an expiry) on an approval.
+pub fn decision_audit(row: &ApprovalRow, status: ApprovalStatus, scope: Option<&str>, by: &str) -> AuditRow {
+    let outcome = match (status, scope) {
+        (ApprovalStatus::Approved, Some("session")) => "approved_session",
+        (ApprovalStatus::Approved, _) => "approved",
+        (ApprovalStatus::Denied, _) => "rejected",
+        (ApprovalStatus::Expired, _) => "expired",
+        (ApprovalStatus::Cancelled, _) => "cancelled",
+        (ApprovalStatus::Pending, _) => "asked",
+    };
+    AuditRow {
+        at_ms: now_ms(),
+        actor: by.to_string(),
+        user_id: row.requester_user.clone(),
+        session_id: row.session_id.clone(),
+        tool: row.tool.clone(),
+        args_hash: row.args_hash.clone(),
+        outcome: outcome.to_string(),
+        reason: format!("approval {}", row.id),
+    }
+}
+
+/// Whether `user` (speaking as `identity`) may decide `row`.
+pub fn may_decide(row: &ApprovalRow, identity: &str, user: Option<&UserRow>) -> bool {
+    row.approvers.iter().any(|a| match a.as_str() {
+        "requester" => user.is_some_and(|u| u.id == row.requester_user),
+        spec => match spec.split_once(':') {
+            Some(("role", role)) => user.is_some_and(|u| u.role.as_str() == role),
+            Some(("user", id)) => user.is_some_and(|u| u.id == id),
+            _ => spec == identity,
+        },
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::UserRole;
+
+    fn row(approvers: &[&str]) -> ApprovalRow {
+        ApprovalRow {
+            id: approval_id(),
+            session_id: "s".into(),
+            session_key: "k".into(),
+            conversation: "web:c".into(),
+            event_id: "e".into(),
+            tool_call_id: "c1".into(),
+            tool: "shell".into(),
+            args_hash: args_hash("{}"),
+            summary: "run `ls`".into(),
+            requester: "web:alice".into(),
+            requester_user: "u-alice".into(),
+            approvers: approvers.iter().map(|s| s.to_string()).collect(),
+            status: ApprovalStatus::Pending,
+            scope: None,
+            decided_by: None,
+            decided_ms: None,
+            created_ms: 0,
+            expires_ms: 600_000,
+        }
+    }
+
+    fn user(id: &str, role: UserRole) -> UserRow {
+        UserRow { id: id.into(), display_name: None, role, timezone: "UTC".into(), created_ms: 0 }
+    }
+
+    #[test]
+    fn who_may_decide_table() {
+        let alice = user("u-alice", UserRole::Member);
+        let bob = user("u-bob", UserRole::Member);
+        let owner = user("u-owner", UserRole::Owner);
+        let cases: Vec<(Vec<&str>, &str, Option<&UserRow>, bool)> = vec![
+            (vec!["requester"], "web:alice", Some(&alice), true),
+            (vec!["requester"], "web:bob", Some(&bob), false),
+            (vec!["requester"], "web:eve", None, false),
+            (vec!["role:owner"], "web:owner", Some(&owner), true),
+            (vec!["role:owner"], "web:alice", Some(&alice), false),
+            (vec!["user:u-bob"], "web:bob", Some(&bob), true),
+            (vec!["slack:U1"], "slack:U1", None, true),
+            (vec!["slack:U1"], "slack:U2", None, false),
+            (vec!["requester", "role:owner"], "web:owner", Some(&owner), true),
+        ];
+        for (approvers, identity, u, want) in cases {
+            assert_eq!(may_decide(&row(&approvers), identity, u), want, "{approvers:?} {identity}");
+        }
+    }
+
+    #[test]
+    fn ids_are_128_bits_and_buttons_fit_telegram() {
+        let a = approval_id();
+        assert_eq!(a.len(), 32);
+        assert!(a.chars().all(|c| c.is_ascii_hexdigit()));
+        assert_ne!(a, approval_id());
+        let notice = approval_notice(&row(&["requester"]), "Alice", true);
+        for b in &notice.buttons {
+            assert!(b.action.len() <= 64, "{}", b.action);
+            assert!(!b.action.contains("ls"), "no arguments in callback data");
+        }
+        assert!(!notice.text.contains("/approve"));
+        assert!(approval_notice(&row(&["requester"]), "Alice", false).text.contains("/approve"));
+    }
+}

@@ -1,0 +1,224 @@
+//! `shell`: runs a command with `sh -c` in the user's own workspace directory. Off unless
+//! `[tools.shell] enabled = true`; always mutating.
+//!
+//! The command must never see Butler's environment (API keys, tokens, database URLs): the
+//! environment is cleared and only a fixed PATH, HOME (the workspace), LANG and TERM are set.
+//! It runs in its own process group, and the whole group is killed on timeout, when the turn is
+//! stopped, when the call is dropped, and after the command exits (nothing it started may keep
+//! running). Output is captured up to `max_output_bytes`.
+
+use super::plain::{mask_text, workspace_abs};
+use crate::config::ShellConfig;
+use crate::tools::{parse_args, Action, Risk, Tool, ToolCtx, ToolError, ToolSpec};
+use async_trait::async_trait;
+use serde::Deserialize;
+use serde_json::{json, Value};
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::io::{AsyncRead, AsyncReadExt};
+
+/// The only PATH a command gets.
+pub const SAFE_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
+
+pub struct Shell {
+    spec: ToolSpec,
+    timeout: Duration,
+    max_output: usize,
+}
+
+impl Shell {
+    pub fn new(cfg: &ShellConfig) -> Self {
+        Self {
+            spec: ToolSpec {
+                name: "shell".into(),
+                description: "Run a shell command (sh -c) in the user's workspace directory. No secrets are in its \
+                              environment; it is stopped after a timeout. Returns the exit code and the combined \
+                              output."
+                    .into(),
+                parameters: json!({
+                    "type": "object",
+                    "properties": {"command": {"type": "string", "description": "the command line"}},
+                    "required": ["command"],
+                    "additionalProperties": false
+                }),
+                read_only: false,
+                risk: Risk::High,
+            },
+            timeout: Duration::from_secs(cfg.timeout_secs),
+            max_output: cfg.max_output_bytes,
+        }
+    }
+}
+
+#[derive(Deserialize)]
+struct Args {
+    command: String,
+}
+
+/// Output of both streams in arrival order, up to a cap; counts what it dropped.
+struct Capture {
+    buf: Vec<u8>,
+    cap: usize,
+    total: usize,
+}
+
+impl Capture {
+    fn push(&mut self, chunk: &[u8]) {
+        self.total += chunk.len();
+        let room = self.cap.saturating_sub(self.buf.len());
+        self.buf.extend_from_slice(&chunk[..chunk.len().min(room)]);
+    }
+
+    fn render(&self) -> String {
+        let mut text = String::from_utf8_lossy(&self.buf).into_owned();
+        if self.total > self.buf.len() {
+            if !text.ends_with('\n') {
+                text.push('\n');
+            }
+            text.push_str(&format!(
+                "[… output cut at {} bytes (shell.max_output_bytes); {} bytes in all]",
+                self.cap, self.total
+            ));
+        }
+        text
+    }
+}
+
+/// Kills the process group when dropped (also when the call's future is dropped mid-way).
+struct GroupKiller(Option<i32>);
+
+impl GroupKiller {
+    fn kill(&mut self) {
+        if let Some(pgid) = self.0 {
+            // SAFETY: killpg only sends a signal; a group that no longer exists gives ESRCH.
+            unsafe {
+                libc::killpg(pgid, libc::SIGKILL);
+            }
+        }
+    }
+}
+
+impl Drop for GroupKiller {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// Reads `stream` to its end into `capture` (draining past the cap so the writer never blocks).
+async fn drain(mut stream: impl AsyncRead + Unpin, capture: Arc<Mutex<Capture>>) {
+    let mut chunk = vec![0u8; 8192];
+    while let Ok(n) = stream.read(&mut chunk).await {
+        if n == 0 {
+            break;
+        }
+        if let Ok(mut c) = capture.lock() {
+            c.push(&chunk[..n]);
+        }
+    }
+}
+
+enum Ending {
+    Exited(std::process::ExitStatus),
+    TimedOut,
+    Stopped,
+}
+
+#[async_trait]
+impl Tool for Shell {
+    fn spec(&self) -> &ToolSpec {
+        &self.spec
+    }
+
+    fn action(&self, ctx: &ToolCtx, args: &Value) -> Action {
+        let command = args.get("command").and_then(Value::as_str).unwrap_or("");
+        Action {
+            summary: format!("run `{}` in your workspace", mask_text(command)),
+            paths: vec![workspace_abs(&ctx.workspace)],
+            command: Some(command.to_string()),
+            url: None,
+        }
+    }
+
+    async fn call(&self, ctx: &ToolCtx, args: Value) -> Result<String, ToolError> {
+        let args: Args = parse_args(args)?;
+        if args.command.trim().is_empty() {
+            return Err(ToolError::InvalidArgs("`command` is empty".into()));
+        }
+        if args.command.contains('\0') {
+            return Err(ToolError::InvalidArgs("`command` contains a NUL byte".into()));
+        }
+        tokio::fs::create_dir_all(&ctx.workspace)
+            .await
+            .map_err(|e| ToolError::Failed(format!("your workspace is not available: {e}")))?;
+        let workspace = tokio::fs::canonicalize(&ctx.workspace)
+            .await
+            .map_err(|e| ToolError::Failed(format!("your workspace is not available: {e}")))?;
+
+        let mut cmd = tokio::process::Command::new("/bin/sh");
+        cmd.arg("-c")
+            .arg(&args.command)
+            .current_dir(&workspace)
+            .env_clear()
+            .env("PATH", SAFE_PATH)
+            .env("HOME", &workspace)
+            .env("LANG", "C.UTF-8")
+            .env("TERM", "dumb")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .process_group(0)
+            .kill_on_drop(true);
+        let mut child = cmd.spawn().map_err(|e| ToolError::Failed(format!("could not start the shell: {e}")))?;
+        let mut killer = GroupKiller(child.id().and_then(|id| i32::try_from(id).ok()));
+
+        let capture = Arc::new(Mutex::new(Capture { buf: Vec::new(), cap: self.max_output, total: 0 }));
+        let mut readers = tokio::task::JoinSet::new();
+        if let Some(out) = child.stdout.take() {
+            readers.spawn(drain(out, capture.clone()));
+        }
+        if let Some(err) = child.stderr.take() {
+            readers.spawn(drain(err, capture.clone()));
+        }
+
+        let ending = tokio::select! {
+            status = child.wait() => match status {
+                Ok(s) => Ending::Exited(s),
+                Err(e) => return Err(ToolError::Failed(format!("the shell failed: {e}"))),
+            },
+            _ = tokio::time::sleep(self.timeout) => Ending::TimedOut,
+            _ = ctx.cancel.cancelled() => Ending::Stopped,
+        };
+        // Whatever happened, nothing the command started keeps running.
+        killer.kill();
+        if !matches!(ending, Ending::Exited(_)) {
+            let _ = child.wait().await;
+        }
+        killer.0 = None;
+        // The pipes close once every process holding them is gone; a process that left the
+        // group could hold them open, so do not wait for ever.
+        let drained =
+            tokio::time::timeout(Duration::from_secs(2), async { while readers.join_next().await.is_some() {} }).await;
+        if drained.is_err() {
+            readers.abort_all();
+        }
+        let output = capture.lock().map(|c| c.render()).unwrap_or_default();
+
+        match ending {
+            Ending::Exited(status) => {
+                let head = match (status.code(), std::os::unix::process::ExitStatusExt::signal(&status)) {
+                    (Some(code), _) => format!("exit code: {code}"),
+                    (None, Some(sig)) => format!("killed by signal {sig}"),
+                    (None, None) => "exit status unknown".to_string(),
+                };
+                Ok(if output.is_empty() { format!("{head}\n(no output)") } else { format!("{head}\n{output}") })
+            }
+            Ending::TimedOut => Err(ToolError::Failed(format!(
+                "timed out after {} s; the command and everything it started were stopped.{}",
+                self.timeout.as_secs_f32(),
+                if output.is_empty() { String::new() } else { format!(" Output so far:\n{output}") }
+            ))),
+            Ending::Stopped => Err(ToolError::Failed("stopped; the command was killed".into())),
+        }
+    }
+}

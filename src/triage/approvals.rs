@@ -1,0 +1,158 @@
+//! Answers to approval requests: a button click (`ap:<id>:once|session|deny`), `/approve ID`,
+//! `/deny ID`, `/stop` while a turn waits, and expiry. Each is checked (the request exists, is
+//! still pending, has not expired, and the person may decide it); the decision is taken with a
+//! compare-and-swap (a second click never wins), the request's message is edited to show the
+//! outcome, and the waiting turn resumes in its own session.
+//!
+//! A refused click must change nothing and get only a short answer.
+
+use super::{Decision, Triage, Verdict};
+use crate::agent::{decision_audit, may_decide, outcome_text};
+use crate::session::{Job, JobKind};
+use crate::store::{now_ms, ApprovalDecision, ApprovalRow, ApprovalStatus, StoreError};
+use butler_channel::{ConversationKind, ConversationRef, EventBody, Identity, InboundEvent};
+
+/// The identity channel of Butler's own events (approval expiry).
+pub const SYSTEM_CHANNEL: &str = "system";
+
+fn refused(text: impl Into<String>, reason: impl Into<String>) -> Verdict {
+    Verdict::recorded(Decision::Reply { text: text.into() }, "approval_refused", reason)
+}
+
+/// The event Butler gives itself when an approval expires.
+pub fn expiry_event(row: &ApprovalRow) -> Option<InboundEvent> {
+    let conversation: ConversationRef = row.conversation.parse().ok()?;
+    Some(InboundEvent {
+        id: butler_channel::EventId(format!("approval:{}:expired", row.id)),
+        actor: butler_channel::Actor {
+            identity: Identity::new(SYSTEM_CHANNEL, "approvals"),
+            display_name: Some("Butler".into()),
+            is_bot: false,
+        },
+        conversation,
+        kind: ConversationKind::Direct,
+        addressed: true,
+        reply_to: None,
+        message_id: None,
+        body: EventBody::Action { action: format!("ap:{}:expire", row.id), message: None },
+        at_ms: now_ms(),
+    })
+}
+
+impl Triage {
+    /// `rest` is `<id>:<choice>`.
+    pub(super) async fn approval_answer(&self, event: &InboundEvent, rest: &str) -> Result<Verdict, StoreError> {
+        let who = &event.actor.identity;
+        let Some((id, choice)) = rest.rsplit_once(':') else {
+            return Ok(refused("That button is not valid.", format!("malformed approval action from {who}")));
+        };
+        let Some(row) = self.store.approval_get(id).await? else {
+            return Ok(refused("That approval request does not exist.", format!("unknown approval id from {who}")));
+        };
+        let system = who.channel == SYSTEM_CHANNEL;
+        if choice == "expire" && !system {
+            return Ok(refused("That button is not valid.", format!("forged expiry from {who}")));
+        }
+        if row.status != ApprovalStatus::Pending {
+            let by = row.decided_by.as_deref().map(|b| format!(" by {b}")).unwrap_or_default();
+            let text = format!("This request was already answered ({}{by}).", row.status.as_str());
+            return Ok(refused(text, format!("{who} answered decided approval {id}")));
+        }
+        let (status, scope) = match choice {
+            _ if choice == "expire" || now_ms() >= row.expires_ms => (ApprovalStatus::Expired, None),
+            "once" => (ApprovalStatus::Approved, Some("once")),
+            "session" => (ApprovalStatus::Approved, Some("session")),
+            "deny" => (ApprovalStatus::Denied, None),
+            _ => return Ok(refused("That button is not valid.", format!("unknown approval choice from {who}"))),
+        };
+        if status != ApprovalStatus::Expired {
+            let user = self.access.user_for(&*self.store, who).await?;
+            if !may_decide(&row, &who.to_string(), user.as_ref()) {
+                let text = format!("Sorry, only {} can answer this request.", approvers_in_words(&row));
+                return Ok(refused(text, format!("{who} may not decide approval {id}")));
+            }
+        }
+        let by = if system { "nobody".to_string() } else { event.actor.name().to_string() };
+        self.settle(event, &row, status, scope, &by).await
+    }
+
+    /// `/stop` while a turn waits for approvals: they are cancelled and the turn ends.
+    /// `None` when nothing waits in this session.
+    pub(super) async fn cancel_waiting(&self, event: &InboundEvent, key: &str) -> Result<Option<Verdict>, StoreError> {
+        let Some(session) = self.store.session_active(key).await? else { return Ok(None) };
+        let pending = self.store.approvals_pending(&session.id).await?;
+        let by = event.actor.name().to_string();
+        let mut verdict = None;
+        for row in pending {
+            // The first cancellation resumes (and ends) the turn; the others only record.
+            let v = self.settle(event, &row, ApprovalStatus::Cancelled, None, &by).await?;
+            if verdict.is_none() {
+                verdict = Some(v);
+            }
+        }
+        Ok(verdict)
+    }
+
+    /// Records a decision, edits the request, and resumes the waiting turn.
+    async fn settle(
+        &self,
+        event: &InboundEvent,
+        row: &ApprovalRow,
+        status: ApprovalStatus,
+        scope: Option<&str>,
+        by: &str,
+    ) -> Result<Verdict, StoreError> {
+        let decision = ApprovalDecision {
+            status,
+            scope: scope.map(str::to_string),
+            decided_by: by.to_string(),
+            message: outcome_text(row, status, scope, by),
+        };
+        let Some(decided) = self.store.approval_decide(&row.id, &decision).await? else {
+            return Ok(refused("This request was already answered.", format!("lost the race for approval {}", row.id)));
+        };
+        self.store.audit_add(&decision_audit(&decided, status, scope, by)).await?;
+        self.deliverer.wake();
+        let requester: Identity = match decided.requester.parse() {
+            Ok(i) => i,
+            Err(_) => return Ok(Verdict::drop(format!("approval {} has a bad requester", row.id))),
+        };
+        let Some(user) = self.access.user_for(&*self.store, &requester).await? else {
+            return Ok(Verdict::drop(format!("{requester} may no longer use Butler")));
+        };
+        let pending_left = self.store.approvals_pending(&decided.session_id).await?.len();
+        let Ok(conversation) = decided.conversation.parse::<ConversationRef>() else {
+            return Ok(Verdict::drop(format!("approval {} has a bad conversation", row.id)));
+        };
+        let kind =
+            if decided.session_key.starts_with("group:") { ConversationKind::Group } else { ConversationKind::Direct };
+        let reason = format!("{} {} by {by}", decided.tool, status.as_str());
+        let key = decided.session_key.clone();
+        Ok(Verdict::recorded(
+            Decision::Session {
+                key,
+                job: Box::new(Job {
+                    event: InboundEvent { conversation, kind, ..event.clone() },
+                    user,
+                    kind: JobKind::Resume { approval: Box::new(decided), pending_left },
+                    attempt: 1,
+                }),
+            },
+            "approval",
+            reason,
+        ))
+    }
+}
+
+fn approvers_in_words(row: &ApprovalRow) -> String {
+    let words: Vec<String> = row
+        .approvers
+        .iter()
+        .map(|a| match a.as_str() {
+            "requester" => format!("the person who asked ({})", row.requester),
+            "role:owner" => "an owner".to_string(),
+            other => format!("`{other}`"),
+        })
+        .collect();
+    words.join(" or ")
+}

@@ -1,0 +1,122 @@
+//! Ask before acting: risky tool calls park the turn with an approval request (buttons), and
+//! the answer - a click, `/approve`, `/deny`, `/stop`, a new message, or nobody in time -
+//! resumes it exactly once. Only the right person's answer counts; every decision is audited.
+
+#[path = "../support/mod.rs"]
+mod support;
+
+mod hooks;
+mod lifecycle;
+mod who;
+
+use async_trait::async_trait;
+use butler::tools::{Action, Risk, Tool, ToolCtx, ToolError, ToolSpec};
+use serde_json::{json, Value};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+use support::app::TestApp;
+
+/// A mutating test tool that counts its runs.
+pub struct Touch {
+    spec: ToolSpec,
+    pub runs: AtomicUsize,
+}
+
+impl Touch {
+    pub fn new() -> Arc<Self> {
+        Arc::new(Self {
+            spec: ToolSpec {
+                name: "touch".into(),
+                description: "touch a named thing".into(),
+                parameters: json!({"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}),
+                read_only: false,
+                risk: Risk::Medium,
+            },
+            runs: AtomicUsize::new(0),
+        })
+    }
+
+    pub fn runs(&self) -> usize {
+        self.runs.load(Ordering::SeqCst)
+    }
+}
+
+#[async_trait]
+impl Tool for Touch {
+    fn spec(&self) -> &ToolSpec {
+        &self.spec
+    }
+
+    fn action(&self, _ctx: &ToolCtx, args: &Value) -> Action {
+        Action { summary: format!("touch `{}`", args["name"].as_str().unwrap_or("?")), ..Action::default() }
+    }
+
+    async fn call(&self, _ctx: &ToolCtx, args: Value) -> Result<String, ToolError> {
+        self.runs.fetch_add(1, Ordering::SeqCst);
+        Ok(format!("touched {}", args["name"].as_str().unwrap_or("?")))
+    }
+}
+
+/// Polls the web conversation until `pred` holds for its messages; returns them.
+pub async fn wait_for(app: &TestApp, conv: &str, what: &str, pred: impl Fn(&[Value]) -> bool) -> Vec<Value> {
+    for _ in 0..1200 {
+        let msgs = app.messages(conv).await;
+        if pred(&msgs) {
+            return msgs;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    panic!("{what} never happened in {conv}: {:#?}", app.messages(conv).await);
+}
+
+/// The approval request shown in `msgs` (an assistant message with approval buttons).
+pub fn request_in(msgs: &[Value]) -> Option<&Value> {
+    msgs.iter().find(|m| {
+        m["buttons"].as_array().is_some_and(|b| b.iter().any(|b| b["action"].as_str().unwrap_or("").starts_with("ap:")))
+    })
+}
+
+/// The approval id carried by a request's buttons.
+pub fn approval_id(request: &Value) -> String {
+    let action = request["buttons"][0]["action"].as_str().unwrap();
+    action.split(':').nth(1).unwrap().to_string()
+}
+
+pub async fn click(app: &TestApp, conv: &str, user: &str, action: &str) -> u16 {
+    let body = json!({"conversation": conv, "user": user, "action": action});
+    app.http.post(app.url("/api/v1/actions")).json(&body).send().await.unwrap().status().as_u16()
+}
+
+/// A read-only test tool (runs without asking) that counts its runs.
+pub struct Peek {
+    spec: ToolSpec,
+    pub runs: AtomicUsize,
+}
+
+impl Peek {
+    pub fn new() -> Arc<Self> {
+        Arc::new(Self {
+            spec: ToolSpec {
+                name: "peek".into(),
+                description: "look at something".into(),
+                parameters: json!({"type": "object", "properties": {}}),
+                read_only: true,
+                risk: Risk::Low,
+            },
+            runs: AtomicUsize::new(0),
+        })
+    }
+}
+
+#[async_trait]
+impl Tool for Peek {
+    fn spec(&self) -> &ToolSpec {
+        &self.spec
+    }
+
+    async fn call(&self, _ctx: &ToolCtx, _args: Value) -> Result<String, ToolError> {
+        self.runs.fetch_add(1, Ordering::SeqCst);
+        Ok("all quiet".into())
+    }
+}

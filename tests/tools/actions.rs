@@ -1,0 +1,153 @@
+//! What each tool says it would do, before it runs: the plain-words summary a person approves
+//! (secrets masked), absolute paths resolved lexically against the workspace, the command and
+//! the URL.
+
+use crate::{pick, Harness};
+use butler::config::{FilesConfig, HttpRequestConfig, SendMessageConfig, ShellConfig, WebFetchConfig};
+use butler::tools::builtin::{file_tools, http_tools, SendMessage, Shell, WebFetch};
+use butler::tools::{Action, Tool};
+use serde_json::json;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+fn all_tools() -> Vec<Arc<dyn Tool>> {
+    let mut tools: Vec<Arc<dyn Tool>> = vec![
+        Arc::new(WebFetch::new(&WebFetchConfig::default()).unwrap()),
+        Arc::new(Shell::new(&ShellConfig { enabled: true, ..ShellConfig::default() })),
+        Arc::new(SendMessage::new(&SendMessageConfig { targets: vec!["telegram:-100123".parse().unwrap()] })),
+    ];
+    let http = HttpRequestConfig { allowed_hosts: vec!["api.example.com".into()], ..HttpRequestConfig::default() };
+    tools.extend(http_tools(&http).unwrap());
+    tools.extend(file_tools(&FilesConfig::default()));
+    tools
+}
+
+/// (tool, args, summary, paths, command, url)
+type Case = (&'static str, serde_json::Value, String, Vec<PathBuf>, Option<&'static str>, Option<&'static str>);
+
+#[tokio::test]
+async fn every_tool_describes_its_call() {
+    let h = Harness::new().await;
+    let tools = all_tools();
+    let ws = h.ctx.workspace.clone();
+    assert!(ws.is_absolute());
+    let at = |rel: &str| vec![ws.join(rel)];
+    let body = r#"{"token":"t-123","n":1}"#;
+    let long = "x".repeat(120);
+    let cases: Vec<Case> = vec![
+        (
+            "web_fetch",
+            json!({"url": "https://example.com/a?api_key=zz&q=1"}),
+            "fetch https://example.com/a?api_key=***&q=1 (read only)".into(),
+            vec![],
+            None,
+            Some("https://example.com/a?api_key=zz&q=1"),
+        ),
+        (
+            "http_get",
+            json!({"url": "https://api.example.com/x", "headers": {"Authorization": "Bearer abc", "Accept": "text/plain"}}),
+            "GET https://api.example.com/x with headers Accept: text/plain; Authorization: ***".into(),
+            vec![],
+            None,
+            Some("https://api.example.com/x"),
+        ),
+        (
+            "http_request",
+            json!({"method": "POST", "url": "https://api.example.com/x", "headers": {"X-Custom": "Bearer sk-1"}, "body": body}),
+            format!(
+                "POST https://api.example.com/x with headers X-Custom: Bearer *** and a {}-byte body: {{\"n\":1,\"token\":\"***\"}}",
+                body.len()
+            ),
+            vec![],
+            None,
+            Some("https://api.example.com/x"),
+        ),
+        (
+            "http_request",
+            json!({"method": "delete", "url": "https://bob:pw@api.example.com/items/7", "body": "password=hunter2&x=1"}),
+            "DELETE https://bob:***@api.example.com/items/7 and a 20-byte body: password=***&x=1".into(),
+            vec![],
+            None,
+            Some("https://bob:pw@api.example.com/items/7"),
+        ),
+        ("shell", json!({"command": "ls -la"}), "run `ls -la` in your workspace".into(), at(""), Some("ls -la"), None),
+        (
+            "shell",
+            json!({"command": "curl -H 'Authorization: Bearer abc' https://x"}),
+            "run `curl -H 'Authorization: Bearer ***' https://x` in your workspace".into(),
+            at(""),
+            Some("curl -H 'Authorization: Bearer abc' https://x"),
+            None,
+        ),
+        ("file_read", json!({"path": "notes/todo.md"}), "read notes/todo.md from your workspace".into(), at("notes/todo.md"), None, None),
+        ("file_read", json!({"path": "../other/x"}), "read ../other/x from your workspace".into(), vec![ws.parent().unwrap().join("other/x")], None, None),
+        ("file_read", json!({"path": "/etc/passwd"}), "read /etc/passwd from your workspace".into(), vec![PathBuf::from("/etc/passwd")], None, None),
+        ("file_list", json!({}), "list the files in your workspace".into(), at(""), None, None),
+        ("file_list", json!({"path": "notes/"}), "list the files in notes/ of your workspace".into(), at("notes"), None, None),
+        ("file_write", json!({"path": "notes/./todo.md", "content": long}), "write 120 bytes to notes/./todo.md".into(), at("notes/todo.md"), None, None),
+        (
+            "file_edit",
+            json!({"path": "a.txt", "old": "foo", "new": "bar"}),
+            "edit a.txt: replace \"foo\" with \"bar\"".into(),
+            at("a.txt"),
+            None,
+            None,
+        ),
+        (
+            "file_edit",
+            json!({"path": "a.txt", "old": "x", "new": "y", "replace_all": true}),
+            "edit a.txt: replace every \"x\" with \"y\"".into(),
+            at("a.txt"),
+            None,
+            None,
+        ),
+        (
+            "send_message",
+            json!({"to": "telegram:-100123", "text": "Deploy done\nall green"}),
+            "send a message to telegram:-100123: \"Deploy done all green\"".into(),
+            vec![],
+            None,
+            None,
+        ),
+    ];
+    for (name, args, summary, paths, command, url) in cases {
+        let want = Action {
+            summary,
+            paths: paths.into_iter().map(|p| PathBuf::from(p.to_string_lossy().trim_end_matches('/'))).collect(),
+            command: command.map(str::to_string),
+            url: url.map(str::to_string),
+        };
+        let got = pick(&tools, name).action(&h.ctx, &args);
+        assert_eq!(got, want, "{name} {args}");
+        assert!(got.paths.iter().all(|p| p.is_absolute()), "{name}");
+    }
+}
+
+#[test]
+fn specs() {
+    // (name, read_only, risk, required args)
+    use butler::tools::Risk::*;
+    let table = [
+        ("web_fetch", true, Low, vec!["url"]),
+        ("http_get", true, Low, vec!["url"]),
+        ("http_request", false, Medium, vec!["method", "url"]),
+        ("shell", false, High, vec!["command"]),
+        ("file_read", true, Low, vec!["path"]),
+        ("file_list", true, Low, vec![]),
+        ("file_write", false, Medium, vec!["path", "content"]),
+        ("file_edit", false, Medium, vec!["path", "old", "new"]),
+        ("send_message", false, Medium, vec!["to", "text"]),
+    ];
+    let tools = all_tools();
+    assert_eq!(tools.len(), table.len());
+    for (name, read_only, risk, required) in table {
+        let spec = pick(&tools, name).spec().clone();
+        assert_eq!((spec.read_only, spec.risk), (read_only, risk), "{name}");
+        let got: Vec<&str> = spec.parameters["required"]
+            .as_array()
+            .map(|a| a.iter().filter_map(|v| v.as_str()).collect())
+            .unwrap_or_default();
+        assert_eq!(got, required, "{name}");
+        assert_eq!(spec.parameters["additionalProperties"], json!(false), "{name}");
+    }
+}
