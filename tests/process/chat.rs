@@ -85,3 +85,36 @@ async fn terminal_chat_shares_memory_with_the_web_and_stops_on_ctrl_c() {
     assert!(status.success(), "exit {status:?}; stderr:\n{stderr}");
     assert!(stderr.contains("Ctrl-C stops a reply"), "{stderr}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_terminal_asks_y_or_n_before_acting() {
+    let llm = FakeLlm::start().await;
+    let dep = Deployment::new(&format!("{}\n[tools]\nworkspace_dir = \"ws\"\n", llm_section(&llm.openai_url())));
+    for (needle, path) in [("save a note", "note.txt"), ("save another", "other.txt")] {
+        llm.on(needle, Reply::tool_call("file_write", json!({"path": path, "content": "hi"})));
+        llm.on(needle, Reply::text(&format!("done with {path}")));
+    }
+    let mut child = dep.command(&["chat"]).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::null()).spawn().unwrap();
+    let rx = reader(child.stdout.take().unwrap());
+    let mut stdin = child.stdin.take().unwrap();
+    let mut seen = String::new();
+    writeln!(stdin, "save a note").unwrap();
+    until(&rx, &mut seen, "Approve? [y] once, [a] always in this session, [n] no:");
+    assert!(seen.contains("write 2 bytes to note.txt") || seen.contains("note.txt"), "{seen}");
+    writeln!(stdin, "y").unwrap();
+    until(&rx, &mut seen, "done with note.txt");
+    assert_eq!(std::fs::read_to_string(dep.dir.path().join("ws/local/note.txt")).unwrap(), "hi");
+
+    writeln!(stdin, "save another").unwrap();
+    // Wait for the second question: only what came after the first answer counts.
+    let mut rest = String::new();
+    until(&rx, &mut rest, "Approve?");
+    writeln!(stdin, "n").unwrap();
+    seen.push_str(&rest);
+    until(&rx, &mut rest, "done with other.txt");
+    assert!(!dep.dir.path().join("ws/local/other.txt").exists(), "denied: not written");
+    assert!(llm.last_request().unwrap().last_tool_result().unwrap().contains("denied"));
+    drop(stdin);
+    let status = tokio::task::spawn_blocking(move || child.wait()).await.unwrap().unwrap();
+    assert!(status.success());
+}
