@@ -247,6 +247,7 @@ pub fn approval_notice(row: &ApprovalRow, asker: &str, buttons: bool) -> NewOutb
         text.push_str(&format!("\nReply `/approve {id}` or `/deny {id}`.", id = row.id));
     }
     NewOutbox {
+        private_to: None,
         key: approval_key(&row.id),
         conversation: row.conversation.clone(),
         text,

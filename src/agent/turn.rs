@@ -343,6 +343,7 @@ impl Agent {
             session_id: Some(sid),
             messages: progress.unsaved_user.take().into_iter().chain([final_msg]).collect(),
             reply: Some(NewOutbox {
+                private_to: None,
                 key: reply_key(&event.id.0),
                 conversation: event.conversation.to_string(),
                 text: reply,
@@ -419,6 +420,7 @@ impl Agent {
             session_id: Some(sid.to_string()),
             messages: progress.unsaved_user.take().into_iter().collect(),
             reply: Some(NewOutbox {
+                private_to: None,
                 key: reply_key(&event.id.0),
                 conversation: event.conversation.to_string(),
                 text,

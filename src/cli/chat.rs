@@ -109,6 +109,9 @@ impl Channel for Terminal {
 
     async fn send(&self, msg: &Outbound) -> Result<MessageRef, ChannelError> {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed).to_string();
+        if msg.private_to.is_some() && msg.text.is_empty() {
+            return Ok(MessageRef { conversation: msg.conversation.clone(), id });
+        }
         self.show(&id, msg);
         Ok(MessageRef { conversation: msg.conversation.clone(), id })
     }
@@ -143,7 +146,7 @@ pub async fn run(mut cfg: Config, config_path: Option<std::path::PathBuf>) -> Re
                 Ok(Some(line)) => {
                     let id = format!("{CHANNEL}:{}", uuid::Uuid::new_v4());
                     let body = match terminal.answer(&line) {
-                        Some(action) => EventBody::Action { action, message: None },
+                        Some(action) => EventBody::Action { action, message: None, interaction: None },
                         None => EventBody::Message { text: line },
                     };
                     let ev = InboundEvent {

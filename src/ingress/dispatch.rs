@@ -5,7 +5,7 @@
 use crate::outbox::Deliverer;
 use crate::store::{now_ms, DecisionRow, InboxRow, InboxStatus, NewOutbox, Store, StoreError, TurnCommit};
 use crate::triage::{Decision, Triage, HOOK_CHANNEL};
-use butler_channel::InboundEvent;
+use butler_channel::{EventBody, InboundEvent, PrivateTo};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::Notify;
@@ -95,14 +95,27 @@ impl Dispatcher {
             };
             self.store.decision_add(&record).await?;
         }
+        // A click is answered privately (an alert, an ephemeral message), at once: a refusal
+        // with its text, anything else with a bare acknowledgement.
+        let click = match &event.body {
+            EventBody::Action { interaction, .. } => {
+                Some(PrivateTo { user_id: event.actor.identity.user_id.clone(), interaction: interaction.clone() })
+            }
+            _ => None,
+        };
+        if let (Some(to), false) = (&click, matches!(verdict.decision, Decision::Reply { .. })) {
+            if to.interaction.is_some() {
+                self.acknowledge(event, to.clone()).await?;
+            }
+        }
         match verdict.decision {
             Decision::Drop { reason } => {
                 tracing::debug!(event = %id, reason, "dropped");
                 self.store.inbox_finish(id, InboxStatus::Dropped, Some(&reason)).await
             }
             Decision::Done => self.store.inbox_finish(id, InboxStatus::Done, None).await,
-            Decision::Reply { text } => self.answer(event, event.conversation.to_string(), text).await,
-            Decision::Notify { conversation, text } => self.answer(event, conversation.to_string(), text).await,
+            Decision::Reply { text } => self.answer(event, event.conversation.to_string(), text, click).await,
+            Decision::Notify { conversation, text } => self.answer(event, conversation.to_string(), text, None).await,
             Decision::Session { key, mut job } => {
                 job.attempt = row.attempts;
                 match self.triage.sessions.submit(&key, *job) {
@@ -116,8 +129,31 @@ impl Dispatcher {
         }
     }
 
-    /// Ends the event with `text` posted to `conversation`, through the outbox.
-    async fn answer(&self, event: &InboundEvent, conversation: String, text: String) -> Result<(), StoreError> {
+    /// A bare acknowledgement of a click (the platform stops showing it as pending), through the
+    /// outbox, before the slow work the click starts.
+    async fn acknowledge(&self, event: &InboundEvent, to: PrivateTo) -> Result<(), StoreError> {
+        let ack = NewOutbox {
+            private_to: Some(to),
+            key: format!("{}:ack", event.id),
+            conversation: event.conversation.to_string(),
+            text: String::new(),
+            buttons: vec![],
+            reply_to: None,
+        };
+        let row = self.store.outbox_enqueue(&ack).await?;
+        self.deliverer.hand_over(row);
+        Ok(())
+    }
+
+    /// Ends the event with `text` posted to `conversation` (or only to the clicker), through
+    /// the outbox.
+    async fn answer(
+        &self,
+        event: &InboundEvent,
+        conversation: String,
+        text: String,
+        private_to: Option<PrivateTo>,
+    ) -> Result<(), StoreError> {
         let reply_to = (conversation == event.conversation.to_string()).then(|| event.message_id.clone()).flatten();
         let commit = TurnCommit {
             inbox_id: event.id.0.clone(),
@@ -125,6 +161,7 @@ impl Dispatcher {
             session_id: None,
             messages: vec![],
             reply: Some(NewOutbox {
+                private_to,
                 key: crate::agent::reply_key(&event.id.0),
                 conversation,
                 text,

@@ -231,7 +231,8 @@ impl Deliverer {
             .ok_or_else(|| ChannelError::Rejected(format!("no channel named `{}` is configured", row.channel)))?;
         let conversation: ConversationRef = row.conversation.parse().map_err(|e: String| ChannelError::Rejected(e))?;
         let caps = channel.caps();
-        let chunks = chunk_text(&row.text, ChunkLimit::Chars(caps.max_len));
+        // UTF-16 units are never fewer than characters, so this also fits platforms counting characters.
+        let chunks = chunk_text(&row.text, ChunkLimit::Utf16(caps.max_len));
         let mut ids = row.platform_ids.clone();
         let last = chunks.len() - 1;
         for (i, chunk) in chunks.into_iter().enumerate() {
@@ -242,6 +243,7 @@ impl Deliverer {
                 reply_to: if i == 0 { row.reply_to.clone() } else { None },
                 draft: false,
                 key: Some(chunk_key(&row.key, i)),
+                private_to: row.private_to.clone(),
             };
             match ids.get(i) {
                 // The streamed draft (or a first chunk of an earlier attempt): make it final.

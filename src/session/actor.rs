@@ -120,6 +120,7 @@ impl Actor {
 
         let event = &job.event;
         let reply = NewOutbox {
+            private_to: None,
             key: crate::agent::reply_key(&event.id.0),
             conversation: event.conversation.to_string(),
             text: String::new(),
@@ -203,6 +204,7 @@ impl Actor {
             session_id: None,
             messages: vec![],
             reply: Some(NewOutbox {
+                private_to: None,
                 key: crate::agent::reply_key(&job.event.id.0),
                 conversation: job.event.conversation.to_string(),
                 text: "🆕 Started a new conversation. Earlier messages are kept in the history but no longer sent to the model.".into(),

@@ -199,6 +199,8 @@ impl OutboxStatus {
 pub struct NewOutbox {
     /// Idempotency key: the same logical reply always has the same key.
     pub key: String,
+    /// For one person only (the answer to their click); `None` for ordinary messages.
+    pub private_to: Option<butler_channel::PrivateTo>,
     /// `channel:conversation[/thread]`.
     pub conversation: String,
     pub text: String,
@@ -210,6 +212,7 @@ pub struct NewOutbox {
 pub struct OutboxRow {
     pub id: i64,
     pub key: String,
+    pub private_to: Option<butler_channel::PrivateTo>,
     pub channel: String,
     pub conversation: String,
     pub text: String,

@@ -340,6 +340,7 @@ pub async fn approve_pairing(
         user.role = UserRole::Member;
     }
     let welcome = NewOutbox {
+        private_to: None,
         key: format!("pair:{}:approved", row.code),
         conversation: row.conversation.clone(),
         text: "✅ You're in: the owner approved your request. Say hello!".into(),

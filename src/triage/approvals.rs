@@ -34,7 +34,7 @@ pub fn expiry_event(row: &ApprovalRow) -> Option<InboundEvent> {
         addressed: true,
         reply_to: None,
         message_id: None,
-        body: EventBody::Action { action: format!("ap:{}:expire", row.id), message: None },
+        body: EventBody::Action { action: format!("ap:{}:expire", row.id), message: None, interaction: None },
         at_ms: now_ms(),
     })
 }

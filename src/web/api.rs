@@ -290,7 +290,12 @@ async fn post_action(
         Some(id) => format!("{CHANNEL}:{conv}:action:{id}"),
         None => format!("{CHANNEL}:action:{}", uuid::Uuid::new_v4()),
     };
-    let ev = event(&conv, &user, event_id.clone(), EventBody::Action { action: body.action, message: None });
+    let ev = event(
+        &conv,
+        &user,
+        event_id.clone(),
+        EventBody::Action { action: body.action, message: None, interaction: None },
+    );
     let outcome = s.ingress.accept(ev).await.map_err(ingress_error)?;
     Ok(accepted(&event_id, outcome))
 }

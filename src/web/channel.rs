@@ -57,6 +57,11 @@ impl Channel for WebChannel {
     }
 
     async fn send(&self, msg: &Outbound) -> Result<MessageRef, ChannelError> {
+        // A bare acknowledgement of a click: the page needs nothing (a private answer with text
+        // is shown as a normal message: only its owner reads a web conversation).
+        if msg.private_to.is_some() && msg.text.is_empty() {
+            return Ok(MessageRef { conversation: msg.conversation.clone(), id: "ack".into() });
+        }
         let conversation = msg.conversation.to_string();
         let key = msg.key.clone().unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
         let new = NewWebMessage {

@@ -39,7 +39,7 @@ async fn ask(app: &TestApp, chat: &FakeChannel, llm: &FakeLlm, what: &str) -> St
 
 fn click(chat: &FakeChannel, user: &str, action: &str) -> InboundEvent {
     let mut ev = chat.message(user, user, "g", ConversationKind::Group, true, "");
-    ev.body = EventBody::Action { action: action.to_string(), message: None };
+    ev.body = EventBody::Action { action: action.to_string(), message: None, interaction: None };
     ev
 }
 

@@ -94,7 +94,8 @@ async fn the_terminal_asks_y_or_n_before_acting() {
         llm.on(needle, Reply::tool_call("file_write", json!({"path": path, "content": "hi"})));
         llm.on(needle, Reply::text(&format!("done with {path}")));
     }
-    let mut child = dep.command(&["chat"]).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::null()).spawn().unwrap();
+    let mut child =
+        dep.command(&["chat"]).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::null()).spawn().unwrap();
     let rx = reader(child.stdout.take().unwrap());
     let mut stdin = child.stdin.take().unwrap();
     let mut seen = String::new();

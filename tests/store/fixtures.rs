@@ -32,6 +32,7 @@ pub fn session(id: &str, key: &str) -> NewSession {
 
 pub fn reply(key: &str, conversation: &str, text: &str) -> NewOutbox {
     NewOutbox {
+        private_to: None,
         key: key.to_string(),
         conversation: conversation.to_string(),
         text: text.to_string(),

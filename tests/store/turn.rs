@@ -38,6 +38,7 @@ pub async fn started_turn(store: &Arc<dyn Store>, event_id: &str) -> TurnCommit 
         session_id: Some(s.id),
         messages: vec![NewMessage::assistant("final answer", vec![])],
         reply: Some(NewOutbox {
+            private_to: None,
             buttons: vec![Button { label: "OK".into(), action: "a1".into(), style: Default::default() }],
             ..reply(&format!("reply:{event_id}"), "web:c1", "final answer")
         }),

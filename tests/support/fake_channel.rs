@@ -20,6 +20,8 @@ pub struct Shown {
     pub buttons: Vec<Button>,
     /// False while it is a streaming draft.
     pub done: bool,
+    /// Shown only to one person (the answer to their click).
+    pub private: bool,
 }
 
 pub struct FakeChannel {
@@ -125,6 +127,7 @@ impl Channel for FakeChannel {
             text: msg.text.clone(),
             buttons: msg.buttons.clone(),
             done: !msg.draft,
+            private: msg.private_to.is_some(),
         });
         Ok(MessageRef { conversation: msg.conversation.clone(), id })
     }

@@ -163,8 +163,16 @@ pub enum EventBody {
     /// A chat message (already normalized to plain text, with captions and descriptions of
     /// attachments folded in by the adapter).
     Message { text: String },
-    /// A button click: `action` is the opaque id the button was sent with.
-    Action { action: String, message: Option<String> },
+    /// A button click: `action` is the opaque id the button was sent with; `message` the
+    /// platform id of the message it sits on; `interaction` the platform's handle for answering
+    /// this very click (a Telegram callback query id, a Slack response URL, a Discord
+    /// interaction token), if it has one.
+    Action {
+        action: String,
+        message: Option<String>,
+        #[serde(default)]
+        interaction: Option<String>,
+    },
     /// A scheduled job or signed webhook trigger entering the same path as chat messages.
     /// `payload` carries the structured event (e.g. `{"headers": {...}, "body": {...}}`).
     Trigger {

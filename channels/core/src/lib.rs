@@ -16,4 +16,4 @@ mod outbound;
 pub use channel::{Accepted, Caps, Channel, ChannelError, Ingress, IngressError, TextFormat};
 pub use chunk::{chunk_text, ChunkLimit};
 pub use event::{Actor, ConversationKind, ConversationRef, EventBody, EventId, Identity, InboundEvent};
-pub use outbound::{Button, ButtonStyle, MessageRef, Outbound};
+pub use outbound::{Button, ButtonStyle, MessageRef, Outbound, PrivateTo};

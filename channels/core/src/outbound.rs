@@ -46,11 +46,32 @@ pub struct Outbound {
     /// a crash does not show the message twice.
     #[serde(default)]
     pub key: Option<String>,
+    /// Only for one person: the answer to their click (an alert, an ephemeral message). An empty
+    /// text just acknowledges the click. Platforms without private replies show it normally.
+    #[serde(default)]
+    pub private_to: Option<PrivateTo>,
+}
+
+/// The person a private reply is for, and the click it answers.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PrivateTo {
+    /// Their platform user id.
+    pub user_id: String,
+    /// The platform's handle of the click (see `EventBody::Action::interaction`).
+    pub interaction: Option<String>,
 }
 
 impl Outbound {
     pub fn text(conversation: ConversationRef, text: impl Into<String>) -> Self {
-        Self { conversation, text: text.into(), buttons: Vec::new(), reply_to: None, draft: false, key: None }
+        Self {
+            conversation,
+            text: text.into(),
+            buttons: Vec::new(),
+            reply_to: None,
+            draft: false,
+            key: None,
+            private_to: None,
+        }
     }
 }
 

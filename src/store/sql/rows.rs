@@ -25,7 +25,7 @@ macro_rules! cols {
     };
     (outbox) => {
         "id, key, channel, conversation, text, buttons, reply_to, status, platform_ids, attempts, \
-         next_attempt_ms, last_error, created_ms, updated_ms"
+         next_attempt_ms, last_error, created_ms, updated_ms, private_to"
     };
     (memory) => {
         "id, user_id, scope, text, source, created_ms"
@@ -192,6 +192,7 @@ pub(crate) struct OutboxRaw {
     last_error: Option<String>,
     created_ms: i64,
     updated_ms: i64,
+    private_to: Option<String>,
 }
 
 impl TryFrom<OutboxRaw> for OutboxRow {
@@ -212,6 +213,7 @@ impl TryFrom<OutboxRaw> for OutboxRow {
             last_error: r.last_error,
             created_ms: r.created_ms,
             updated_ms: r.updated_ms,
+            private_to: r.private_to.as_deref().map(|p| from_json("outbox.private_to", p)).transpose()?,
         })
     }
 }

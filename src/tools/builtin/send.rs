@@ -92,6 +92,7 @@ impl Tool for SendMessage {
             return Err(ToolError::InvalidArgs(format!("`text` is longer than {MAX_TEXT_CHARS} characters")));
         }
         let new = NewOutbox {
+            private_to: None,
             key: format!("send:{}", uuid::Uuid::new_v4()),
             conversation: to.to_string(),
             text: text.to_string(),
