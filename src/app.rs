@@ -49,6 +49,8 @@ pub enum AppError {
     Store(#[from] StoreError),
     #[error("cannot listen on {addr}: {source}; is another process using it? change [server] listen")]
     Bind { addr: String, source: std::io::Error },
+    #[error(transparent)]
+    Channel(#[from] crate::channels::BuildError),
 }
 
 /// Turns approvals nobody answered in time into expiry events (denials), through the same
@@ -119,6 +121,10 @@ impl App {
         store.migrate().await?;
         let llm = crate::llm::from_config(&cfg.llm);
 
+        let wake = Arc::new(Notify::new());
+        let ingress: Arc<dyn Ingress> = Arc::new(InboxIngress::new(store.clone(), wake.clone()));
+        let platforms = crate::channels::build(&cfg, ingress.clone(), opts.http).await?;
+
         let web_auth = web::WebAuth::from_config(&cfg.channels.web);
         let hub = Arc::new(web::WebHub::default());
         let mut channels = Channels::default();
@@ -126,7 +132,7 @@ impl App {
         if web_on {
             channels.add(Arc::new(web::WebChannel::new(store.clone(), hub.clone())));
         }
-        for ch in opts.extra_channels {
+        for ch in platforms.channels.into_iter().chain(opts.extra_channels) {
             channels.add(ch);
         }
         let mut names = channels.names();
@@ -180,9 +186,8 @@ impl App {
             tracing::warn!("[access] policy = \"open\": anyone who can reach Butler can use it");
         }
         let access = Arc::new(Access::new(&cfg.access, local, &cfg.agent.timezone));
-        let wake = Arc::new(Notify::new());
-        let ingress: Arc<dyn Ingress> = Arc::new(InboxIngress::new(store.clone(), wake.clone()));
         let triggers = Arc::new(Triggers::new(&cfg.triggers, store.clone(), llm.clone(), access.clone()));
+        let schedules = Arc::new(crate::schedule::Schedules::new(&cfg.schedules, store.clone(), access.clone()));
         let triage = Triage {
             store: store.clone(),
             access,
@@ -191,6 +196,7 @@ impl App {
             model: llm.model().to_string(),
             timezone: cfg.agent.timezone.clone(),
             deliverer: deliverer.clone(),
+            schedules: schedules.clone(),
         };
 
         let intake = CancellationToken::new();
@@ -209,6 +215,9 @@ impl App {
         };
         intake_tasks.spawn(Arc::new(dispatcher).run(intake.clone()));
         intake_tasks.spawn(expire_approvals(store.clone(), ingress.clone(), intake.clone()));
+        if opts.http {
+            intake_tasks.spawn(schedules.run(ingress.clone(), intake.clone()));
+        }
         for ch in channels.iter() {
             let (ch, ingress, cancel) = (ch.clone(), ingress.clone(), intake.clone());
             intake_tasks.spawn(async move {
@@ -244,6 +253,7 @@ impl App {
             };
             #[cfg(feature = "webhook")]
             let extra = extra.merge(butler_webhook::routes(webhook_sources(&cfg.triggers), ingress.clone()));
+            let extra = extra.merge(platforms.routes);
             let health = Health { store: store.clone(), ready: ready.clone() };
             let router = http::router(health, extra, cfg.server.max_body_bytes);
             let stop = intake.clone();

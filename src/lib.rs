@@ -16,6 +16,7 @@
 
 pub mod agent;
 pub mod app;
+pub mod channels;
 pub mod cli;
 pub mod config;
 pub mod hooks;
@@ -25,6 +26,7 @@ pub mod llm;
 pub mod metrics;
 pub mod outbox;
 pub mod permissions;
+pub mod schedule;
 pub mod session;
 pub mod store;
 pub mod tools;

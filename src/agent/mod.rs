@@ -19,7 +19,7 @@ pub use context::{build_messages, dangling_results};
 pub use exec::{prepare, run_calls, truncate_result, Ready, ToolResult};
 pub use prompt::system_prompt;
 pub use turn::{
-    explain, reply_key, Agent, NullObserver, Prices, Start, TurnError, TurnInput, TurnObserver, TurnOutcome,
+    explain, reply_key, Agent, NullObserver, Prices, Start, TurnError, TurnInput, TurnObserver, TurnOutcome, QUIET,
 };
 
 use crate::store::{NewMessage, SessionRow};

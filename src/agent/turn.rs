@@ -104,7 +104,12 @@ pub struct TurnInput<'a> {
     pub session_key: &'a str,
     /// The channel shows buttons (otherwise approval requests say which command answers them).
     pub buttons: bool,
+    /// A heartbeat: deliver the answer only if it is not exactly [`QUIET`].
+    pub quiet: bool,
 }
+
+/// What a heartbeat turn answers when nothing is worth saying (then nothing is delivered).
+pub const QUIET: &str = "NOTHING_TO_REPORT";
 
 #[derive(Debug, PartialEq)]
 pub enum TurnOutcome {
@@ -176,7 +181,7 @@ impl Agent {
     /// ending is returned for the caller to commit.
     #[tracing::instrument(skip_all, fields(event = %input.event.id, session = %input.session.row.id))]
     pub async fn run(&self, input: TurnInput<'_>, obs: &mut dyn TurnObserver) -> Result<TurnOutcome, TurnError> {
-        let TurnInput { session, event, user, stop, abort, first_attempt, start, session_key, buttons } = input;
+        let TurnInput { session, event, user, stop, abort, first_attempt, start, session_key, buttons, quiet } = input;
         let sid = session.row.id.clone();
         let mut progress =
             Progress { shown: String::new(), usage: Usage::default(), iterations: 0, unsaved_user: None };
@@ -335,6 +340,8 @@ impl Agent {
         if reply.is_empty() {
             reply = "(The model returned an empty answer.)".into();
         }
+        // A heartbeat with nothing to say stays silent (its transcript and cost are still kept).
+        let silent = quiet && last_text.trim() == QUIET && matches!(ending, Ending::Answer);
         let final_msg = NewMessage::assistant(final_text, vec![]);
         let usage = self.usage(user, &sid, event, &progress);
         let commit = TurnCommit {
@@ -342,7 +349,7 @@ impl Agent {
             inbox_status: InboxStatus::Done,
             session_id: Some(sid),
             messages: progress.unsaved_user.take().into_iter().chain([final_msg]).collect(),
-            reply: Some(NewOutbox {
+            reply: (!silent).then(|| NewOutbox {
                 private_to: None,
                 key: reply_key(&event.id.0),
                 conversation: event.conversation.to_string(),

@@ -46,6 +46,12 @@ pub async fn run(explicit: Option<&Path>) -> bool {
     redis(&mut r, &cfg).await;
     llm(&mut r, &cfg).await;
     web(&mut r, &cfg);
+    for (what, result) in crate::channels::doctor(&cfg).await {
+        match result {
+            Ok(detail) => r.ok(&what, detail),
+            Err((problem, fix)) => r.fail(&what, problem, &fix),
+        }
+    }
     if r.failures == 0 {
         println!("\nall checks passed");
     } else {

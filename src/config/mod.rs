@@ -10,6 +10,8 @@ mod hooks;
 mod load;
 mod masked;
 mod permissions;
+mod platforms;
+mod schedules;
 mod secret;
 #[cfg(test)]
 mod tests;
@@ -23,6 +25,8 @@ pub use load::{
     NO_FILE,
 };
 pub use permissions::{ContextKind, Mode, PermissionContext, PermissionsConfig};
+pub use platforms::{DiscordConfig, SlackConfig, TelegramConfig, TelegramMode};
+pub use schedules::{Missed, ScheduleConfig, ScheduleMode};
 pub use secret::Secret;
 pub use tools::{FilesConfig, HttpRequestConfig, SendMessageConfig, ShellConfig, ToolsConfig, WebFetchConfig};
 
@@ -51,6 +55,9 @@ pub struct Config {
     /// Commands or URLs called around tool calls, sessions and compaction.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub hooks: Vec<HookConfig>,
+    /// Cron-scheduled jobs (briefings, reports, reminders).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub schedules: Vec<ScheduleConfig>,
 }
 
 #[derive(Clone, Debug, Deserialize, Serialize)]
@@ -166,6 +173,12 @@ pub struct LlmFallback {
 #[serde(deny_unknown_fields, default)]
 pub struct ChannelsConfig {
     pub web: WebConfig,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub telegram: Option<TelegramConfig>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub slack: Option<SlackConfig>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub discord: Option<DiscordConfig>,
 }
 
 #[derive(Clone, Debug, Deserialize, Serialize)]

@@ -128,7 +128,8 @@ impl Actor {
             reply_to: event.message_id.clone(),
         };
         let buttons = deps.channels.get(event.channel()).is_some_and(|ch| ch.caps().buttons);
-        let mut streamer = deps.channels.get(event.channel()).map(|ch| {
+        // Heartbeats stream nothing: they may end up saying nothing at all.
+        let mut streamer = deps.channels.get(event.channel()).filter(|_| !job.quiet).map(|ch| {
             let mut base = Outbound::text(event.conversation.clone(), "");
             base.reply_to = event.message_id.clone();
             if ch.caps().buttons {
@@ -159,6 +160,7 @@ impl Actor {
             start,
             session_key: &key,
             buttons,
+            quiet: job.quiet,
         };
         let outcome = deps.agent.run(input, observer).await;
         if let Some(s) = streamer {

@@ -32,6 +32,9 @@ pub struct Job {
     pub kind: JobKind,
     /// How many times the inbox handed this event out (1 the first time).
     pub attempt: i32,
+    /// A heartbeat job: the reply is delivered only if the model found something worth saying
+    /// (it answers exactly [`crate::agent::QUIET`] otherwise); nothing streams meanwhile.
+    pub quiet: bool,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]

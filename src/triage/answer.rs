@@ -28,6 +28,7 @@ impl Triage {
             },
             Command::Status => reply(self.status(key, user).await?),
             Command::WhoAmI => reply(self.whoami(event, user).await?),
+            Command::Schedules => reply(self.schedules.describe_for(user).await?),
             Command::Link(None) => self.offer_link(event, user).await?,
             Command::Pair(pair) => self.pair(pair, event, user).await?,
             Command::Approve(None) | Command::Deny(None) => reply("Say which approval: `/approve ID` or `/deny ID`."),

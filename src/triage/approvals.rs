@@ -136,6 +136,7 @@ impl Triage {
                     user,
                     kind: JobKind::Resume { approval: Box::new(decided), pending_left },
                     attempt: 1,
+                    quiet: false,
                 }),
             },
             "approval",

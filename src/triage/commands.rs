@@ -14,6 +14,8 @@ pub enum Command {
     Pair(PairCommand),
     /// `/link` asks for a code; `/link CODE` (from the other account) redeems it.
     Link(Option<String>),
+    /// `/schedules`: the sender's scheduled jobs and their last runs.
+    Schedules,
     /// `/approve ID`, `/deny ID`: the text fallback for approval buttons.
     Approve(Option<String>),
     Deny(Option<String>),
@@ -36,6 +38,7 @@ pub const HELP: &str = "Commands:\n\
 /stop - stop the reply being written\n\
 /status - session, model, and today's usage\n\
 /whoami - who Butler thinks you are\n\
+/schedules - your scheduled jobs and their last runs\n\
 /link - link another chat account to this one (then send `/link CODE` from the other account)\n\
 /pair - list, approve or deny pairing requests (owner)\n\
 /approve ID, /deny ID - answer an approval request";
@@ -55,6 +58,7 @@ pub fn parse_command(text: &str) -> Option<Command> {
         "stop" => Command::Stop,
         "status" => Command::Status,
         "whoami" => Command::WhoAmI,
+        "schedules" => Command::Schedules,
         "link" => Command::Link(arg),
         "approve" => Command::Approve(arg),
         "deny" => Command::Deny(arg),

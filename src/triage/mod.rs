@@ -76,6 +76,8 @@ pub struct Triage {
     pub timezone: String,
     /// Told when an approval's message was edited, so the edit goes out at once.
     pub deliverer: Arc<crate::outbox::Deliverer>,
+    /// Scheduled jobs (their events, `/schedules`).
+    pub schedules: Arc<crate::schedule::Schedules>,
 }
 
 /// The channel name of signed webhook triggers.
@@ -89,6 +91,11 @@ impl Triage {
         }
         if event.actor.is_bot {
             return Ok(Verdict::drop("from a bot"));
+        }
+        if let EventBody::Trigger { source, .. } = &event.body {
+            if source == crate::schedule::SOURCE {
+                return self.schedules.decide(event).await;
+            }
         }
         // Approval answers are checked against the request's approvers, not general access.
         if let EventBody::Action { action, .. } = &event.body {
@@ -121,7 +128,7 @@ impl Triage {
             (ConversationKind::Group, true) => format!("{}:{}", session_key(event), event.actor.identity),
             _ => session_key(event),
         };
-        let job = |kind| Box::new(Job { event: event.clone(), user: user.clone(), kind, attempt: 1 });
+        let job = |kind| Box::new(Job { event: event.clone(), user: user.clone(), kind, attempt: 1, quiet: false });
         match (&event.body, command) {
             (EventBody::Action { action, .. }, _) => Ok(Verdict::plain(self.action(&key, action))),
             (_, Some(Command::Unknown) | None) => {

@@ -164,7 +164,7 @@ impl Triggers {
         };
         let key = session_key(&rewritten);
         let reason = format!("{} -> turn for {identity} in {conversation}", choice.reason);
-        let job = Job { event: rewritten, user, kind: JobKind::Turn, attempt: 1 };
+        let job = Job { event: rewritten, user, kind: JobKind::Turn, attempt: 1, quiet: false };
         Ok(Verdict::recorded(Decision::Session { key, job: Box::new(job) }, "agent", reason))
     }
 

@@ -1,0 +1,79 @@
+//! The glue between Butler's config and the platform channel crates (`channels/*`): builds
+//! each configured adapter, mounts its HTTP routes (webhooks, interactivity endpoints) and
+//! checks its credentials for `butler doctor`. This is the only module besides `app` that
+//! names a channel crate, each behind the cargo feature of the same name.
+//!
+//! It must never hold platform logic: mapping config to the crate's settings is all it does.
+
+#[cfg(feature = "discord")]
+mod discord;
+#[cfg(feature = "slack")]
+mod slack;
+#[cfg(feature = "telegram")]
+mod telegram;
+
+use crate::config::Config;
+use butler_channel::{Channel, Ingress};
+use std::sync::Arc;
+
+/// The platform channels the config asks for, and their HTTP routes.
+#[derive(Default)]
+pub struct Built {
+    pub channels: Vec<Arc<dyn Channel>>,
+    /// Webhook and interactivity endpoints, merged into Butler's one HTTP server.
+    pub routes: axum::Router,
+}
+
+/// A channel that could not be started (bad credentials, a platform that refused a call).
+#[derive(Debug, thiserror::Error)]
+#[error("the {channel} channel cannot start: {message}")]
+pub struct BuildError {
+    pub channel: &'static str,
+    pub message: String,
+}
+
+/// Builds every configured platform channel. `http` is false for `butler chat`, which runs
+/// no server and no platform channels.
+pub async fn build(cfg: &Config, ingress: Arc<dyn Ingress>, http: bool) -> Result<Built, BuildError> {
+    let mut built = Built::default();
+    if !http {
+        return Ok(built);
+    }
+    #[cfg(feature = "telegram")]
+    if let Some(t) = &cfg.channels.telegram {
+        telegram::build(t, ingress.clone(), &mut built).await?;
+    }
+    #[cfg(feature = "slack")]
+    if let Some(s) = &cfg.channels.slack {
+        slack::build(s, cfg, ingress.clone(), &mut built).await?;
+    }
+    #[cfg(feature = "discord")]
+    if let Some(d) = &cfg.channels.discord {
+        discord::build(d, ingress.clone(), &mut built).await?;
+    }
+    let _ = (cfg, &ingress);
+    Ok(built)
+}
+
+/// One `butler doctor` line: what was checked, and either what is fine or (problem, fix).
+pub type Check = (String, Result<String, (String, String)>);
+
+/// Checks the credentials of every configured platform channel.
+pub async fn doctor(cfg: &Config) -> Vec<Check> {
+    #[allow(unused_mut)]
+    let mut checks = Vec::new();
+    #[cfg(feature = "telegram")]
+    if let Some(t) = &cfg.channels.telegram {
+        checks.push(telegram::doctor(t).await);
+    }
+    #[cfg(feature = "slack")]
+    if let Some(s) = &cfg.channels.slack {
+        checks.push(slack::doctor(s).await);
+    }
+    #[cfg(feature = "discord")]
+    if let Some(d) = &cfg.channels.discord {
+        checks.push(discord::doctor(d).await);
+    }
+    let _ = cfg;
+    checks
+}
