@@ -6,10 +6,11 @@ use crate::outbox::Deliverer;
 use crate::store::{now_ms, DecisionRow, InboxRow, InboxStatus, NewOutbox, Store, StoreError, TurnCommit};
 use crate::triage::{Decision, Triage, HOOK_CHANNEL};
 use butler_channel::{EventBody, InboundEvent, PrivateTo};
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::Notify;
-use tokio::sync::Semaphore;
+use tokio::sync::{oneshot, Semaphore};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
@@ -35,6 +36,9 @@ impl Dispatcher {
     pub async fn run(self: Arc<Self>, cancel: CancellationToken) {
         let side = Arc::new(Semaphore::new(SIDE_CONCURRENCY));
         let mut side_tasks = JoinSet::new();
+        // Per source, the signal that its previous event is routed: events of one source keep
+        // their order, different sources go side by side.
+        let mut tails: HashMap<String, oneshot::Receiver<()>> = HashMap::new();
         loop {
             let claimed = match self.store.inbox_claim(&self.channels, &self.worker, BATCH).await {
                 Ok(rows) => rows,
@@ -48,17 +52,23 @@ impl Dispatcher {
                 // Trigger decisions may ask the model (the classifier): they run beside the
                 // dispatcher, so a slow classifier never holds up chat messages.
                 if row.event.channel() == HOOK_CHANNEL {
-                    let permit = side.clone().acquire_owned().await;
-                    let me = self.clone();
+                    let (done, next) = oneshot::channel::<()>();
+                    let previous = tails.insert(row.event.conversation.to_string(), next);
+                    let (side, me) = (side.clone(), self.clone());
                     side_tasks.spawn(async move {
-                        let _permit = permit;
+                        if let Some(previous) = previous {
+                            let _ = previous.await;
+                        }
+                        let _permit = side.acquire_owned().await;
                         me.route_or_retry(&row).await;
+                        drop(done);
                     });
                     continue;
                 }
                 self.route_or_retry(&row).await;
             }
             while side_tasks.try_join_next().is_some() {}
+            tails.retain(|_, rx| rx.try_recv() == Err(oneshot::error::TryRecvError::Empty));
             if n < BATCH {
                 tokio::select! {
                     _ = self.wake.notified() => {}
