@@ -75,7 +75,8 @@ async fn serve(db_url: &str, llm_url: &str) -> (Serve, Duration) {
         &config,
         format!(
             "[server]\nlisten = \"127.0.0.1:{port}\"\n[database]\nurl = \"{url}\"\nmax_connections = 8\n\
-             [llm]\nbase_url = \"{llm_url}\"\nmodel = \"bench\"\nmax_retries = 0\n"
+             [llm]\nbase_url = \"{llm_url}\"\nmodel = \"bench\"\nmax_retries = 0\n\
+             [memory]\narchivist = false\n"
         ),
     )
     .unwrap();

@@ -112,6 +112,9 @@ pub struct App {
     /// Stops the delivery loop (after the sessions have drained).
     delivery: CancellationToken,
     delivery_tasks: TaskTracker,
+    /// Best-effort background work (the archivist); stopped last.
+    background: TaskTracker,
+    background_stop: CancellationToken,
 }
 
 impl App {
@@ -167,13 +170,28 @@ impl App {
             ),
             hooks: Arc::new(Hooks::new(&cfg.hooks)),
             deliverer: deliverer.clone(),
+            context_window: cfg.llm.context_window,
+            auto_recall: cfg.memory.enabled && cfg.memory.recall,
+            recall_budget_tokens: cfg.memory.recall_budget_tokens,
         };
+        let background = TaskTracker::new();
+        let background_stop = CancellationToken::new();
+        let archivist = (cfg.memory.enabled && cfg.memory.archivist).then(|| {
+            crate::memory::Archivist::start(
+                store.clone(),
+                llm.clone(),
+                crate::agent::Prices::from_config(&cfg.llm),
+                &background,
+                background_stop.clone(),
+            )
+        });
         let sessions = Sessions::new(SessionDeps {
             agent,
             channels: channels.clone(),
             deliverer: deliverer.clone(),
             agent_cfg: cfg.agent.clone(),
             limits: cfg.limits.clone(),
+            archivist,
         });
         let mut local = vec![Identity::new("cli", "local")];
         if web_auth.is_local() {
@@ -278,6 +296,8 @@ impl App {
             intake_tasks,
             delivery,
             delivery_tasks,
+            background,
+            background_stop,
         })
     }
 
@@ -294,6 +314,9 @@ impl App {
         self.delivery.cancel();
         self.delivery_tasks.close();
         self.delivery_tasks.wait().await;
+        self.background_stop.cancel();
+        self.background.close();
+        self.background.wait().await;
         let left = self.grace.saturating_sub(started.elapsed()).max(Duration::from_secs(2));
         self.deliverer.clone().flush(left).await;
         self.store.close().await;

@@ -23,6 +23,7 @@ pub mod hooks;
 pub mod http;
 pub mod ingress;
 pub mod llm;
+pub mod memory;
 pub mod metrics;
 pub mod outbox;
 pub mod permissions;

@@ -133,7 +133,7 @@ impl Agent {
                         summary: action.summary.clone(),
                         requester: actor.clone(),
                         requester_user: ctx.user.id.clone(),
-                        approvers: self.policy.approvers(event.channel(), event.kind, ctx.user.role),
+                        approvers: self.policy.approvers_in(&event.conversation, event.kind, ctx.user.role),
                         status: ApprovalStatus::Pending,
                         scope: None,
                         decided_by: None,

@@ -13,20 +13,14 @@ mod context;
 mod exec;
 mod prompt;
 mod turn;
+mod window;
 
 pub use approve::{approval_id, approval_key, args_hash, decision_audit, may_decide, outcome_text};
 pub use context::{build_messages, dangling_results};
 pub use exec::{prepare, run_calls, truncate_result, Ready, ToolResult};
 pub use prompt::system_prompt;
+pub use window::{estimate, shrink, SessionState};
 pub use turn::{
     explain, reply_key, Agent, NullObserver, Prices, Start, TurnError, TurnInput, TurnObserver, TurnOutcome, QUIET,
 };
 
-use crate::store::{NewMessage, SessionRow};
-
-/// A live session's state held by its actor: the stored row and the recent transcript.
-#[derive(Clone, Debug)]
-pub struct SessionState {
-    pub row: SessionRow,
-    pub history: Vec<NewMessage>,
-}

@@ -1,7 +1,8 @@
 //! The turn loop: model -> tools -> model ... -> final reply, with limits, stop and resume.
 
 use super::approve::{approval_notice, outcome_text, Resumed};
-use super::{build_messages, dangling_results, SessionState};
+use super::window::shrink;
+use super::{dangling_results, SessionState};
 use crate::config::LimitsConfig;
 use crate::hooks::Hooks;
 use crate::llm::{Assembled, ChatRequest, LlmError, Provider, StreamEvent, Usage};
@@ -77,6 +78,11 @@ pub struct Agent {
     pub hooks: Arc<Hooks>,
     /// Nudged when an approval request's message was edited, so the edit goes out at once.
     pub deliverer: Arc<crate::outbox::Deliverer>,
+    /// The model's context window in tokens (the request budget derives from it).
+    pub context_window: u32,
+    /// Recall relevant memories into each turn's user message.
+    pub auto_recall: bool,
+    pub recall_budget_tokens: usize,
 }
 
 /// How a turn begins.
@@ -149,6 +155,8 @@ struct Progress {
     shown: String,
     usage: Usage,
     iterations: u32,
+    /// Estimated tokens of the last request sent.
+    context_tokens: usize,
     /// The turn's user message until it is stored.
     unsaved_user: Option<NewMessage>,
 }
@@ -183,8 +191,13 @@ impl Agent {
     pub async fn run(&self, input: TurnInput<'_>, obs: &mut dyn TurnObserver) -> Result<TurnOutcome, TurnError> {
         let TurnInput { session, event, user, stop, abort, first_attempt, start, session_key, buttons, quiet } = input;
         let sid = session.row.id.clone();
-        let mut progress =
-            Progress { shown: String::new(), usage: Usage::default(), iterations: 0, unsaved_user: None };
+        let mut progress = Progress {
+            shown: String::new(),
+            usage: Usage::default(),
+            iterations: 0,
+            context_tokens: 0,
+            unsaved_user: None,
+        };
         let tool_ctx = ToolCtx {
             user: user.clone(),
             identity: event.actor.identity.clone(),
@@ -197,8 +210,14 @@ impl Agent {
             workspace: self.workspace_root.join(&user.id),
         };
         let mut skip_model = None;
+        let mut recall = None;
         match start {
-            Start::Message => self.start_or_resume(session, event, first_attempt, &mut progress).await?,
+            Start::Message => {
+                let fresh = self.start_or_resume(session, event, first_attempt, &mut progress).await?;
+                if fresh {
+                    recall = self.recall_block(&tool_ctx.memory_scope(), event.text().unwrap_or_default()).await?;
+                }
+            }
             Start::Resume { approval, pending_left } => {
                 let (results, resumed) = self.resume_call(&tool_ctx, &session.history, &approval, pending_left).await?;
                 let msgs = results.into_iter().map(|r| NewMessage::tool(r.call_id, r.content, r.is_error)).collect();
@@ -212,7 +231,7 @@ impl Agent {
             }
         }
         let defs = self.tools.defs();
-        let mut window = self.limits.history_messages.max(2);
+        let budget = self.budget();
         let mut compacted = false;
 
         let (ending, last_text) = loop {
@@ -226,28 +245,31 @@ impl Agent {
                 break (Ending::Limit, String::new());
             }
             progress.iterations += 1;
-            let start = session.history.len().saturating_sub(window);
-            let messages = match &progress.unsaved_user {
-                None => build_messages(&session.history[start..]),
-                Some(user) => {
-                    let mut view = session.history[start..].to_vec();
-                    view.push(user.clone());
-                    build_messages(&view)
-                }
-            };
-            let req = ChatRequest {
+            let mut req = ChatRequest {
                 system: session.row.system_prompt.clone(),
-                messages,
+                messages: self.request_messages(session, progress.unsaved_user.as_ref(), recall.as_deref()),
                 tools: defs.clone(),
                 max_tokens: Some(self.max_tokens),
             };
+            let mut size = shrink(&mut req, budget);
+            if size > budget && !compacted {
+                // Clearing and collapsing were not enough: one summary checkpoint, then measure again.
+                compacted = true;
+                if self.compact(session, &user.id).await? {
+                    req.messages = self.request_messages(session, progress.unsaved_user.as_ref(), recall.as_deref());
+                    size = shrink(&mut req, budget);
+                }
+            }
+            progress.context_tokens = size;
             let mut stream = tokio::select! {
                 r = self.llm.stream(&req) => match r {
                     Ok(s) => s,
-                    Err(LlmError::ContextTooLong(_)) if !compacted => {
-                        // One forced shrink of the window, then one retry.
+                    Err(LlmError::ContextTooLong(e)) if !compacted => {
+                        // The model's own limit was hit: one forced checkpoint, then one retry.
                         compacted = true;
-                        window = (window / 2).max(2);
+                        if !self.compact(session, &user.id).await? {
+                            break (Ending::Failed(LlmError::ContextTooLong(e)), String::new());
+                        }
                         progress.iterations -= 1;
                         continue;
                     }
@@ -379,11 +401,7 @@ impl Agent {
     ) -> Result<Option<OutboxRow>, StoreError> {
         let reply = self.store.finish_event(commit).await?;
         session.history.extend(commit.messages.iter().cloned());
-        let keep = self.limits.history_messages.max(2) * 2;
-        if session.history.len() > keep {
-            let cut = session.history.len() - keep / 2;
-            session.history.drain(..cut);
-        }
+        session.trim(self.limits.history_messages.max(2));
         Ok(reply)
     }
 
@@ -399,6 +417,8 @@ impl Agent {
             output_tokens: u.output_tokens as i64,
             cost_usd: self.prices.cost(u),
             iterations: progress.iterations as i32,
+            kind: "turn".into(),
+            context_tokens: progress.context_tokens as i64,
         }
     }
 
@@ -508,7 +528,7 @@ impl Agent {
         event: &InboundEvent,
         first_attempt: bool,
         progress: &mut Progress,
-    ) -> Result<(), StoreError> {
+    ) -> Result<bool, StoreError> {
         let eid = event.id.0.as_str();
         let found = session.history.iter().rposition(|m| m.event_id.as_deref() == Some(eid));
         let found = match found {
@@ -516,8 +536,8 @@ impl Agent {
             None if first_attempt => None,
             None if self.store.message_seq_for_event(&session.row.id, eid).await?.is_some() => {
                 // In the store but outside the cached window: reload the tail.
-                let recent = self.store.messages_recent(&session.row.id, self.limits.history_messages).await?;
-                session.history = recent.into_iter().map(|m| m.msg).collect();
+                let row = session.row.clone();
+                *session = SessionState::load(&*self.store, row, self.limits.history_messages).await?;
                 session.history.iter().rposition(|m| m.event_id.as_deref() == Some(eid))
             }
             None => None,
@@ -530,7 +550,7 @@ impl Agent {
                 let name = (event.kind == ConversationKind::Group).then(|| event.actor.name().to_string());
                 let content = text.to_string();
                 progress.unsaved_user = Some(NewMessage::user(content, name, Some(eid.to_string())));
-                Ok(())
+                Ok(true)
             }
             Some(i) => {
                 tracing::info!(event = eid, "resuming a turn cut off earlier");
@@ -543,7 +563,8 @@ impl Agent {
                     }
                 }
                 let fixes = dangling_results(&session.history[i..]);
-                self.append(session, progress, fixes).await
+                self.append(session, progress, fixes).await?;
+                Ok(false)
             }
         }
     }

@@ -7,7 +7,9 @@
 mod audit;
 mod chat;
 mod doctor;
+mod memory;
 mod pair;
+mod schedule;
 
 use crate::app::{App, AppOptions};
 use crate::config;
@@ -46,10 +48,20 @@ pub enum Command {
         #[arg(long, default_value_t = 50)]
         limit: usize,
     },
+    /// Export or import a user's long-term memories (JSON)
+    Memory {
+        #[command(subcommand)]
+        command: memory::MemoryCommand,
+    },
     /// Pairing requests from people Butler does not know yet
     Pair {
         #[command(subcommand)]
         command: pair::PairCommand,
+    },
+    /// Scheduled jobs: list, add, remove, run now, or preview a cron expression's fire times
+    Schedule {
+        #[command(subcommand)]
+        command: schedule::ScheduleCommand,
     },
 }
 
@@ -111,6 +123,8 @@ async fn run(cli: Cli) -> Result<ExitCode, ExitCode> {
         }
         Command::Serve => serve(load_config(cli.config.as_deref())?).await,
         Command::Pair { command } => pair::run(load_config(cli.config.as_deref())?.config, command).await,
+        Command::Schedule { command } => schedule::run(cli.config.as_deref(), command).await,
+        Command::Memory { command } => memory::run(load_config(cli.config.as_deref())?.config, command).await,
         Command::Audit { limit } => audit::run(load_config(cli.config.as_deref())?.config, limit).await,
         Command::Chat => {
             let loaded = load_config(cli.config.as_deref())?;

@@ -370,11 +370,18 @@ pub struct MemoryConfig {
     pub enabled: bool,
     /// Most memories a `recall` returns.
     pub recall_limit: usize,
+    /// Before each turn, add the memories relevant to the new message to it (never to the
+    /// system prompt).
+    pub recall: bool,
+    /// The most tokens those recalled memories may take.
+    pub recall_budget_tokens: usize,
+    /// After each reply, a background job distils durable facts from the exchange into memories.
+    pub archivist: bool,
 }
 
 impl Default for MemoryConfig {
     fn default() -> Self {
-        Self { enabled: true, recall_limit: 8 }
+        Self { enabled: true, recall_limit: 8, recall: true, recall_budget_tokens: 500, archivist: true }
     }
 }
 

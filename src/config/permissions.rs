@@ -84,4 +84,9 @@ pub struct PermissionContext {
     pub mode: Option<Mode>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub approvers: Option<Vec<String>>,
+    /// One conversation (`slack:C024BE91L`, which also covers its threads, or one thread
+    /// `slack:C024BE91L/1355517523.000005`); any when absent. Such an entry only chooses
+    /// approvers (modes are chosen by channel, kind and role).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub conversation: Option<butler_channel::ConversationRef>,
 }

@@ -30,10 +30,31 @@ pub struct TelegramConfig {
     /// Webhook mode: the public URL of `/channels/telegram/webhook` given to setWebhook.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub webhook_url: Option<String>,
+    /// Polling mode: how long one getUpdates call waits for updates (Telegram allows up to 50).
+    #[serde(default = "telegram_poll_timeout")]
+    pub poll_timeout_secs: u32,
+    /// Messages (sends and edits) per second over all chats; Telegram's limit is 30.
+    #[serde(default = "telegram_per_second")]
+    pub max_per_second: u32,
+    /// Shortest gap between two messages to one chat, in milliseconds; Telegram's limit is ~1 s.
+    #[serde(default = "telegram_chat_interval")]
+    pub chat_interval_ms: u64,
 }
 
 fn telegram_api() -> String {
     "https://api.telegram.org".into()
+}
+
+fn telegram_poll_timeout() -> u32 {
+    30
+}
+
+fn telegram_per_second() -> u32 {
+    30
+}
+
+fn telegram_chat_interval() -> u64 {
+    1000
 }
 
 #[derive(Clone, Debug, Deserialize, Serialize)]
@@ -50,10 +71,26 @@ pub struct SlackConfig {
     /// The Web API base (tests point it at a fake).
     #[serde(default = "slack_api")]
     pub api_url: String,
+    /// Emoji name put on a message while Butler works on it, removed with the answer (Slack has
+    /// no typing indicator for bots); empty: none.
+    #[serde(default = "slack_working_reaction")]
+    pub working_reaction: String,
+    /// Threads Butler remembers having spoken in (replies there need no mention); the oldest
+    /// are forgotten first, and all after a restart.
+    #[serde(default = "slack_remembered_threads")]
+    pub remembered_threads: usize,
 }
 
 fn slack_api() -> String {
     "https://slack.com/api".into()
+}
+
+fn slack_working_reaction() -> String {
+    "eyes".into()
+}
+
+fn slack_remembered_threads() -> usize {
+    10_000
 }
 
 #[derive(Clone, Debug, Deserialize, Serialize)]

@@ -1,4 +1,7 @@
-//! `[[schedules]]`: cron-scheduled jobs from the config file.
+//! `[[schedules]]`: cron-scheduled jobs from the config file (briefings, reports, heartbeats).
+//!
+//! Plain data: parsing the cron and the zone, and checking them, happen in `crate::schedule` and
+//! `validate.rs`. Nothing here may read the clock or the store.
 
 use butler_channel::{ConversationRef, Identity};
 use serde::{Deserialize, Serialize};
@@ -14,6 +17,23 @@ pub enum ScheduleMode {
     Heartbeat,
 }
 
+impl ScheduleMode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Always => "always",
+            Self::Heartbeat => "heartbeat",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        Some(match s {
+            "always" => Self::Always,
+            "heartbeat" => Self::Heartbeat,
+            _ => return None,
+        })
+    }
+}
+
 /// What to do about fire times missed while Butler was down.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -23,6 +43,23 @@ pub enum Missed {
     /// Run once for all of them, if the last one is within the grace period.
     #[default]
     RunOnce,
+}
+
+impl Missed {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Skip => "skip",
+            Self::RunOnce => "run_once",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        Some(match s {
+            "skip" => Self::Skip,
+            "run_once" => Self::RunOnce,
+            _ => return None,
+        })
+    }
 }
 
 #[derive(Clone, Debug, Deserialize, Serialize)]
@@ -44,8 +81,15 @@ pub struct ScheduleConfig {
     pub mode: ScheduleMode,
     #[serde(default)]
     pub missed: Missed,
+    /// `run_once`: a missed fire time still runs (once) if Butler is back within this many seconds.
+    #[serde(default = "default_grace_secs")]
+    pub grace_secs: u64,
 }
 
 fn utc() -> String {
     "UTC".into()
+}
+
+fn default_grace_secs() -> u64 {
+    crate::schedule::DEFAULT_GRACE_SECS
 }

@@ -25,6 +25,10 @@ impl Config {
         self.check_permissions(&mut p);
         self.check_hooks(&mut p);
         self.check_tools(&mut p);
+        self.check_telegram(&mut p);
+        self.check_slack(&mut p);
+        self.check_discord(&mut p);
+        self.check_schedules(&mut p);
         if p.0.is_empty() {
             Ok(())
         } else {
@@ -161,6 +165,7 @@ impl Config {
             );
         }
         positive(p, "memory.recall_limit", self.memory.recall_limit);
+        positive(p, "memory.recall_budget_tokens", self.memory.recall_budget_tokens);
         let l = &self.limits;
         positive(p, "limits.max_iterations", l.max_iterations);
         positive(p, "limits.tool_timeout_secs", l.tool_timeout_secs);
@@ -364,6 +369,18 @@ impl Config {
                     "sets neither mode nor approvers, so it changes nothing; add one or remove the entry",
                 );
             }
+            if let Some(conv) = &c.conversation {
+                if c.mode.is_some() {
+                    p.add(
+                        key("mode"),
+                        "an entry with `conversation` only chooses approvers; set the mode in an entry matched by \
+                         channel, kind or role",
+                    );
+                }
+                if c.channel.as_deref().is_some_and(|ch| ch != conv.channel) {
+                    p.add(key("conversation"), format!("`{conv}` is not on channel `{}`", c.channel.as_deref().unwrap_or("")));
+                }
+            }
         }
     }
 }
@@ -471,6 +488,157 @@ impl Config {
             if !seen.insert(target) {
                 p.add(format!("tools.send_message.targets[{i}]"), format!("`{target}` is listed twice"));
             }
+        }
+    }
+}
+
+impl Config {
+    /// `[[schedules]]`: unique one-line names, a 5-field cron that fires at all, an IANA zone, a
+    /// prompt, and a target conversation on a channel this config runs.
+    fn check_schedules(&self, p: &mut Problems) {
+        use crate::schedule::{cron, jobs};
+        let ch = &self.channels;
+        let running = [
+            ("web", ch.web.enabled),
+            ("telegram", ch.telegram.is_some()),
+            ("slack", ch.slack.is_some()),
+            ("discord", ch.discord.is_some()),
+        ];
+        let mut seen = std::collections::BTreeSet::new();
+        for (i, s) in self.schedules.iter().enumerate() {
+            let key = |k: &str| format!("schedules[{i}].{k}");
+            match jobs::check_name(&s.name) {
+                Err(e) => p.add(key("name"), e),
+                Ok(name) if !seen.insert(name.clone()) => p.add(
+                    key("name"),
+                    format!("`{name}` is used by an earlier [[schedules]] entry; names must be unique"),
+                ),
+                Ok(_) => {}
+            }
+            let tz = cron::parse_tz(&s.tz);
+            if let Err(e) = &tz {
+                p.add(key("tz"), e.clone());
+            }
+            match (cron::parse_cron(&s.cron), tz) {
+                (Err(e), _) => p.add(key("cron"), e),
+                (Ok(c), Ok(tz)) if cron::next_after(&c, tz, crate::store::now_ms()).is_none() => {
+                    p.add(key("cron"), format!("`{}` never fires (no such date)", s.cron))
+                }
+                _ => {}
+            }
+            if s.prompt.trim().is_empty() {
+                p.add(key("prompt"), "must not be empty; it is what the agent is asked at each fire time");
+            }
+            match jobs::check_target(&s.target.to_string()) {
+                Err(e) => p.add(key("target"), e),
+                Ok(t) if !running.iter().any(|(name, on)| *on && *name == t.channel) => p.add(
+                    key("target"),
+                    format!(
+                        "is on the channel `{}`, which this config does not run; configure it, or deliver to a \
+                         web conversation such as web:briefings",
+                        t.channel
+                    ),
+                ),
+                Ok(_) => {}
+            }
+        }
+    }
+}
+
+impl Config {
+    /// `[channels.discord]`: a token, a public key Discord could have issued (32 bytes in hex),
+    /// and an http(s) base URL.
+    fn check_discord(&self, p: &mut Problems) {
+        let Some(d) = &self.channels.discord else { return };
+        if d.token.expose().trim().is_empty() {
+            p.add(
+                "channels.discord.token",
+                "is empty; set it to the bot token (Developer Portal -> your application -> Bot -> Reset Token)",
+            );
+        }
+        if let Some(key) = &d.public_key {
+            if key.len() != 64 || !key.chars().all(|c| c.is_ascii_hexdigit()) {
+                p.add(
+                    "channels.discord.public_key",
+                    "must be the application's public key: 64 hex characters (Developer Portal -> General \
+                     Information -> Public Key); remove the key to turn the interactions endpoint off",
+                );
+            }
+        }
+        if !(d.api_url.starts_with("https://") || d.api_url.starts_with("http://")) {
+            p.add(
+                "channels.discord.api_url",
+                "must be an http(s) URL standing in for https://discord.com (the default); the REST API is \
+                 under <api_url>/api/v10",
+            );
+        }
+    }
+}
+
+impl Config {
+    /// `[channels.slack]`: a bot token, and a way for Slack to reach Butler (a signing secret
+    /// for the HTTP endpoints, or an app-level token for Socket Mode).
+    fn check_slack(&self, p: &mut Problems) {
+        let Some(s) = &self.channels.slack else { return };
+        if s.bot_token.expose().trim().is_empty() {
+            p.add("channels.slack.bot_token", "is empty; set the Bot User OAuth Token (xoxb-...) of your Slack app");
+        }
+        let set = |v: &Option<super::Secret>| v.as_ref().is_some_and(|v| !v.expose().trim().is_empty());
+        if !set(&s.signing_secret) && !set(&s.app_token) {
+            p.add(
+                "channels.slack",
+                "needs signing_secret (Slack POSTs to /channels/slack/events and /interactive) or app_token \
+                 (Socket Mode, an xapp- token); set one of them",
+            );
+        }
+        if !(s.api_url.starts_with("https://") || s.api_url.starts_with("http://")) {
+            p.add("channels.slack.api_url", "must be an http(s) URL such as https://slack.com/api");
+        }
+        positive(p, "channels.slack.remembered_threads", s.remembered_threads);
+    }
+}
+
+impl Config {
+    /// `[channels.telegram]`: a token, an http(s) Bot API URL, sane limits, and in webhook mode a
+    /// secret Telegram accepts and the public https URL to register.
+    fn check_telegram(&self, p: &mut Problems) {
+        let Some(t) = &self.channels.telegram else { return };
+        if t.token.expose().trim().is_empty() {
+            p.add(
+                "channels.telegram.token",
+                "is empty; create a bot with @BotFather (/newbot) and set the token it gives you",
+            );
+        }
+        http_url(p, "channels.telegram.api_url", &t.api_url);
+        if !(1..=50).contains(&t.poll_timeout_secs) {
+            p.add("channels.telegram.poll_timeout_secs", "must be 1-50 (seconds); the default is 30");
+        }
+        positive(p, "channels.telegram.max_per_second", t.max_per_second);
+        if t.chat_interval_ms > 60_000 {
+            p.add("channels.telegram.chat_interval_ms", "must be at most 60000 (a minute); the default is 1000");
+        }
+        if t.mode != super::TelegramMode::Webhook {
+            return;
+        }
+        match t.webhook_secret.as_ref().map(|s| s.expose()) {
+            None | Some("") => p.add(
+                "channels.telegram.webhook_secret",
+                "is required with mode = \"webhook\"; set 1-256 letters, digits, `_` or `-` (e.g. from \
+                 `openssl rand -hex 32`)",
+            ),
+            Some(s) if s.len() > 256 || !s.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-') => p.add(
+                "channels.telegram.webhook_secret",
+                "Telegram accepts only 1-256 letters, digits, `_` and `-` here (e.g. from `openssl rand -hex 32`)",
+            ),
+            Some(_) => {}
+        }
+        match &t.webhook_url {
+            None => p.add(
+                "channels.telegram.webhook_url",
+                "is required with mode = \"webhook\": the public https URL that reaches \
+                 /channels/telegram/webhook on this server",
+            ),
+            Some(url) => http_url(p, "channels.telegram.webhook_url", url),
         }
     }
 }

@@ -245,6 +245,17 @@ impl Policy {
         self.contexts.approvers(channel, kind, role)
     }
 
+    /// As [`Policy::approvers`], for a call made in `conversation` (entries with a
+    /// `conversation` key match it and its threads).
+    pub fn approvers_in(
+        &self,
+        conversation: &butler_channel::ConversationRef,
+        kind: ConversationKind,
+        role: UserRole,
+    ) -> Vec<String> {
+        self.contexts.approvers_in(conversation, kind, role)
+    }
+
     /// How long an approval may stay unanswered before it counts as denied.
     pub fn approval_timeout(&self) -> Duration {
         self.timeout

@@ -6,7 +6,8 @@ use crate::agent::{system_prompt, SessionState, Start, TurnError, TurnInput, Tur
 use crate::config::HookEvent;
 use crate::metrics::METRICS;
 use crate::outbox::Streamer;
-use crate::store::{InboxStatus, NewOutbox, NewSession, StoreError, TurnCommit};
+use crate::memory::ArchiveJob;
+use crate::store::{InboxStatus, MemoryScope, NewOutbox, NewSession, StoreError, TurnCommit};
 use butler_channel::{Button, ButtonStyle, Outbound};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -103,8 +104,7 @@ impl Actor {
                     row
                 }
             };
-            let history = store.messages_recent(&row.id, deps.limits.history_messages).await?;
-            self.state = Some(SessionState { row, history: history.into_iter().map(|m| m.msg).collect() });
+            self.state = Some(SessionState::load(&**store, row, deps.limits.history_messages).await?);
         }
         Ok(self.state.as_mut().expect("state loaded above"))
     }
@@ -171,6 +171,28 @@ impl Actor {
                 let session = self.state.as_mut().expect("loaded for this turn");
                 if let Some(row) = deps.agent.commit(session, &commit).await? {
                     deps.deliverer.hand_over(row);
+                }
+                // After the reply is on its way: distil what was learned, in the background.
+                if let (Some(archivist), JobKind::Turn, false) = (&deps.archivist, &job.kind, job.quiet) {
+                    let answer = commit.messages.last().map(|m| m.content.clone()).unwrap_or_default();
+                    if let (Some(text), true, true) =
+                        (event.text(), commit.approvals.is_empty(), commit.reply.is_some())
+                    {
+                        let kind = event.kind;
+                        let owner = match kind {
+                            butler_channel::ConversationKind::Direct => MemoryScope::personal(&job.user.id),
+                            butler_channel::ConversationKind::Group => {
+                                MemoryScope::group(&job.user.id, &event.conversation.to_string())
+                            }
+                        };
+                        archivist.submit(ArchiveJob {
+                            owner,
+                            session_id: commit.session_id.clone().unwrap_or_default(),
+                            event_id: event.id.0.clone(),
+                            user_text: text.to_string(),
+                            answer,
+                        });
+                    }
                 }
                 if !commit.notices.is_empty() {
                     // Approval requests are not handed over: let the worker look now.

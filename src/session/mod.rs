@@ -60,6 +60,8 @@ pub struct SessionDeps {
     pub deliverer: Arc<Deliverer>,
     pub agent_cfg: AgentConfig,
     pub limits: LimitsConfig,
+    /// Distils durable facts from finished exchanges (off when `[memory] archivist = false`).
+    pub archivist: Option<Arc<crate::memory::Archivist>>,
 }
 
 struct Running {

@@ -82,8 +82,20 @@ pub trait SessionStore {
 pub trait TurnStore {
     /// Applies a [`TurnCommit`] in one transaction; returns the reply's outbox row.
     async fn finish_event(&self, commit: &TurnCommit) -> Result<Option<OutboxRow>>;
-    /// Tokens and cost of one user since `since_ms`.
+    /// Tokens and cost of one user since `since_ms` (turns counts agent turns only).
     async fn usage_since(&self, user_id: &str, since_ms: i64) -> Result<UsageTotals>;
+    /// Records a model call outside a turn (the archivist, a compaction summary).
+    async fn usage_add(&self, usage: &UsageRecord) -> Result<()>;
+    /// The context size (estimated tokens) of a session's latest turn, 0 if none.
+    async fn last_context(&self, session_id: &str) -> Result<i64>;
+}
+
+/// Summary checkpoints of long sessions.
+#[async_trait]
+pub trait SummaryStore {
+    async fn summary_latest(&self, session_id: &str) -> Result<Option<SummaryRow>>;
+    /// Stores a checkpoint (idempotent for the same `up_to_seq`).
+    async fn summary_add(&self, session_id: &str, up_to_seq: i64, text: &str) -> Result<()>;
 }
 
 /// The outbox: replies are written here before they are sent.
@@ -112,6 +124,8 @@ pub trait MemoryStore {
     async fn memory_list(&self, owner: &MemoryScope, limit: usize) -> Result<Vec<MemoryRow>>;
     /// `false` when the id does not exist for this owner and scope.
     async fn memory_forget(&self, owner: &MemoryScope, id: i64) -> Result<bool>;
+    /// Replaces a memory's text (a fact that changed); `false` when it is not this owner's.
+    async fn memory_update(&self, owner: &MemoryScope, id: i64, text: &str) -> Result<bool>;
 }
 
 /// One-time codes and identity links: pairing and `/link`.
@@ -186,6 +200,32 @@ pub trait WebStore {
     async fn web_list(&self, conversation: &str, after_id: i64, limit: usize) -> Result<Vec<WebMessage>>;
 }
 
+/// Scheduled jobs and their runs (`crate::schedule`). Claiming a run is one transaction: the
+/// job's `next_fire_ms` moves on (compare-and-swap) and the run row is inserted under
+/// UNIQUE(schedule_id, fire_at_ms), so each (job, fire time) has one winner across processes.
+#[async_trait]
+pub trait ScheduleStore {
+    /// Creates the job, or updates the one with the same (scope, name) in place (keeping its id,
+    /// `paused` and, unless `cron`, `at_ms` or `tz` changed, its `next_fire_ms`).
+    async fn schedule_put(&self, new: &NewSchedule) -> Result<ScheduleRow>;
+    async fn schedules_list(&self, filter: &ScheduleFilter) -> Result<Vec<ScheduleRow>>;
+    /// `false` when nothing changed (no such job; an `Advance` whose `from` no longer holds).
+    async fn schedule_set(&self, id: i64, change: &ScheduleChange) -> Result<bool>;
+    /// The run row (status `claimed`), or `None` when another claimer won: the advance did not
+    /// hold, or the (job, fire time) already has a run (the advance is kept then).
+    async fn schedule_claim(&self, claim: &RunClaim) -> Result<Option<RunRow>>;
+    async fn schedule_runs(&self, query: &RunQuery) -> Result<Vec<RunRow>>;
+    /// Records what the scheduler learnt about a run (`running`, or `dropped` with the reason);
+    /// `false` when there is no such run.
+    async fn schedule_run_note(
+        &self,
+        schedule_id: i64,
+        fire_at_ms: i64,
+        status: RunStatus,
+        error: Option<&str>,
+    ) -> Result<bool>;
+}
+
 /// Everything Butler persists. Two implementations: [`sql::SqliteStore`] and [`sql::PgStore`].
 #[async_trait]
 pub trait Store:
@@ -199,6 +239,8 @@ pub trait Store:
     + AccessStore
     + AuditStore
     + ApprovalStore
+    + ScheduleStore
+    + SummaryStore
     + Send
     + Sync
 {

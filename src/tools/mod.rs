@@ -171,7 +171,8 @@ impl Tools {
 
     /// The built-in tools enabled by the config: `web_fetch` when enabled, `http_get` and
     /// `http_request` when `allowed_hosts` is not empty, `shell` only when enabled, the file
-    /// tools when enabled, `send_message` when it has targets.
+    /// tools when enabled, `send_message` when it has targets, and always the scheduled-job tools
+    /// (`schedule`, `schedules_list`).
     pub fn builtin(cfg: &crate::config::Config) -> Self {
         let mut t = Self::default();
         t.add(Arc::new(builtin::Now::new()));
@@ -202,6 +203,7 @@ impl Tools {
         if !tc.send_message.targets.is_empty() {
             t.add(Arc::new(builtin::SendMessage::new(&tc.send_message)));
         }
+        builtin::schedule_tools().into_iter().for_each(|tool| t.add(tool));
         t
     }
 }

@@ -108,6 +108,11 @@ impl Access {
         }
     }
 
+    /// The owners: the configured ones first, then the local operator's identities.
+    pub fn owners(&self) -> &[Identity] {
+        &self.owners
+    }
+
     /// The role config gives an identity, if any.
     pub fn configured_role(&self, id: &Identity) -> Option<UserRole> {
         if self.owners.contains(id) {

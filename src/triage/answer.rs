@@ -3,8 +3,8 @@
 
 use super::access::{approve_pairing, deny_pairing};
 use super::commands::{start_of_day_ms, HELP};
-use super::{Command, Decision, PairCommand, Triage, Verdict};
-use crate::store::{now_ms, CodeKind, StoreError, UserRole, UserRow};
+use super::{Command, Decision, MemoryCommand, PairCommand, Triage, Verdict};
+use crate::store::{now_ms, CodeKind, MemoryScope, StoreError, UserRole, UserRow};
 use butler_channel::{ConversationKind, InboundEvent};
 
 fn reply(text: impl Into<String>) -> Verdict {
@@ -29,6 +29,7 @@ impl Triage {
             Command::Status => reply(self.status(key, user).await?),
             Command::WhoAmI => reply(self.whoami(event, user).await?),
             Command::Schedules => reply(self.schedules.describe_for(user).await?),
+            Command::Memory(cmd) => reply(self.memory(cmd, event, user).await?),
             Command::Link(None) => self.offer_link(event, user).await?,
             Command::Pair(pair) => self.pair(pair, event, user).await?,
             Command::Approve(None) | Command::Deny(None) => reply("Say which approval: `/approve ID` or `/deny ID`."),
@@ -44,8 +45,13 @@ impl Triage {
         let since = start_of_day_ms(&user.timezone);
         let usage = self.store.usage_since(&user.id, since).await?;
         let running = if self.sessions.is_running(key) { "a turn is running" } else { "idle" };
+        let context = match &session {
+            Some(s) => self.store.last_context(&s.id).await?,
+            None => 0,
+        };
         let mut text = format!(
-            "Session: {} ({running})\nModel: {}\nToday: {} turns, {} tokens in, {} tokens out, ${:.4}",
+            "Session: {} ({running})\nModel: {}\nContext: about {context} tokens in the last request\n\
+             Today: {} turns, {} tokens in, {} tokens out, ${:.4}",
             session.map_or_else(|| "none yet".to_string(), |s| format!("`{}`", &s.id[..8.min(s.id.len())])),
             if self.model.is_empty() { "not configured" } else { &self.model },
             usage.turns,
@@ -68,6 +74,29 @@ impl Triage {
             }
         }
         Ok(text)
+    }
+
+    /// `/memory`: the memories of this conversation's scope (personal in a DM, the user's own
+    /// share of the group inside a group).
+    async fn memory(&self, cmd: MemoryCommand, event: &InboundEvent, user: &UserRow) -> Result<String, StoreError> {
+        let owner = match event.kind {
+            ConversationKind::Direct => MemoryScope::personal(&user.id),
+            ConversationKind::Group => MemoryScope::group(&user.id, &event.conversation.to_string()),
+        };
+        let list = |rows: Vec<crate::store::MemoryRow>, empty: &str| {
+            if rows.is_empty() {
+                empty.to_string()
+            } else {
+                rows.iter().map(|m| format!("[memory {}] {}", m.id, m.text)).collect::<Vec<_>>().join("\n")
+            }
+        };
+        Ok(match cmd {
+            MemoryCommand::List => list(self.store.memory_list(&owner, 20).await?, "I don't remember anything about you here yet."),
+            MemoryCommand::Search(q) => list(self.store.memory_search(&owner, &q, 10).await?, "No memories match."),
+            MemoryCommand::Forget(id) if self.store.memory_forget(&owner, id).await? => format!("Forgot memory {id}."),
+            MemoryCommand::Forget(id) => format!("There is no memory {id} of yours here."),
+            MemoryCommand::Usage => "Use `/memory`, `/memory search WORDS` or `/memory forget ID`.".to_string(),
+        })
     }
 
     async fn whoami(&self, event: &InboundEvent, user: &UserRow) -> Result<String, StoreError> {

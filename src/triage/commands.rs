@@ -16,11 +16,21 @@ pub enum Command {
     Link(Option<String>),
     /// `/schedules`: the sender's scheduled jobs and their last runs.
     Schedules,
+    /// `/memory`, `/memory search WORDS`, `/memory forget ID`.
+    Memory(MemoryCommand),
     /// `/approve ID`, `/deny ID`: the text fallback for approval buttons.
     Approve(Option<String>),
     Deny(Option<String>),
     /// A slash word Butler does not know: it goes to the agent as text.
     Unknown,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum MemoryCommand {
+    List,
+    Search(String),
+    Forget(i64),
+    Usage,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -39,6 +49,7 @@ pub const HELP: &str = "Commands:\n\
 /status - session, model, and today's usage\n\
 /whoami - who Butler thinks you are\n\
 /schedules - your scheduled jobs and their last runs\n\
+/memory - what I remember about you (`/memory search WORDS`, `/memory forget ID`)\n\
 /link - link another chat account to this one (then send `/link CODE` from the other account)\n\
 /pair - list, approve or deny pairing requests (owner)\n\
 /approve ID, /deny ID - answer an approval request";
@@ -59,6 +70,22 @@ pub fn parse_command(text: &str) -> Option<Command> {
         "status" => Command::Status,
         "whoami" => Command::WhoAmI,
         "schedules" => Command::Schedules,
+        "memory" | "memories" => Command::Memory(match arg.as_deref() {
+            None | Some("list") => MemoryCommand::List,
+            Some("search") => {
+                let rest: Vec<&str> = words.collect();
+                if rest.is_empty() {
+                    MemoryCommand::Usage
+                } else {
+                    MemoryCommand::Search(rest.join(" "))
+                }
+            }
+            Some("forget") => match words.next().and_then(|w| w.parse().ok()) {
+                Some(id) => MemoryCommand::Forget(id),
+                None => MemoryCommand::Usage,
+            },
+            _ => MemoryCommand::Usage,
+        }),
         "link" => Command::Link(arg),
         "approve" => Command::Approve(arg),
         "deny" => Command::Deny(arg),
@@ -105,6 +132,11 @@ mod tests {
             ("/approve a1b2", Some(Command::Approve(some("a1b2")))),
             ("/deny", Some(Command::Deny(None))),
             ("/weather Paris", Some(Command::Unknown)),
+            ("/memory", Some(Command::Memory(MemoryCommand::List))),
+            ("/memory search green tea", Some(Command::Memory(MemoryCommand::Search("green tea".into())))),
+            ("/memory forget 12", Some(Command::Memory(MemoryCommand::Forget(12)))),
+            ("/memory forget twelve", Some(Command::Memory(MemoryCommand::Usage))),
+            ("/memory search", Some(Command::Memory(MemoryCommand::Usage))),
             ("hello /stop", None),
             ("/", None),
             ("/path/to/file", None),

@@ -13,7 +13,7 @@ pub mod triggers;
 
 pub use access::Access;
 pub use approvals::{expiry_event, SYSTEM_CHANNEL};
-pub use commands::{parse_command, Command, PairCommand};
+pub use commands::{parse_command, Command, MemoryCommand, PairCommand, HELP};
 pub use triggers::Triggers;
 
 use crate::config::{GroupSession, Respond};

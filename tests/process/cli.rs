@@ -161,3 +161,55 @@ async fn pair_list_approve_and_deny_from_the_shell() {
     let told = query(&db, "SELECT conversation, status FROM outbox").await;
     assert_eq!(told, vec![vec!["telegram:4242".to_string(), "pending".to_string()]], "the welcome waits for delivery");
 }
+
+#[tokio::test]
+async fn memory_export_and_import_round_trip() {
+    let dep = Deployment::new("");
+    assert!(run(&dep, &["migrate"], &[]).status.success());
+    let store = butler::store::connect(&dep.db_url(), 1).await.unwrap();
+    let alice: butler::channel::Identity = "web:alice".parse().unwrap();
+    let new = |id: &str| butler::store::NewUser {
+        id: id.into(),
+        display_name: None,
+        role: butler::store::UserRole::Member,
+        timezone: "UTC".into(),
+    };
+    store.user_ensure(&alice, &new("u-alice")).await.unwrap();
+    store.user_ensure(&"web:bob".parse().unwrap(), &new("u-bob")).await.unwrap();
+    let me = butler::store::MemoryScope::personal("u-alice");
+    store.memory_add(&me, "Likes green tea", Some("test")).await.unwrap();
+    store.memory_add(&me, "Lives in Porto", None).await.unwrap();
+    store.close().await;
+
+    let out = run(&dep, &["memory", "export", "--user", "web:alice"], &[]);
+    assert!(out.status.success(), "{}", text(&out).1);
+    let exported: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(exported["user"], "u-alice");
+    let texts: Vec<&str> = exported["memories"].as_array().unwrap().iter().map(|m| m["text"].as_str().unwrap()).collect();
+    assert_eq!(texts, ["Likes green tea", "Lives in Porto"]);
+
+    let file = dep.dir.path().join("alice.json");
+    std::fs::write(&file, &out.stdout).unwrap();
+    let file = file.display().to_string();
+    let out = run(&dep, &["memory", "import", "--user", "web:bob", &file], &[]);
+    assert!(out.status.success(), "{}", text(&out).1);
+    assert!(text(&out).0.contains("imported 2 memories for u-bob (0 already there)"), "{}", text(&out).0);
+    let out = run(&dep, &["memory", "import", "--user", "u-bob", &file], &[]);
+    assert!(text(&out).0.contains("imported 0 memories for u-bob (2 already there)"), "{}", text(&out).0);
+    let bob = run(&dep, &["memory", "export", "--user", "u-bob"], &[]);
+    let bob: serde_json::Value = serde_json::from_slice(&bob.stdout).unwrap();
+    assert_eq!(bob["memories"].as_array().unwrap().len(), 2);
+    // Alice still has exactly hers.
+    let alice = run(&dep, &["memory", "export", "--user", "u-alice"], &[]);
+    let alice: serde_json::Value = serde_json::from_slice(&alice.stdout).unwrap();
+    assert_eq!(alice["memories"].as_array().unwrap().len(), 2);
+    // Bad input says what to do.
+    std::fs::write(dep.dir.path().join("bad.json"), "{}").unwrap();
+    let bad = dep.dir.path().join("bad.json").display().to_string();
+    let out = run(&dep, &["memory", "import", "--user", "u-bob", &bad], &[]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out).1.contains("is not a memory export"), "{}", text(&out).1);
+    let out = run(&dep, &["memory", "export", "--user", "web:nobody"], &[]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(text(&out).1.contains("no user has the identity web:nobody"));
+}

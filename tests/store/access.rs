@@ -129,6 +129,8 @@ async fn give(store: &Arc<dyn Store>, user_id: &str, tag: &str) -> Owned {
         output_tokens: 5,
         cost_usd: 0.01,
         iterations: 1,
+        kind: "turn".into(),
+        context_tokens: 0,
     };
     let commit = TurnCommit {
         inbox_id: format!("e-{tag}"),

@@ -159,3 +159,16 @@ pub async fn scopes_are_separate(store: Arc<dyn Store>) {
         assert!(store.memory_list(owner, 10).await.unwrap().is_empty(), "{owner:?}");
     }
 }
+
+/// A changed fact is updated in place (and found by its new words only), never another owner's.
+pub async fn memory_update_own_only(store: Arc<dyn Store>) {
+    let alice = butler::store::MemoryScope::personal("alice");
+    let bob = butler::store::MemoryScope::personal("bob");
+    let m = store.memory_add(&alice, "Lives in Porto", None).await.unwrap();
+    assert!(!store.memory_update(&bob, m.id, "Lives in Oslo").await.unwrap(), "not bob's");
+    assert!(!store.memory_update(&butler::store::MemoryScope::group("alice", "telegram:-1"), m.id, "x").await.unwrap());
+    assert!(store.memory_update(&alice, m.id, "Lives in Lisbon").await.unwrap());
+    assert!(store.memory_search(&alice, "Porto", 5).await.unwrap().is_empty(), "the old words are gone from the index");
+    let found = store.memory_search(&alice, "Lisbon", 5).await.unwrap();
+    assert_eq!((found.len(), found[0].id, found[0].text.as_str()), (1, m.id, "Lives in Lisbon"));
+}

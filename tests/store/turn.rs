@@ -19,6 +19,8 @@ fn usage(user: &str, event_id: &str, tokens: (i64, i64), cost: f64) -> UsageReco
         output_tokens: tokens.1,
         cost_usd: cost,
         iterations: 2,
+        kind: "turn".into(),
+        context_tokens: 0,
     }
 }
 
@@ -148,4 +150,31 @@ pub async fn usage_totals(store: Arc<dyn Store>) {
     for (user, since, want) in cases {
         assert_eq!(store.usage_since(user, since).await.unwrap(), want, "{user} since {since}");
     }
+}
+
+/// Usage rows of other kinds (archivist, compaction) count in tokens and cost but not as turns;
+/// the latest turn's context size is kept per session; summary checkpoints are per session and
+/// the latest one wins.
+pub async fn usage_kinds_context_and_summaries(store: Arc<dyn Store>) {
+    let commit = started_turn(&store, "e1").await;
+    let mut commit = commit;
+    if let Some(u) = commit.usage.as_mut() {
+        u.context_tokens = 1234;
+    }
+    store.finish_event(&commit).await.unwrap();
+    let extra = UsageRecord { kind: "archivist".into(), event_id: "e1:archivist".into(), ..usage("alice", "x", (100, 10), 0.5) };
+    store.usage_add(&extra).await.unwrap();
+    let totals = store.usage_since("alice", 0).await.unwrap();
+    assert_eq!(totals.turns, 1, "the archivist is not a turn");
+    assert!(totals.input_tokens >= 100 && totals.cost_usd >= 0.5, "{totals:?}");
+    assert_eq!(store.last_context("s1").await.unwrap(), 1234);
+    assert_eq!(store.last_context("nope").await.unwrap(), 0);
+
+    assert!(store.summary_latest("s1").await.unwrap().is_none());
+    for (up_to, text) in [(4, "first"), (9, "second"), (9, "ignored duplicate")] {
+        store.summary_add("s1", up_to, text).await.unwrap();
+    }
+    let latest = store.summary_latest("s1").await.unwrap().unwrap();
+    assert_eq!((latest.up_to_seq, latest.text.as_str()), (9, "second"));
+    assert!(store.summary_latest("s2").await.unwrap().is_none(), "per session");
 }

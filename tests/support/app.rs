@@ -23,6 +23,8 @@ pub fn config(llm_url: Option<&str>) -> (Config, tempfile::TempDir) {
     let mut cfg = Config::default();
     cfg.server.listen = "127.0.0.1:0".into();
     cfg.server.shutdown_grace_secs = 5;
+    // No background model calls unless a test is about them (the archivist has its own tests).
+    cfg.memory.archivist = false;
     cfg.database.url = butler::config::Secret::new(format!("sqlite://{}", dir.path().join("butler.db").display()));
     if let Some(url) = llm_url {
         cfg.llm.provider = ProviderKind::Openai;

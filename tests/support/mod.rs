@@ -4,5 +4,6 @@
 pub mod app;
 pub mod db;
 pub mod fake_channel;
+pub mod fake_discord;
 pub mod fake_llm;
 pub mod proc;

@@ -30,7 +30,8 @@ impl Deployment {
         let db = dir.path().join("butler.db");
         let config = dir.path().join("butler.toml");
         let text = format!(
-            "[server]\nlisten = \"127.0.0.1:{port}\"\nshutdown_grace_secs = 10\n\n[database]\nurl = \"sqlite://{}\"\n\n{extra}\n",
+            "[server]\nlisten = \"127.0.0.1:{port}\"\nshutdown_grace_secs = 10\n\n[database]\nurl = \"sqlite://{}\"\n\n\
+             [memory]\narchivist = false\n\n{extra}\n",
             db.display()
         );
         std::fs::write(&config, text).unwrap();

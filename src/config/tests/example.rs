@@ -66,6 +66,29 @@ fn full_config() -> Config {
     }];
     c.channels.web.token = Some(Secret::new("t"));
     c.channels.web.tokens.insert("alice".into(), Secret::new("t2"));
+    c.channels.slack = Some(crate::config::SlackConfig {
+        bot_token: Secret::new("xoxb-1"),
+        signing_secret: Some(Secret::new("s")),
+        app_token: Some(Secret::new("xapp-1")),
+        api_url: "https://slack.com/api".into(),
+        working_reaction: "eyes".into(),
+        remembered_threads: 10_000,
+    });
+    c.channels.telegram = Some(crate::config::TelegramConfig {
+        token: Secret::new("123:abc"),
+        api_url: "https://api.telegram.org".into(),
+        mode: crate::config::TelegramMode::Webhook,
+        webhook_secret: Some(Secret::new("s3")),
+        webhook_url: Some("https://butler.example.com/channels/telegram/webhook".into()),
+        poll_timeout_secs: 30,
+        max_per_second: 30,
+        chat_interval_ms: 1000,
+    });
+    c.channels.discord = Some(crate::config::DiscordConfig {
+        token: Secret::new("d"),
+        public_key: Some("d75a980182b10ab7d54bfed3c964073a0ee172f3daa62325af021a68f707511a".into()),
+        api_url: "https://discord.com".into(),
+    });
     c.agent.instructions = Some("be brief".into());
     c.triggers = vec![crate::config::TriggerConfig {
         name: "github".into(),
@@ -100,6 +123,18 @@ fn full_config() -> Config {
         role: Some("member".into()),
         mode: Some(crate::config::Mode::Plan),
         approvers: Some(vec!["role:owner".into()]),
+        conversation: Some("slack:C024BE91L".parse().unwrap()),
+    }];
+    c.schedules = vec![crate::config::ScheduleConfig {
+        name: "morning-brief".into(),
+        cron: "0 8 * * 1-5".into(),
+        tz: "Europe/Berlin".into(),
+        prompt: "Brief me on my calendar and the news.".into(),
+        target: "web:briefings".parse().unwrap(),
+        owner: Some("telegram:123456789".parse().unwrap()),
+        mode: crate::config::ScheduleMode::Heartbeat,
+        missed: crate::config::Missed::Skip,
+        grace_secs: 600,
     }];
     // Both optional keys of a hook: `command` (type command) and `url` (type http).
     c.hooks = vec![crate::config::HookConfig {
@@ -135,6 +170,8 @@ fn example_with_its_optional_keys_uncommented_is_valid() {
     assert_eq!(config.triggers.len(), 1);
     assert_eq!(config.triggers[0].secret.expose(), "value-of-GITHUB_WEBHOOK_SECRET");
     assert_eq!(config.triggers[0].rules.len(), 2);
+    assert_eq!(config.schedules.len(), 1);
+    assert_eq!(config.schedules[0].cron, "0 8 * * 1-5");
 }
 
 #[test]

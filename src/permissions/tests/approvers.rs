@@ -19,6 +19,7 @@ fn ctx(
         role: role.map(Into::into),
         mode: approvers.is_none().then_some(Mode::Plan),
         approvers: approvers.map(|a| a.iter().map(|s| s.to_string()).collect()),
+        conversation: None,
     }
 }
 

@@ -280,6 +280,7 @@ fn nothing_gets_past_the_hard_list_in_any_context() {
                     role: Some(role.into()),
                     mode: Some(Mode::FullAuto),
                     approvers: None,
+                    conversation: None,
                 });
             }
         }

@@ -14,6 +14,7 @@ fn ctx(channel: Option<&str>, kind: Option<ContextKind>, role: Option<&str>, mod
         role: role.map(Into::into),
         mode,
         approvers: mode.is_none().then(|| vec!["role:owner".into()]),
+        conversation: None,
     }
 }
 

@@ -9,6 +9,14 @@
 const MAX_TERMS: usize = 32;
 /// Longer words are cut to this many characters.
 const MAX_TERM_CHARS: usize = 64;
+/// Very common English words, left out of searches.
+const STOPWORDS: &[&str] = &[
+    "a", "about", "all", "am", "an", "and", "any", "are", "as", "at", "be", "but", "by", "can", "could", "did", "do",
+    "does", "for", "from", "had", "has", "have", "he", "her", "him", "his", "how", "i", "if", "in", "into", "is", "it",
+    "its", "me", "my", "no", "not", "of", "on", "or", "our", "she", "so", "than", "that", "the", "their", "them",
+    "then", "there", "they", "this", "to", "us", "was", "we", "were", "what", "when", "where", "which", "who", "why",
+    "will", "with", "would", "you", "your",
+];
 
 /// The words of a search query: runs of letters and digits, lowercased, deduplicated, in order.
 /// Everything else (quotes, `*`, parentheses, `-`, `:`) separates words and is dropped, so the
@@ -17,6 +25,10 @@ pub(crate) fn search_terms(query: &str) -> Vec<String> {
     let mut terms: Vec<String> = Vec::new();
     for word in query.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()) {
         let term: String = word.chars().take(MAX_TERM_CHARS).collect::<String>().to_lowercase();
+        // Words in nearly every sentence would make every memory "relevant".
+        if STOPWORDS.contains(&term.as_str()) {
+            continue;
+        }
         if !terms.contains(&term) {
             terms.push(term);
             if terms.len() == MAX_TERMS {
@@ -110,6 +122,27 @@ macro_rules! impl_memory {
                     .map_err($crate::store::sql::error::db_err)?;
                 Ok(done.rows_affected() > 0)
             }
+
+            /// Replaces the text of this owner's memory `id` (the full-text index follows).
+            async fn memory_update(
+                &self,
+                owner: &$crate::store::MemoryScope,
+                id: i64,
+                text: &str,
+            ) -> $crate::store::Result<bool> {
+                let done = sqlx::query(
+                    "UPDATE memories SET text = $4, updated_ms = $5 WHERE id = $1 AND user_id = $2 AND scope = $3",
+                )
+                .bind(id)
+                .bind(owner.user_id.as_str())
+                .bind(owner.scope.as_str())
+                .bind(text)
+                .bind($crate::store::now_ms())
+                .execute(self.writer())
+                .await
+                .map_err($crate::store::sql::error::db_err)?;
+                Ok(done.rows_affected() > 0)
+            }
         }
     };
 }
@@ -125,7 +158,8 @@ mod tests {
             ("coffee morning", &["coffee", "morning"]),
             ("\"", &[]),
             ("*", &[]),
-            ("AND OR NOT", &["and", "or", "not"]),
+            ("AND OR NOT", &[]),
+            ("what is my cat called", &["cat", "called"]),
             ("NEAR(", &["near"]),
             ("'; drop table memories; --", &["drop", "table", "memories"]),
             ("Coffee coffee COFFEE", &["coffee"]),

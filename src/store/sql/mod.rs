@@ -27,6 +27,7 @@ mod memory;
 mod outbox;
 mod postgres;
 mod rows;
+mod schedules;
 mod sessions;
 mod sqlite;
 mod turn;
@@ -81,6 +82,7 @@ macro_rules! impl_store {
         $crate::store::sql::access::impl_access!($store, $db);
         $crate::store::sql::approvals::impl_approvals!($store, $db);
         $crate::store::sql::audit::impl_audit!($store, $db);
+        $crate::store::sql::schedules::impl_schedules!($store, $db);
 
         #[async_trait::async_trait]
         impl $crate::store::Store for $store {

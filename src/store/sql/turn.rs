@@ -74,22 +74,7 @@ macro_rules! impl_turn {
                     }
                 }
                 if let (false, Some(u)) = (rerun, &commit.usage) {
-                    sqlx::query(
-                        "INSERT INTO usage (user_id, session_id, event_id, model, input_tokens, output_tokens, \
-                         cost_usd, iterations, created_ms) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
-                    )
-                    .bind(u.user_id.as_str())
-                    .bind(u.session_id.as_str())
-                    .bind(u.event_id.as_str())
-                    .bind(u.model.as_str())
-                    .bind(u.input_tokens)
-                    .bind(u.output_tokens)
-                    .bind(u.cost_usd)
-                    .bind(u.iterations)
-                    .bind(now)
-                    .execute(&mut *tx)
-                    .await
-                    .map_err(db_err)?;
+                    Self::usage_insert_on(&mut tx, u, now).await?;
                 }
                 tx.commit().await.map_err(db_err)?;
                 Ok(reply_id)
@@ -102,7 +87,8 @@ macro_rules! impl_turn {
                 since_ms: i64,
             ) -> $crate::store::Result<$crate::store::UsageTotals> {
                 let (turns, input_tokens, output_tokens, cost_usd): (i64, i64, i64, f64) = sqlx::query_as(
-                    "SELECT COUNT(*), CAST(COALESCE(SUM(input_tokens), 0) AS BIGINT), \
+                    "SELECT CAST(COALESCE(SUM(CASE WHEN kind = 'turn' THEN 1 ELSE 0 END), 0) AS BIGINT), \
+                     CAST(COALESCE(SUM(input_tokens), 0) AS BIGINT), \
                      CAST(COALESCE(SUM(output_tokens), 0) AS BIGINT), \
                      CAST(COALESCE(SUM(cost_usd), 0.0) AS DOUBLE PRECISION) \
                      FROM usage WHERE user_id = $1 AND created_ms >= $2",
@@ -113,6 +99,83 @@ macro_rules! impl_turn {
                 .await
                 .map_err($crate::store::sql::error::db_err)?;
                 Ok($crate::store::UsageTotals { turns, input_tokens, output_tokens, cost_usd })
+            }
+
+            async fn usage_add(&self, usage: &$crate::store::UsageRecord) -> $crate::store::Result<()> {
+                let mut conn = self.writer().acquire().await.map_err($crate::store::sql::error::db_err)?;
+                Self::usage_insert_on(&mut conn, usage, $crate::store::now_ms()).await
+            }
+
+            async fn last_context(&self, session_id: &str) -> $crate::store::Result<i64> {
+                let last: Option<i64> = sqlx::query_scalar(
+                    "SELECT context_tokens FROM usage WHERE session_id = $1 AND kind = 'turn' \
+                     ORDER BY created_ms DESC, id DESC LIMIT 1",
+                )
+                .bind(session_id)
+                .fetch_optional(self.reader())
+                .await
+                .map_err($crate::store::sql::error::db_err)?;
+                Ok(last.unwrap_or(0))
+            }
+        }
+
+        impl $store {
+            /// Inserts one usage row on `conn` (inside the caller's transaction, if any).
+            async fn usage_insert_on(
+                conn: &mut <$db as sqlx::Database>::Connection,
+                u: &$crate::store::UsageRecord,
+                now: i64,
+            ) -> $crate::store::Result<()> {
+                sqlx::query(
+                    "INSERT INTO usage (user_id, session_id, event_id, model, input_tokens, output_tokens, \
+                     cost_usd, iterations, created_ms, kind, context_tokens) \
+                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
+                )
+                .bind(u.user_id.as_str())
+                .bind(u.session_id.as_str())
+                .bind(u.event_id.as_str())
+                .bind(u.model.as_str())
+                .bind(u.input_tokens)
+                .bind(u.output_tokens)
+                .bind(u.cost_usd)
+                .bind(u.iterations)
+                .bind(now)
+                .bind(u.kind.as_str())
+                .bind(u.context_tokens)
+                .execute(&mut *conn)
+                .await
+                .map_err($crate::store::sql::error::db_err)?;
+                Ok(())
+            }
+        }
+
+        #[async_trait::async_trait]
+        impl $crate::store::SummaryStore for $store {
+            async fn summary_latest(&self, session_id: &str) -> $crate::store::Result<Option<$crate::store::SummaryRow>> {
+                let row: Option<(i64, String, i64)> = sqlx::query_as(
+                    "SELECT up_to_seq, text, created_ms FROM summaries WHERE session_id = $1 \
+                     ORDER BY up_to_seq DESC LIMIT 1",
+                )
+                .bind(session_id)
+                .fetch_optional(self.reader())
+                .await
+                .map_err($crate::store::sql::error::db_err)?;
+                Ok(row.map(|(up_to_seq, text, created_ms)| $crate::store::SummaryRow { up_to_seq, text, created_ms }))
+            }
+
+            async fn summary_add(&self, session_id: &str, up_to_seq: i64, text: &str) -> $crate::store::Result<()> {
+                sqlx::query(
+                    "INSERT INTO summaries (session_id, up_to_seq, text, created_ms) VALUES ($1, $2, $3, $4) \
+                     ON CONFLICT (session_id, up_to_seq) DO NOTHING",
+                )
+                .bind(session_id)
+                .bind(up_to_seq)
+                .bind(text)
+                .bind($crate::store::now_ms())
+                .execute(self.writer())
+                .await
+                .map_err($crate::store::sql::error::db_err)?;
+                Ok(())
             }
         }
     };

@@ -1,7 +1,8 @@
 //! Built-in tools: the clock and the user's memory (store only), and the acting tools: the web
 //! (`web_fetch`, `http_get`, `http_request`), the shell, files in the user's workspace, and
-//! `send_message`. They must never touch another user's data or workspace, never reach a
-//! network address or path their guards refuse, and never show a secret in an action summary.
+//! `send_message`; and the user's scheduled jobs (`schedule`, `schedules_list`). They must never
+//! touch another user's data or workspace, never reach a network address or path their guards
+//! refuse, and never show a secret in an action summary.
 
 mod files;
 pub mod html;
@@ -9,6 +10,7 @@ mod memory;
 pub mod net;
 mod now;
 pub mod plain;
+mod schedule;
 mod send;
 mod shell;
 mod web;
@@ -17,6 +19,7 @@ pub use files::{file_tools, FileEdit, FileList, FileRead, FileWrite};
 pub use memory::memory_tools;
 pub use net::NetGuard;
 pub use now::Now;
+pub use schedule::{schedule_tools, ScheduleTool, SchedulesList};
 pub use send::SendMessage;
 pub use shell::{Shell, SAFE_PATH};
 pub use web::{http_tools, http_tools_with_guard, HttpGet, HttpRequest, WebFetch};

@@ -1,0 +1,108 @@
+//! Slack's HTTP endpoints on Butler's server:
+//! `POST /channels/slack/events` (Events API), `POST /channels/slack/interactive` (button
+//! clicks, form field `payload=`), `POST /channels/slack/commands` (slash commands).
+//!
+//! Each request is verified first (v0 signature over the raw body, 5-minute window): a failure
+//! is a JSON 401 and nothing is stored. Then the request is mapped and stored, and answered 200
+//! only after the ingress said the event is durable; 503 when it could not be stored (Slack
+//! retries), 400 with `X-Slack-No-Retry: 1` for a body that will never make sense. Retries
+//! (`X-Slack-Retry-Num`) need nothing special: the event id is the same, the inbox drops it.
+//!
+//! This module must never log or return a body, a signature or the signing secret.
+
+use crate::receive::{now_ms, Refusal, Reply};
+use crate::verify::verify;
+use crate::Shared;
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::{HeaderMap, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use axum::{Json, Router};
+use butler_channel::Ingress;
+use serde_json::json;
+use std::sync::Arc;
+
+pub const EVENTS_PATH: &str = "/channels/slack/events";
+pub const INTERACTIVE_PATH: &str = "/channels/slack/interactive";
+pub const COMMANDS_PATH: &str = "/channels/slack/commands";
+
+#[derive(Clone)]
+struct Ctx {
+    shared: Arc<Shared>,
+    ingress: Arc<dyn Ingress>,
+    secret: Arc<str>,
+}
+
+/// The three endpoints, verified with `secret`.
+pub fn routes(shared: Arc<Shared>, ingress: Arc<dyn Ingress>, secret: &str) -> Router {
+    let ctx = Ctx { shared, ingress, secret: secret.into() };
+    Router::new()
+        .route(EVENTS_PATH, post(events))
+        .route(INTERACTIVE_PATH, post(interactive))
+        .route(COMMANDS_PATH, post(commands))
+        .with_state(ctx)
+}
+
+fn error(status: StatusCode, code: &str, message: &str) -> Response {
+    let mut resp = (status, Json(json!({"error": {"code": code, "message": message}}))).into_response();
+    if status.is_client_error() {
+        // Slack: do not retry a request that will fail the same way again.
+        resp.headers_mut().insert("x-slack-no-retry", HeaderValue::from_static("1"));
+    }
+    resp
+}
+
+/// The refusal for a request that is not from Slack, or None when it is.
+fn check(ctx: &Ctx, headers: &HeaderMap, body: &[u8], what: &str) -> Option<Response> {
+    verify(ctx.secret.as_bytes(), headers, body, now_ms().div_euclid(1000)).err().map(|why| {
+        tracing::warn!(endpoint = what, reason = why.code(), "Slack request refused: signature check failed");
+        let mut resp = error(StatusCode::UNAUTHORIZED, why.code(), why.message());
+        resp.headers_mut().remove("x-slack-no-retry");
+        resp
+    })
+}
+
+fn answer(result: Result<Reply, Refusal>) -> Response {
+    match result {
+        Ok(Reply::Empty) => StatusCode::OK.into_response(),
+        Ok(Reply::Json(v)) => (StatusCode::OK, Json(v)).into_response(),
+        Err(Refusal::Unavailable) => {
+            error(StatusCode::SERVICE_UNAVAILABLE, "unavailable", "Butler cannot store this right now; try again")
+        }
+        Err(Refusal::Bad(m)) => error(StatusCode::BAD_REQUEST, "invalid_request", &m),
+    }
+}
+
+async fn events(State(ctx): State<Ctx>, headers: HeaderMap, body: Bytes) -> Response {
+    if let Some(resp) = check(&ctx, &headers, &body, "events") {
+        return resp;
+    }
+    if let Some(n) = headers.get("x-slack-retry-num").and_then(|v| v.to_str().ok()) {
+        let reason = headers.get("x-slack-retry-reason").and_then(|v| v.to_str().ok()).unwrap_or("");
+        tracing::debug!(retry = n, reason, "Slack redelivery");
+    }
+    answer(ctx.shared.on_events(&*ctx.ingress, &body).await)
+}
+
+async fn interactive(State(ctx): State<Ctx>, headers: HeaderMap, body: Bytes) -> Response {
+    if let Some(resp) = check(&ctx, &headers, &body, "interactive") {
+        return resp;
+    }
+    let payload = match crate::interact::form_payload(&body) {
+        Ok(p) => p,
+        Err(m) => return error(StatusCode::BAD_REQUEST, "invalid_request", &m),
+    };
+    answer(ctx.shared.on_interaction(&*ctx.ingress, payload.as_bytes()).await)
+}
+
+async fn commands(State(ctx): State<Ctx>, headers: HeaderMap, body: Bytes) -> Response {
+    if let Some(resp) = check(&ctx, &headers, &body, "commands") {
+        return resp;
+    }
+    let cmd = match serde_urlencoded::from_bytes(&body) {
+        Ok(c) => c,
+        Err(e) => return error(StatusCode::BAD_REQUEST, "invalid_request", &format!("not a slash command: {e}")),
+    };
+    answer(ctx.shared.on_command(&*ctx.ingress, cmd).await)
+}

@@ -1,0 +1,135 @@
+//! Butler's Slack channel, on slack-morphism (its hyper Web API client and Block Kit models).
+//!
+//! In: the Events API, interactivity (button clicks) and slash commands, over HTTP
+//! ([`SlackChannel::routes`]: `POST /channels/slack/events`, `/interactive`, `/commands`,
+//! signature-checked) or over Socket Mode ([`Channel::run`] when an app-level token is set).
+//! Both paths map the same payloads to the same [`butler_channel::InboundEvent`]s and
+//! acknowledge Slack only after [`Ingress::accept`] returned `Ok`.
+//!
+//! Out: Markdown rendered to mrkdwn in Block Kit sections (<= 3,000 characters each), buttons
+//! as an actions block, always in the conversation's thread; edits by chat.update at most once
+//! a second per message; private answers to clicks as ephemeral messages; `#name` targets
+//! resolved to channel ids; 429s held per method and reported as `RateLimited` so the outbox
+//! retries later.
+//!
+//! This crate knows Slack and nothing else: it must never touch a database, Redis or an LLM,
+//! never import Butler's root crate, and never log a token, a signing secret or a body.
+
+mod api;
+mod blocks;
+mod channel;
+mod http;
+mod inbound;
+mod interact;
+mod limit;
+mod receive;
+pub mod render;
+mod socket;
+pub mod verify;
+
+pub use api::AuthInfo;
+pub use blocks::{BLOCKS_MAX, MESSAGE_MAX, SECTION_MAX};
+pub use http::{COMMANDS_PATH, EVENTS_PATH, INTERACTIVE_PATH};
+
+use api::Api;
+use butler_channel::{ChannelError, Ingress};
+use inbound::{Me, Threads};
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex, Weak};
+use tokio_util::task::TaskTracker;
+
+/// The channel name in identities and conversations: `slack:U2CERLKJA`, `slack:C024BE91L/1355517523.000005`.
+pub const CHANNEL: &str = "slack";
+
+/// How the adapter is set up (from `[channels.slack]`).
+#[derive(Clone)]
+pub struct SlackSettings {
+    /// `xoxb-...`
+    pub bot_token: String,
+    /// Verifies the HTTP endpoints; without it they are not mounted.
+    pub signing_secret: Option<String>,
+    /// `xapp-...`: Socket Mode.
+    pub app_token: Option<String>,
+    /// The Web API base, e.g. `https://slack.com/api`.
+    pub api_url: String,
+    /// Threads remembered as Butler's (replies there need no mention); oldest forgotten first.
+    pub remembered_threads: usize,
+    /// Emoji name put on a message while Butler works on it (removed with the answer); None: off.
+    pub working_reaction: Option<String>,
+}
+
+impl std::fmt::Debug for SlackSettings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SlackSettings")
+            .field("api_url", &self.api_url)
+            .field("http", &self.signing_secret.is_some())
+            .field("socket_mode", &self.app_token.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+/// State shared by the receiving paths and the sending side.
+pub(crate) struct Shared {
+    api: Api,
+    me: Me,
+    threads: Threads,
+    settings: SlackSettings,
+    /// users.info results (None: no name).
+    names: Mutex<HashMap<String, Option<String>>>,
+    /// `#name` -> channel id.
+    channel_ids: Mutex<HashMap<String, String>>,
+    /// Messages (`channel/ts`) carrying Butler's working reaction.
+    working: Mutex<HashSet<String>>,
+    /// When each recent message was last posted or updated (for the 1 s edit spacing).
+    touched: Mutex<HashMap<String, tokio::time::Instant>>,
+    /// Background calls (reactions), awaited when the channel stops.
+    tasks: TaskTracker,
+    /// Itself, for background tasks (which must not keep it alive).
+    this: Weak<Shared>,
+}
+
+/// The Slack channel: a [`butler_channel::Channel`] plus its HTTP routes.
+#[derive(Clone)]
+pub struct SlackChannel {
+    shared: Arc<Shared>,
+}
+
+/// Checks a bot token with auth.test (for `butler doctor` and at start).
+pub async fn check_token(api_url: &str, bot_token: &str) -> Result<AuthInfo, ChannelError> {
+    Api::new(api_url, bot_token, None).auth_test().await
+}
+
+impl SlackChannel {
+    /// Checks the token (auth.test, which also says who Butler is on Slack) and builds the
+    /// channel.
+    pub async fn connect(settings: SlackSettings) -> Result<Self, ChannelError> {
+        let api = Api::new(&settings.api_url, &settings.bot_token, settings.app_token.as_deref());
+        let auth = api.auth_test().await?;
+        tracing::info!(team = %auth.team, bot_user = %auth.user_id, "Slack bot token accepted");
+        let shared = Arc::new_cyclic(|this| Shared {
+            this: this.clone(),
+            api,
+            me: Me { user_id: auth.user_id, bot_id: auth.bot_id },
+            threads: Threads::new(settings.remembered_threads),
+            settings,
+            names: Mutex::default(),
+            channel_ids: Mutex::default(),
+            working: Mutex::default(),
+            touched: Mutex::default(),
+            tasks: TaskTracker::new(),
+        });
+        Ok(Self { shared })
+    }
+
+    /// Butler's own Slack user id.
+    pub fn bot_user_id(&self) -> &str {
+        &self.shared.me.user_id
+    }
+
+    /// The HTTP endpoints (events, interactive, commands), or None without a signing secret
+    /// (Socket Mode only).
+    pub fn routes(&self, ingress: Arc<dyn Ingress>) -> Option<axum::Router> {
+        let secret = self.shared.settings.signing_secret.as_deref().filter(|s| !s.is_empty())?;
+        Some(http::routes(self.shared.clone(), ingress, secret))
+    }
+}

@@ -1,0 +1,327 @@
+//! What of a session the model sees, and keeping it within the model's context window.
+//!
+//! A session's live state is its latest summary checkpoint plus the messages after it. Before
+//! each model call the request is measured (estimated tokens); over the budget (three quarters
+//! of `[llm] context_window`, minus room for the answer) it is shrunk in steps: old tool results
+//! are cleared, then long old texts collapsed, and if that is not enough the older part of the
+//! session is summarized by the model into a checkpoint. The transcript itself is never
+//! deleted; checkpoints only change what is sent. Per-turn memory recall goes into the current
+//! user message, never into the system prompt.
+
+use super::turn::Agent;
+use crate::config::HookEvent;
+use crate::llm::{Assembled, ChatMessage, ChatRequest};
+use crate::store::{now_ms, MemoryScope, NewMessage, Role, SessionRow, Store, StoreError, SummaryRow, UsageRecord};
+use futures::StreamExt;
+
+/// Messages at the end of the request that are never cleared or collapsed.
+const KEEP_RECENT: usize = 8;
+/// Old texts longer than this are collapsed.
+const COLLAPSE_OVER: usize = 1_200;
+const COLLAPSE_TO: usize = 400;
+
+/// A live session's state held by its actor: the stored row, the latest summary checkpoint and
+/// the messages after it (the most recent ones).
+#[derive(Clone, Debug)]
+pub struct SessionState {
+    pub row: SessionRow,
+    pub history: Vec<NewMessage>,
+    /// The seq of `history[0]` (messages are appended contiguously).
+    pub base_seq: i64,
+    pub summary: Option<SummaryRow>,
+}
+
+impl SessionState {
+    /// Loads the latest checkpoint and up to `limit` messages after it.
+    pub async fn load(store: &dyn Store, row: SessionRow, limit: usize) -> Result<Self, StoreError> {
+        let summary = store.summary_latest(&row.id).await?;
+        let after = summary.as_ref().map_or(0, |s| s.up_to_seq);
+        let recent: Vec<_> =
+            store.messages_recent(&row.id, limit).await?.into_iter().filter(|m| m.seq > after).collect();
+        let base_seq = recent.first().map_or(after + 1, |m| m.seq);
+        Ok(Self { row, history: recent.into_iter().map(|m| m.msg).collect(), base_seq, summary })
+    }
+
+    /// Drops the oldest cached messages beyond `keep` (they stay in the store).
+    pub fn trim(&mut self, keep: usize) {
+        if self.history.len() > keep * 2 {
+            let cut = self.history.len() - keep;
+            self.history.drain(..cut);
+            self.base_seq += cut as i64;
+        }
+    }
+}
+
+/// Estimated tokens of a request: about four characters a token, plus a little per message.
+pub fn estimate(req: &ChatRequest) -> usize {
+    let chars: usize = req.system.len()
+        + req.tools.iter().map(|t| t.name.len() + t.description.len() + t.parameters.to_string().len()).sum::<usize>()
+        + req
+            .messages
+            .iter()
+            .map(|m| match m {
+                ChatMessage::User { content, .. } => content.len(),
+                ChatMessage::Assistant { content, tool_calls } => {
+                    content.len() + tool_calls.iter().map(|c| c.name.len() + c.arguments.len()).sum::<usize>()
+                }
+                ChatMessage::Tool { content, .. } => content.len(),
+            })
+            .sum::<usize>();
+    chars / 4 + req.messages.len() * 4
+}
+
+/// Cheap shrinking, in order, until `req` fits `budget`: clear old tool results, then collapse
+/// long old texts. The last [`KEEP_RECENT`] messages are never touched. Returns the estimate.
+pub fn shrink(req: &mut ChatRequest, budget: usize) -> usize {
+    let mut size = estimate(req);
+    let old = req.messages.len().saturating_sub(KEEP_RECENT);
+    // Replaces `text`, keeping the estimate in step (about four characters a token).
+    let replace = |text: &mut String, new: String, size: &mut usize| {
+        *size = size.saturating_sub(text.len() / 4) + new.len() / 4;
+        *text = new;
+    };
+    for m in req.messages[..old].iter_mut() {
+        if size <= budget {
+            return size;
+        }
+        if let ChatMessage::Tool { content, .. } = m {
+            if content.len() > 80 {
+                let cleared = format!("[old tool result cleared to save space; it had {} characters]", content.len());
+                replace(content, cleared, &mut size);
+            }
+        }
+    }
+    for m in req.messages[..old].iter_mut() {
+        if size <= budget {
+            return size;
+        }
+        let text = match m {
+            ChatMessage::User { content, .. } | ChatMessage::Assistant { content, .. } => content,
+            ChatMessage::Tool { .. } => continue,
+        };
+        let total = text.chars().count();
+        if total > COLLAPSE_OVER {
+            let collapsed =
+                format!("{}… [collapsed: {total} characters]", text.chars().take(COLLAPSE_TO).collect::<String>());
+            replace(text, collapsed, &mut size);
+        }
+    }
+    size
+}
+
+/// The summary checkpoint as the first message of a request.
+pub fn summary_message(summary: &SummaryRow) -> ChatMessage {
+    ChatMessage::User { content: format!("[Summary of the earlier conversation]\n{}", summary.text), name: None }
+}
+
+/// Where to cut `history` for a checkpoint: keep the newest third (at least two messages), and
+/// start the kept part at a user message so no tool call is separated from its result.
+fn cut_point(history: &[NewMessage]) -> Option<usize> {
+    let keep = (history.len() / 3).max(2);
+    let mut cut = history.len().checked_sub(keep)?;
+    while cut > 0 && history[cut].role() != Role::User {
+        cut -= 1;
+    }
+    (cut > 0).then_some(cut)
+}
+
+fn transcript_text(summary: Option<&SummaryRow>, msgs: &[NewMessage]) -> String {
+    let mut out = String::new();
+    if let Some(s) = summary {
+        out.push_str(&format!("Earlier summary:\n{}\n\n", s.text));
+    }
+    for m in msgs {
+        let who = match (m.role(), m.name.as_deref()) {
+            (Role::User, Some(name)) => name.to_string(),
+            (Role::User, None) => "user".into(),
+            (Role::Assistant, _) => "assistant".into(),
+            (Role::Tool, _) => "tool result".into(),
+        };
+        let mut text: String = m.content.chars().take(2_000).collect();
+        for c in &m.tool_calls {
+            text.push_str(&format!(" [calls {} {}]", c.name, c.arguments.chars().take(200).collect::<String>()));
+        }
+        out.push_str(&format!("{who}: {text}\n"));
+    }
+    out
+}
+
+impl Agent {
+    /// The model's view of the session: the checkpoint, then the messages (with the turn's
+    /// unsaved user message, and the recall block in the current user message).
+    pub(super) fn request_messages(
+        &self,
+        session: &SessionState,
+        unsaved_user: Option<&NewMessage>,
+        recall: Option<&str>,
+    ) -> Vec<ChatMessage> {
+        let mut view: Vec<NewMessage> = session.history.clone();
+        view.extend(unsaved_user.cloned());
+        let mut messages: Vec<ChatMessage> = session.summary.iter().map(summary_message).collect();
+        messages.extend(super::build_messages(&view));
+        if let Some(block) = recall {
+            if let Some(ChatMessage::User { content, .. }) =
+                messages.iter_mut().rev().find(|m| matches!(m, ChatMessage::User { .. }))
+            {
+                *content = format!("{block}\n\n{content}");
+            }
+        }
+        messages
+    }
+
+    /// The token budget of a request.
+    pub(super) fn budget(&self) -> usize {
+        (self.context_window as usize * 3 / 4).saturating_sub(self.max_tokens as usize).max(256)
+    }
+
+    /// Memories relevant to `text`, as a block for the current user message (within the
+    /// recall budget), or `None`.
+    pub(super) async fn recall_block(&self, owner: &MemoryScope, text: &str) -> Result<Option<String>, StoreError> {
+        if !self.auto_recall || text.trim().is_empty() {
+            return Ok(None);
+        }
+        let found = self.store.memory_search(owner, text, self.recall_limit).await?;
+        let mut budget = self.recall_budget_tokens * 4;
+        let mut lines = Vec::new();
+        for m in found {
+            let line = format!("[memory {}] {}", m.id, m.text);
+            if line.len() > budget {
+                break;
+            }
+            budget -= line.len();
+            lines.push(line);
+        }
+        if lines.is_empty() {
+            return Ok(None);
+        }
+        Ok(Some(format!(
+            "[Memories that may help; each has an id you can refer to or `forget`]\n{}",
+            lines.join("\n")
+        )))
+    }
+
+    /// Summarizes the older part of the session into a checkpoint (the summary replaces those
+    /// messages in what the model sees; the transcript keeps them). False when there is too
+    /// little to summarize or the model failed.
+    pub(super) async fn compact(&self, session: &mut SessionState, user_id: &str) -> Result<bool, StoreError> {
+        let Some(cut) = cut_point(&session.history) else { return Ok(false) };
+        let hook = serde_json::json!({"session": session.row.id, "messages": cut});
+        self.hooks.run(HookEvent::PreCompact, None, &hook).await;
+        let req = ChatRequest {
+            system: "You write compact, factual summaries of conversations between a user and their assistant. \
+                     Keep names, decisions, open tasks, preferences and facts the assistant will need later. \
+                     No preamble."
+                .into(),
+            messages: vec![ChatMessage::User {
+                content: format!(
+                    "Summarize this conversation so far in at most 300 words:\n\n{}",
+                    transcript_text(session.summary.as_ref(), &session.history[..cut])
+                ),
+                name: None,
+            }],
+            tools: Vec::new().into(),
+            max_tokens: Some(800),
+        };
+        let mut asm = Assembled::default();
+        match self.llm.stream(&req).await {
+            Ok(mut stream) => {
+                while let Some(ev) = stream.next().await {
+                    match ev {
+                        Ok(ev) => asm.push(&ev),
+                        Err(e) => {
+                            tracing::warn!(error = %e, "compaction summary failed");
+                            return Ok(false);
+                        }
+                    }
+                }
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "compaction summary failed");
+                return Ok(false);
+            }
+        }
+        let text = asm.text.trim().to_string();
+        if text.is_empty() {
+            return Ok(false);
+        }
+        let up_to_seq = session.base_seq + cut as i64 - 1;
+        self.store.summary_add(&session.row.id, up_to_seq, &text).await?;
+        self.store
+            .usage_add(&UsageRecord {
+                user_id: user_id.to_string(),
+                session_id: session.row.id.clone(),
+                event_id: format!("compaction:{}:{up_to_seq}", session.row.id),
+                model: self.llm.model().to_string(),
+                input_tokens: (asm.usage.input_tokens + asm.usage.cache_read_tokens + asm.usage.cache_write_tokens) as i64,
+                output_tokens: asm.usage.output_tokens as i64,
+                cost_usd: self.prices.cost(&asm.usage),
+                iterations: 1,
+                kind: "compaction".into(),
+                context_tokens: 0,
+            })
+            .await?;
+        session.history.drain(..cut);
+        session.base_seq += cut as i64;
+        session.summary = Some(SummaryRow { up_to_seq, text, created_ms: now_ms() });
+        tracing::info!(session = %session.row.id, up_to_seq, "session compacted into a summary checkpoint");
+        let hook = serde_json::json!({"session": session.row.id, "up_to_seq": up_to_seq});
+        self.hooks.run(HookEvent::PostCompact, None, &hook).await;
+        Ok(true)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::llm::ToolCall;
+
+    fn req(messages: Vec<ChatMessage>) -> ChatRequest {
+        ChatRequest { system: "s".into(), messages, tools: Vec::new().into(), max_tokens: None }
+    }
+
+    #[test]
+    fn shrinking_clears_old_tool_results_first_then_collapses_old_texts() {
+        let long = "x".repeat(4_000);
+        let mut msgs = vec![
+            ChatMessage::User { content: long.clone(), name: None },
+            ChatMessage::Assistant {
+                content: String::new(),
+                tool_calls: vec![ToolCall { id: "1".into(), name: "t".into(), arguments: "{}".into() }],
+            },
+            ChatMessage::Tool { call_id: "1".into(), content: long.clone(), is_error: false },
+        ];
+        msgs.extend((0..KEEP_RECENT).map(|i| ChatMessage::User { content: format!("recent {i} {long}"), name: None }));
+        let mut r = req(msgs);
+        let before = estimate(&r);
+        // A budget that clearing the tool result alone meets: the old text stays.
+        let after_clear = shrink(&mut r.clone(), before - 900);
+        assert!(after_clear <= before - 900);
+        let mut only_clear = r.clone();
+        shrink(&mut only_clear, before - 900);
+        assert!(matches!(&only_clear.messages[2], ChatMessage::Tool { content, .. } if content.starts_with("[old tool result cleared")));
+        assert!(matches!(&only_clear.messages[0], ChatMessage::User { content, .. } if content.len() == 4_000));
+        // A tighter budget also collapses the old text; recent messages are untouched.
+        shrink(&mut r, 100);
+        assert!(matches!(&r.messages[0], ChatMessage::User { content, .. } if content.contains("[collapsed: 4000 characters]")));
+        for m in &r.messages[3..] {
+            assert!(matches!(m, ChatMessage::User { content, .. } if content.len() > 4_000));
+        }
+    }
+
+    #[test]
+    fn the_cut_never_separates_a_call_from_its_result() {
+        let u = |t: &str| NewMessage::user(t, None, None);
+        let a = |calls: usize| {
+            NewMessage::assistant(
+                "",
+                (0..calls).map(|i| ToolCall { id: i.to_string(), name: "t".into(), arguments: "{}".into() }).collect(),
+            )
+        };
+        let t = |id: &str| NewMessage::tool(id, "ok", false);
+        let history = vec![u("1"), a(1), t("0"), a(0), u("2"), a(1), t("0"), a(0), u("3"), a(0)];
+        let cut = cut_point(&history).unwrap();
+        assert_eq!(history[cut].role(), Role::User);
+        assert_eq!(cut, 4, "back from the newest third to the user message that starts it");
+        assert!(cut_point(&[u("only")]).is_none());
+    }
+}

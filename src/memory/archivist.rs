@@ -1,0 +1,225 @@
+//! The archivist: after a reply is delivered, a background worker asks the model which durable
+//! facts the exchange revealed, and adds, updates or forgets memories accordingly - never the
+//! same fact twice, never touching memories the model was not shown. Its cost is recorded like a
+//! turn's (usage kind `archivist`). Jobs wait in a bounded queue; when it is full a job is dropped
+//! (logged): distilling is best effort, the exchange itself is safe in the transcript.
+
+use crate::agent::Prices;
+use crate::llm::{Assembled, ChatMessage, ChatRequest, Provider};
+use crate::store::{MemoryRow, MemoryScope, Store, StoreError, UsageRecord};
+use futures::StreamExt;
+use tracing::Instrument;
+use serde::Deserialize;
+use std::collections::HashSet;
+use std::sync::Arc;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+/// Exchanges waiting to be distilled.
+const QUEUE: usize = 256;
+/// Facts added from one exchange at most.
+const MAX_ADDS: usize = 5;
+/// Exchanges whose message is shorter than this are not worth a model call.
+const MIN_CHARS: usize = 12;
+
+const SYSTEM: &str = "You keep a person's long-term memory for their personal assistant. From the exchange, \
+pick durable facts about the person worth knowing in future conversations: preferences, names of people and \
+pets, plans, facts about their life and work. Skip small talk, one-off requests, and facts already known \
+unless they changed. Answer with JSON only, no prose: {\"add\": [\"fact\"], \"update\": [{\"id\": 1, \"text\": \
+\"fact\"}], \"forget\": [1]}. Write each fact as a short standalone sentence. Use `update` when a known fact \
+changed and `forget` when one is no longer true. Use empty lists when there is nothing to keep.";
+
+/// One finished exchange to distil.
+#[derive(Clone, Debug)]
+pub struct ArchiveJob {
+    pub owner: MemoryScope,
+    pub session_id: String,
+    pub event_id: String,
+    pub user_text: String,
+    pub answer: String,
+}
+
+/// What the model answered.
+#[derive(Debug, Default, Deserialize, PartialEq)]
+#[serde(default)]
+pub struct Distilled {
+    pub add: Vec<String>,
+    pub update: Vec<Revision>,
+    pub forget: Vec<i64>,
+}
+
+#[derive(Debug, Deserialize, PartialEq)]
+pub struct Revision {
+    pub id: i64,
+    pub text: String,
+}
+
+impl Distilled {
+    /// Reads the JSON object in `answer` (tolerating text or code fences around it).
+    pub fn parse(answer: &str) -> Option<Self> {
+        let start = answer.find('{')?;
+        let end = answer.rfind('}')?;
+        serde_json::from_str(answer.get(start..=end)?).ok()
+    }
+}
+
+/// A fact's comparable form: lowercase words without punctuation.
+fn normal(text: &str) -> String {
+    text.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).map(str::to_lowercase).collect::<Vec<_>>().join(" ")
+}
+
+pub struct Archivist {
+    tx: mpsc::Sender<ArchiveJob>,
+}
+
+struct Worker {
+    store: Arc<dyn Store>,
+    llm: Arc<dyn Provider>,
+    prices: Prices,
+}
+
+impl Archivist {
+    /// Starts the worker in `tracker`; it stops when `cancel` fires.
+    pub fn start(
+        store: Arc<dyn Store>,
+        llm: Arc<dyn Provider>,
+        prices: Prices,
+        tracker: &TaskTracker,
+        cancel: CancellationToken,
+    ) -> Arc<Self> {
+        let (tx, mut rx) = mpsc::channel::<ArchiveJob>(QUEUE);
+        let worker = Worker { store, llm, prices };
+        tracker.spawn(async move {
+            loop {
+                let job = tokio::select! {
+                    job = rx.recv() => match job { Some(job) => job, None => return },
+                    _ = cancel.cancelled() => return,
+                };
+                let span = tracing::info_span!("archivist", event = %job.event_id);
+                if let Err(e) = worker.distil(&job).instrument(span).await {
+                    tracing::warn!(event = %job.event_id, error = %e, "archivist could not store what it found");
+                }
+            }
+        });
+        Arc::new(Self { tx })
+    }
+
+    /// Queues an exchange (skipping trivial ones); never waits.
+    pub fn submit(&self, job: ArchiveJob) {
+        if job.user_text.trim().chars().count() < MIN_CHARS {
+            return;
+        }
+        if self.tx.try_send(job).is_err() {
+            tracing::warn!("archivist queue full; an exchange was not distilled");
+        }
+    }
+}
+
+impl Worker {
+    async fn distil(&self, job: &ArchiveJob) -> Result<(), StoreError> {
+        let known = self.store.memory_search(&job.owner, &format!("{} {}", job.user_text, job.answer), 10).await?;
+        let listing: Vec<String> = known.iter().map(|m| format!("[{}] {}", m.id, m.text)).collect();
+        let req = ChatRequest {
+            system: SYSTEM.into(),
+            messages: vec![ChatMessage::User {
+                content: format!(
+                    "Known memories:\n{}\n\nExchange:\nUser: {}\nAssistant: {}",
+                    if listing.is_empty() { "(none)".to_string() } else { listing.join("\n") },
+                    job.user_text.chars().take(4_000).collect::<String>(),
+                    job.answer.chars().take(4_000).collect::<String>(),
+                ),
+                name: None,
+            }],
+            tools: Vec::new().into(),
+            max_tokens: Some(500),
+        };
+        let mut asm = Assembled::default();
+        let mut stream = match self.llm.stream(&req).await {
+            Ok(s) => s,
+            Err(e) => {
+                tracing::info!(error = %e, "archivist skipped an exchange: the model failed");
+                return Ok(());
+            }
+        };
+        while let Some(ev) = stream.next().await {
+            match ev {
+                Ok(ev) => asm.push(&ev),
+                Err(e) => {
+                    tracing::info!(error = %e, "archivist skipped an exchange: the stream failed");
+                    return Ok(());
+                }
+            }
+        }
+        self.store
+            .usage_add(&UsageRecord {
+                user_id: job.owner.user_id.clone(),
+                session_id: job.session_id.clone(),
+                event_id: format!("{}:archivist", job.event_id),
+                model: self.llm.model().to_string(),
+                input_tokens: (asm.usage.input_tokens + asm.usage.cache_read_tokens + asm.usage.cache_write_tokens)
+                    as i64,
+                output_tokens: asm.usage.output_tokens as i64,
+                cost_usd: self.prices.cost(&asm.usage),
+                iterations: 1,
+                kind: "archivist".into(),
+                context_tokens: 0,
+            })
+            .await?;
+        let Some(found) = Distilled::parse(&asm.text) else {
+            tracing::info!("archivist answer was not the expected JSON; nothing stored");
+            return Ok(());
+        };
+        self.apply(job, &known, found).await
+    }
+
+    /// Applies the model's answer: only memories it was shown can change; no fact twice.
+    async fn apply(&self, job: &ArchiveJob, known: &[MemoryRow], found: Distilled) -> Result<(), StoreError> {
+        let shown: HashSet<i64> = known.iter().map(|m| m.id).collect();
+        let mut seen: HashSet<String> = known.iter().map(|m| normal(&m.text)).collect();
+        for rev in found.update.iter().filter(|r| shown.contains(&r.id) && !r.text.trim().is_empty()) {
+            self.store.memory_update(&job.owner, rev.id, rev.text.trim()).await?;
+            seen.insert(normal(&rev.text));
+        }
+        for id in found.forget.iter().filter(|id| shown.contains(id)) {
+            self.store.memory_forget(&job.owner, *id).await?;
+        }
+        let source = format!("archivist:{}", job.event_id);
+        let mut added = 0;
+        for fact in found.add.iter().map(|f| f.trim()).filter(|f| !f.is_empty()) {
+            if added == MAX_ADDS || !seen.insert(normal(fact)) {
+                continue;
+            }
+            self.store.memory_add(&job.owner, fact, Some(&source)).await?;
+            added += 1;
+        }
+        tracing::info!(added, updated = found.update.len(), forgotten = found.forget.len(), "archivist distilled an exchange");
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn answers_parse_with_noise_around_them() {
+        let cases = [
+            (r#"{"add": ["Likes tea"]}"#, Some(vec!["Likes tea"])),
+            ("Sure!\n```json\n{\"add\": [\"Has a cat\"], \"forget\": []}\n```", Some(vec!["Has a cat"])),
+            (r#"{"update": [{"id": 3, "text": "Lives in Porto"}]}"#, Some(vec![])),
+            ("nothing to keep", None),
+            ("{not json}", None),
+        ];
+        for (answer, want) in cases {
+            let got = Distilled::parse(answer).map(|d| d.add);
+            assert_eq!(got, want.map(|v| v.into_iter().map(String::from).collect::<Vec<_>>()), "{answer}");
+        }
+    }
+
+    #[test]
+    fn facts_compare_without_case_or_punctuation() {
+        assert_eq!(normal("Alice's cat is called Tom."), normal("alice s cat is called tom"));
+        assert_ne!(normal("Alice has a cat"), normal("Alice has a dog"));
+    }
+}

@@ -1,0 +1,172 @@
+//! Point 3: the optional HTTP interactions endpoint, POST /channels/discord/interactions.
+//! Ed25519 over timestamp + raw body with the application's public key: the RFC 8032 vectors
+//! pass; a wrong signature, a wrong key, a tampered body or missing headers get 401 and store
+//! nothing; PING gets PONG; a click is stored and answered with a deferred update (type 6),
+//! and a private answer to it arrives as an ephemeral follow-up once Discord has the ack.
+
+use crate::support::app::TestApp;
+use crate::support::fake_discord::payloads::{fixture, INTERACTIONS_JS, RFC8032};
+use crate::support::fake_discord::{FakeDiscord, APP_ID};
+use crate::{inbox_count, Rig, ALICE, GENERAL};
+use butler_discord::{public_key, verify};
+use ed25519_dalek::{Signer, SigningKey};
+use serde_json::{json, Value};
+
+fn key(seed_hex: &str) -> SigningKey {
+    SigningKey::from_bytes(&hex::decode(seed_hex).unwrap().try_into().unwrap())
+}
+
+fn sign(key: &SigningKey, timestamp: &str, body: &[u8]) -> String {
+    hex::encode(key.sign(&[timestamp.as_bytes(), body].concat()).to_bytes())
+}
+
+async fn post(app: &TestApp, headers: &[(&str, &str)], body: &[u8]) -> (u16, Value) {
+    let mut req = app.http.post(app.url("/channels/discord/interactions")).body(body.to_vec());
+    for (k, v) in headers {
+        req = req.header(*k, *v);
+    }
+    let r = req.send().await.unwrap();
+    let status = r.status().as_u16();
+    (status, r.json().await.unwrap_or(Value::Null))
+}
+
+async fn signed(app: &TestApp, key: &SigningKey, body: &[u8]) -> (u16, Value) {
+    let ts = "1700000000";
+    let sig = sign(key, ts, body);
+    post(app, &[("x-signature-ed25519", &sig), ("x-signature-timestamp", ts)], body).await
+}
+
+#[test]
+fn rfc8032_vectors_verify_and_nothing_else_does() {
+    let vectors = fixture(RFC8032)["vectors"].as_array().unwrap().clone();
+    assert_eq!(vectors.len(), 3);
+    let other = public_key(vectors[1]["public_key_hex"].as_str().unwrap()).unwrap();
+    for v in &vectors {
+        let (id, pk, msg, sig) = (
+            v["id"].as_str().unwrap(),
+            public_key(v["public_key_hex"].as_str().unwrap()).unwrap(),
+            hex::decode(v["message_hex"].as_str().unwrap()).unwrap(),
+            v["signature_hex"].as_str().unwrap(),
+        );
+        assert!(verify(&pk, b"", &msg, sig), "{id}");
+        // The same bytes split between timestamp and body verify the same way.
+        let (ts, body) = msg.split_at(msg.len() / 2);
+        assert!(verify(&pk, ts, body, sig), "{id} split");
+        let mut flipped = hex::decode(sig).unwrap();
+        flipped[63] ^= 1;
+        let cases: [(&str, bool); 4] = [
+            ("a flipped signature bit", verify(&pk, b"", &msg, &hex::encode(&flipped))),
+            ("a tampered message", verify(&pk, b"", &[msg.as_slice(), b"x"].concat(), sig)),
+            ("not hex", verify(&pk, b"", &msg, "zz")),
+            ("a short signature", verify(&pk, b"", &msg, &sig[..64])),
+        ];
+        for (what, ok) in cases {
+            assert!(!ok, "{id}: {what} verified");
+        }
+        if v["id"] != vectors[1]["id"] {
+            assert!(!verify(&other, b"", &msg, sig), "{id}: another key verified");
+        }
+    }
+    assert!(public_key("abcd").is_err());
+}
+
+#[tokio::test]
+async fn the_endpoint_verifies_answers_ping_and_acknowledges_clicks() {
+    let vectors = fixture(RFC8032)["vectors"].clone();
+    let ours = key(vectors[0]["secret_key_seed_hex"].as_str().unwrap());
+    let theirs = key(vectors[1]["secret_key_seed_hex"].as_str().unwrap());
+    let discord = FakeDiscord::start().await;
+    let rig = Rig::start_on(discord, vec![], |cfg| {
+        cfg.channels.discord.as_mut().unwrap().public_key = Some(vectors[0]["public_key_hex"].as_str().unwrap().into());
+    })
+    .await;
+    let app = &rig.app;
+    let bodies = fixture(INTERACTIONS_JS)["bodies"].clone();
+    let ping = bodies["pingRequestBody"]["raw_body_as_sent_by_test"].as_str().unwrap().as_bytes().to_vec();
+
+    // PING -> PONG (JSON).
+    let (status, pong) = signed(app, &ours, &ping).await;
+    assert_eq!((status, pong["type"].clone()), (200, json!(1)));
+
+    // The RFC 8032 TEST 1 signature (of the empty message) passes verification: an empty
+    // timestamp and body are then refused only as not JSON (400), not as unsigned (401).
+    let rfc_sig = vectors[0]["signature_hex"].as_str().unwrap();
+    let (status, _) = post(app, &[("x-signature-ed25519", rfc_sig), ("x-signature-timestamp", "")], b"").await;
+    assert_eq!(status, 400);
+
+    // Refused without storing anything.
+    let before = inbox_count(app).await;
+    let click = click_body("1100000000000000001", "token-http-1");
+    let ts = "1700000000";
+    let good = sign(&ours, ts, &click);
+    let mut flipped = hex::decode(&good).unwrap();
+    flipped[0] ^= 0x80;
+    let flipped = hex::encode(flipped);
+    let by_other_key = sign(&theirs, ts, &click);
+    let tampered = String::from_utf8(click.clone()).unwrap().replace("old:button", "new:button").into_bytes();
+    let cases: Vec<(&str, Vec<(&str, &str)>, &[u8])> = vec![
+        ("a wrong signature", vec![("x-signature-ed25519", &flipped), ("x-signature-timestamp", ts)], &click),
+        ("the wrong key", vec![("x-signature-ed25519", &by_other_key), ("x-signature-timestamp", ts)], &click),
+        ("a tampered body", vec![("x-signature-ed25519", &good), ("x-signature-timestamp", ts)], &tampered),
+        ("another timestamp", vec![("x-signature-ed25519", &good), ("x-signature-timestamp", "1700000001")], &click),
+        ("no signature", vec![("x-signature-timestamp", ts)], &click),
+        ("no timestamp", vec![("x-signature-ed25519", &good)], &click),
+        ("garbage", vec![("x-signature-ed25519", "nothex"), ("x-signature-timestamp", ts)], &click),
+    ];
+    for (what, headers, body) in cases {
+        let (status, err) = post(app, &headers, body).await;
+        assert_eq!(status, 401, "{what}: {err}");
+        assert!(err["error"]["code"].is_string(), "{what}: JSON error {err}");
+    }
+    // The fixture's bare click names no channel or user: signed, but not an event.
+    let bare = bodies["messageComponentRequestBody"]["raw_body_as_sent_by_test"].as_str().unwrap().as_bytes().to_vec();
+    assert_eq!(signed(app, &ours, &bare).await.0, 400);
+    assert_eq!(inbox_count(app).await, before, "nothing stored");
+
+    // Commands and autocomplete (Butler registers none) get a private note / no choices.
+    let command = bodies["applicationCommandRequestBody"]["raw_body_as_sent_by_test"].as_str().unwrap().as_bytes().to_vec();
+    let (status, note) = signed(app, &ours, &command).await;
+    assert_eq!((status, note["type"].clone(), note["data"]["flags"].clone()), (200, json!(4), json!(64)));
+    let auto = bodies["autocompleteRequestBody"]["raw_body_as_sent_by_test"].as_str().unwrap().as_bytes().to_vec();
+    assert_eq!(signed(app, &ours, &auto).await.1["type"], 8);
+
+    // A real click: stored, then acknowledged with a deferred update in the response.
+    rig.discord.expect_interaction("1100000000000000001", "token-http-1", GENERAL);
+    let (status, ack) = signed(app, &ours, &click).await;
+    assert_eq!((status, ack["type"].clone()), (200, json!(6)));
+    let id = "discord:interaction:1100000000000000001";
+    assert!(app.app.store.inbox_get(id).await.unwrap().is_some());
+    // Discord redelivers: acknowledged again, stored once.
+    let after = inbox_count(app).await;
+    assert_eq!(signed(app, &ours, &click).await.0, 200);
+    assert_eq!(inbox_count(app).await, after);
+    assert_eq!(after, before + 1);
+
+    // The click's button is stale: Butler says so privately, once Discord has the ack.
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    rig.discord.acknowledge("1100000000000000001");
+    let note = rig
+        .discord
+        .wait_for(20, "the ephemeral answer", |f| {
+            f.messages(GENERAL).into_iter().find(|m| m.interaction.as_deref() == Some("1100000000000000001"))
+        })
+        .await;
+    assert_eq!(note.flags, 64);
+    assert!(note.content.contains("no longer does anything"), "{}", note.content);
+    rig.stop().await;
+}
+
+/// A click on a stale button, as Discord posts it: the fixture's component body completed
+/// with the fields a real click carries.
+fn click_body(id: &str, token: &str) -> Vec<u8> {
+    let mut d = fixture(INTERACTIONS_JS)["bodies"]["messageComponentRequestBody"]["json"].clone();
+    d["id"] = json!(id);
+    d["token"] = json!(token);
+    d["application_id"] = json!(APP_ID);
+    d["channel_id"] = json!(GENERAL);
+    d["guild_id"] = json!(crate::support::fake_discord::GUILD_ID);
+    d["member"] = json!({"user": {"id": ALICE, "username": "alice", "global_name": "alice"}, "roles": [], "nick": null});
+    d["message"] = json!({"id": "1100000000000000009", "channel_id": GENERAL});
+    d["data"] = json!({"custom_id": "old:button", "component_type": 2});
+    serde_json::to_vec(&d).unwrap()
+}

@@ -1,0 +1,43 @@
+//! Memory that lasts: automatic recall into the turn (never into the system prompt), the
+//! archivist, context management (clearing, collapsing, summary checkpoints, the forced
+//! compaction on "prompt too long"), resuming after a restart, `/memory`, and export/import.
+
+#[path = "../support/mod.rs"]
+mod support;
+
+mod archivist;
+mod context;
+mod recall;
+
+use serde_json::Value;
+use std::time::Duration;
+use support::app::TestApp;
+
+/// Waits until the conversation has `n` assistant replies with no buttons; returns their texts.
+pub async fn replies(app: &TestApp, conv: &str, n: usize) -> Vec<String> {
+    app.wait_replies(conv, n, 30).await.iter().map(|m| m["text"].as_str().unwrap_or_default().to_string()).collect()
+}
+
+/// Polls `check` until it is true (or panics after 30 s with `what`).
+pub async fn eventually<F: std::future::Future<Output = bool>>(what: &str, mut check: impl FnMut() -> F) {
+    for _ in 0..1200 {
+        if check().await {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    panic!("{what} never happened");
+}
+
+/// The user-role texts of a recorded OpenAI request.
+pub fn user_texts(req: &support::fake_llm::RecordedRequest) -> Vec<String> {
+    req.messages()
+        .iter()
+        .filter(|m| m["role"] == "user")
+        .map(|m| m["content"].as_str().unwrap_or_default().to_string())
+        .collect::<Vec<_>>()
+}
+
+pub fn json(v: &str) -> Value {
+    serde_json::from_str(v).unwrap()
+}
