@@ -10,9 +10,8 @@
 
 use super::turn::Agent;
 use crate::config::HookEvent;
-use crate::llm::{Assembled, ChatMessage, ChatRequest};
+use crate::llm::{ChatMessage, ChatRequest};
 use crate::store::{now_ms, MemoryScope, NewMessage, Role, SessionRow, Store, StoreError, SummaryRow, UsageRecord};
-use futures::StreamExt;
 
 /// Messages at the end of the request that are never cleared or collapsed.
 const KEEP_RECENT: usize = 8;
@@ -222,24 +221,13 @@ impl Agent {
             tools: Vec::new().into(),
             max_tokens: Some(800),
         };
-        let mut asm = Assembled::default();
-        match self.llm.stream(&req).await {
-            Ok(mut stream) => {
-                while let Some(ev) = stream.next().await {
-                    match ev {
-                        Ok(ev) => asm.push(&ev),
-                        Err(e) => {
-                            tracing::warn!(error = %e, "compaction summary failed");
-                            return Ok(false);
-                        }
-                    }
-                }
-            }
+        let asm = match crate::llm::complete(&*self.llm, &req).await {
+            Ok(asm) => asm,
             Err(e) => {
                 tracing::warn!(error = %e, "compaction summary failed");
                 return Ok(false);
             }
-        }
+        };
         let text = asm.text.trim().to_string();
         if text.is_empty() {
             return Ok(false);

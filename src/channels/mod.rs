@@ -35,6 +35,7 @@ pub struct BuildError {
 /// Builds every configured platform channel. `http` is false for `butler chat`, which runs
 /// no server and no platform channels.
 pub async fn build(cfg: &Config, ingress: Arc<dyn Ingress>, http: bool) -> Result<Built, BuildError> {
+    #[allow(unused_mut)]
     let mut built = Built::default();
     if !http {
         return Ok(built);

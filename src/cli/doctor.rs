@@ -3,7 +3,6 @@
 
 use crate::config::{self, Config};
 use crate::llm::{ChatMessage, ChatRequest};
-use futures::StreamExt;
 use std::path::Path;
 use std::time::Duration;
 
@@ -121,15 +120,9 @@ async fn llm(r: &mut Report, cfg: &Config) {
     };
     let what =
         format!("model ({} {})", provider.name(), if provider.model().is_empty() { "-" } else { provider.model() });
-    let check = async {
-        let mut stream = provider.stream(&req).await?;
-        while let Some(ev) = stream.next().await {
-            ev?;
-        }
-        Ok::<(), crate::llm::LlmError>(())
-    };
+    let check = crate::llm::complete(&*provider, &req);
     match tokio::time::timeout(Duration::from_secs(60), check).await {
-        Ok(Ok(())) => r.ok(&what, "answered a test request"),
+        Ok(Ok(_)) => r.ok(&what, "answered a test request"),
         Ok(Err(e)) => {
             let fix = match e {
                 crate::llm::LlmError::NotConfigured => {

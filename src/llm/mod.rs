@@ -79,3 +79,15 @@ impl LlmError {
         matches!(self, Self::RateLimited { .. } | Self::Server { .. } | Self::Timeout(_) | Self::Unreachable(_))
     }
 }
+
+/// Runs a request to the end and returns the whole response (for calls nobody watches stream:
+/// summaries, the archivist, classifiers, health checks).
+pub async fn complete(provider: &dyn Provider, req: &ChatRequest) -> Result<Assembled, LlmError> {
+    use futures::StreamExt;
+    let mut stream = provider.stream(req).await?;
+    let mut asm = Assembled::default();
+    while let Some(ev) = stream.next().await {
+        asm.push(&ev?);
+    }
+    Ok(asm)
+}

@@ -5,9 +5,8 @@
 //! (logged): distilling is best effort, the exchange itself is safe in the transcript.
 
 use crate::agent::Prices;
-use crate::llm::{Assembled, ChatMessage, ChatRequest, Provider};
+use crate::llm::{ChatMessage, ChatRequest, Provider};
 use crate::store::{MemoryRow, MemoryScope, Store, StoreError, UsageRecord};
-use futures::StreamExt;
 use tracing::Instrument;
 use serde::Deserialize;
 use std::collections::HashSet;
@@ -134,23 +133,13 @@ impl Worker {
             tools: Vec::new().into(),
             max_tokens: Some(500),
         };
-        let mut asm = Assembled::default();
-        let mut stream = match self.llm.stream(&req).await {
-            Ok(s) => s,
+        let asm = match crate::llm::complete(&*self.llm, &req).await {
+            Ok(asm) => asm,
             Err(e) => {
                 tracing::info!(error = %e, "archivist skipped an exchange: the model failed");
                 return Ok(());
             }
         };
-        while let Some(ev) = stream.next().await {
-            match ev {
-                Ok(ev) => asm.push(&ev),
-                Err(e) => {
-                    tracing::info!(error = %e, "archivist skipped an exchange: the stream failed");
-                    return Ok(());
-                }
-            }
-        }
         self.store
             .usage_add(&UsageRecord {
                 user_id: job.owner.user_id.clone(),

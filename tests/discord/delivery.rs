@@ -36,7 +36,7 @@ async fn long_replies_are_rendered_and_chunked_without_splitting_code() {
         .discord
         .wait_for(30, "the whole report", |f| {
             let msgs = f.bot_messages(GENERAL);
-            msgs.last().filter(|m| m.content.ends_with("The end.")).map(|_| msgs)
+            msgs.last().is_some_and(|m| m.content.ends_with("The end.")).then_some(msgs)
         })
         .await;
     assert!(msgs.len() >= 3, "{} messages", msgs.len());
@@ -72,7 +72,7 @@ async fn typing_then_streaming_edits_at_most_once_a_second_and_the_final_text() 
     let reply = rig
         .discord
         .wait_for(30, "the streamed reply, final", |f| {
-            f.bot_messages(DM).into_iter().find(|m| m.content == full.trim_end())
+            f.bot_messages(DM).into_iter().find(|m| m.content.trim_end() == full.trim_end() && m.buttons().is_empty())
         })
         .await;
     let calls = rig.discord.calls();
@@ -106,26 +106,32 @@ async fn rate_limits_are_honoured_and_nothing_is_dropped() {
     let long: String = (0..180).map(|i| format!("line {i} of a long answer\n")).collect();
     rig.llm.on("long", Reply::text(&long));
     let before = rig.discord.bot_messages(DM).len();
-    rig.discord.wait_for(5, "nothing pending", |f| f.lock().limits.is_empty().then_some(())).await;
-    rig.dm(&alice(), "long please");
     // The second chunk is refused once.
-    rig.discord
-        .wait_for(30, "the first chunk", |f| (f.bot_messages(DM).len() > before).then_some(()))
-        .await;
-    rig.discord.rate_limit("POST", "/messages", 1.0);
+    rig.discord.rate_limit_after("POST", "/messages", 1, 1.0);
+    rig.dm(&alice(), "long please");
     let msgs = rig
         .discord
         .wait_for(30, "every chunk", |f| {
             let msgs = f.bot_messages(DM);
-            msgs.last().filter(|m| m.content.contains("line 179 of a long answer")).map(|_| msgs)
+            msgs.last().is_some_and(|m| m.content.contains("line 179 of a long answer")).then_some(msgs)
         })
         .await;
     tokio::time::sleep(Duration::from_millis(500)).await;
     let texts: Vec<String> = rig.discord.bot_messages(DM)[before..].iter().map(|m| m.content.clone()).collect();
+    assert!(texts.len() >= 3, "{} chunks", texts.len());
     assert_eq!(texts.len(), msgs.len() - before, "nothing sent twice");
+    assert!(texts.iter().all(|t| t.chars().count() <= 2000));
     let joined = texts.join("\n");
     for i in 0..180 {
-        assert_eq!(joined.matches(&format!("line {i} of a long answer\n")).count() + usize::from(i == 179), 1, "line {i}");
+        assert_eq!(joined.matches(&format!("line {i} of a long answer")).count(), 1, "line {i} exactly once");
     }
+    let statuses: Vec<u16> = rig
+        .discord
+        .calls()
+        .into_iter()
+        .filter(|c| c.method == "POST" && c.path.ends_with("/messages"))
+        .map(|c| c.status)
+        .collect();
+    assert_eq!(statuses.iter().filter(|s| **s == 429).count(), 3, "{statuses:?}");
     rig.stop().await;
 }

@@ -91,8 +91,9 @@ pub(crate) struct State {
     /// Interaction tokens -> (interaction id, channel), for callbacks and follow-ups.
     pub tokens: HashMap<String, (String, String)>,
     pub acked: HashSet<String>,
-    /// Pending 429s: (method, path fragment, retry_after seconds).
-    pub limits: VecDeque<(String, String, f64)>,
+    /// Pending 429s: (method, path fragment, matching requests still let through first,
+    /// retry_after seconds).
+    pub limits: VecDeque<(String, String, usize, f64)>,
     pub next_id: u64,
     pub gw: Gw,
 }
@@ -216,7 +217,12 @@ impl FakeDiscord {
 
     /// The next `method` request whose path contains `fragment` gets a 429.
     pub fn rate_limit(&self, method: &str, fragment: &str, retry_after: f64) {
-        self.lock().limits.push_back((method.to_string(), fragment.to_string(), retry_after));
+        self.rate_limit_after(method, fragment, 0, retry_after);
+    }
+
+    /// Like `rate_limit`, after letting `skip` such requests through.
+    pub fn rate_limit_after(&self, method: &str, fragment: &str, skip: usize, retry_after: f64) {
+        self.lock().limits.push_back((method.to_string(), fragment.to_string(), skip, retry_after));
     }
 
     pub fn gateway_log(&self) -> GatewayLog {

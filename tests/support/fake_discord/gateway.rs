@@ -85,23 +85,27 @@ async fn connection(state: Arc<Mutex<State>>, tcp: TcpStream) {
             }
             Some(6) => {
                 let seq = d["seq"].as_u64().unwrap_or(0);
-                let mut s = state.lock().unwrap();
-                s.gw.seen.resumes.push(seq);
-                let known = s.gw.session.as_deref() == d["session_id"].as_str() && d["token"] == TOKEN;
-                if s.gw.refuse_resume || !known {
-                    s.gw.session = None;
-                    drop(s);
-                    if ws.send(text(&json!({"op": 9, "d": false}))).await.is_err() {
-                        break;
+                let resumed = {
+                    let mut s = state.lock().unwrap();
+                    s.gw.seen.resumes.push(seq);
+                    let known = s.gw.session.as_deref() == d["session_id"].as_str() && d["token"] == TOKEN;
+                    if s.gw.refuse_resume || !known {
+                        s.gw.session = None;
+                        false
+                    } else {
+                        s.gw.live = Some(tx.clone());
+                        let missed: Vec<Value> =
+                            s.gw.log.iter().filter(|(n, _)| *n > seq).map(|(_, p)| p.clone()).collect();
+                        for p in missed {
+                            let _ = tx.send(Ctl::Send(p));
+                        }
+                        dispatch(&mut s, "RESUMED", Value::Null);
+                        true
                     }
-                    continue;
+                };
+                if !resumed && ws.send(text(&json!({"op": 9, "d": false}))).await.is_err() {
+                    break;
                 }
-                s.gw.live = Some(tx.clone());
-                let missed: Vec<Value> = s.gw.log.iter().filter(|(n, _)| *n > seq).map(|(_, p)| p.clone()).collect();
-                for p in missed {
-                    let _ = tx.send(Ctl::Send(p));
-                }
-                dispatch(&mut s, "RESUMED", Value::Null);
             }
             _ => {}
         }

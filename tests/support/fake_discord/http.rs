@@ -61,8 +61,12 @@ fn refuse(s: &mut State, method: &Method, uri: &Uri, headers: &HeaderMap, body: 
     if auth != format!("Bot {TOKEN}") {
         return Some(answer(s, method, uri, body, 401, json!({"message": "401: Unauthorized", "code": 0})));
     }
-    let at = s.limits.iter().position(|(m, f, _)| m == method.as_str() && uri.path().contains(f.as_str()))?;
-    let (_, _, secs) = s.limits.remove(at).unwrap();
+    let at = s.limits.iter().position(|(m, f, _, _)| m == method.as_str() && uri.path().contains(f.as_str()))?;
+    if s.limits[at].2 > 0 {
+        s.limits[at].2 -= 1;
+        return None;
+    }
+    let (_, _, _, secs) = s.limits.remove(at).unwrap();
     let mut r = answer(
         s,
         method,
