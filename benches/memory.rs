@@ -9,7 +9,7 @@
 #[allow(dead_code)]
 mod db;
 
-use butler::store::{MemoryScope, Store};
+use butler::store::MemoryScope;
 use std::time::{Duration, Instant};
 
 const WORDS: &[&str] = &[
@@ -39,7 +39,12 @@ async fn load(url: &str, users: usize, per_user: usize) {
                     "INSERT INTO memories (user_id, text, source, created_ms, updated_ms, scope) ",
                 );
                 qb.push_values(chunk, |mut b, n| {
-                    b.push_bind(format!("user{u}")).push_bind(text(u, *n)).push_bind(None::<String>).push_bind(*n as i64).push_bind(*n as i64).push_bind("");
+                    b.push_bind(format!("user{u}"))
+                        .push_bind(text(u, *n))
+                        .push_bind(None::<String>)
+                        .push_bind(*n as i64)
+                        .push_bind(*n as i64)
+                        .push_bind("");
                 });
                 qb.build().execute(&mut *tx).await.unwrap();
             }
@@ -54,7 +59,12 @@ async fn load(url: &str, users: usize, per_user: usize) {
                     "INSERT INTO memories (user_id, text, source, created_ms, updated_ms, scope) ",
                 );
                 qb.push_values(chunk, |mut b, n| {
-                    b.push_bind(format!("user{u}")).push_bind(text(u, *n)).push_bind(None::<String>).push_bind(*n as i64).push_bind(*n as i64).push_bind("");
+                    b.push_bind(format!("user{u}"))
+                        .push_bind(text(u, *n))
+                        .push_bind(None::<String>)
+                        .push_bind(*n as i64)
+                        .push_bind(*n as i64)
+                        .push_bind("");
                 });
                 qb.build().execute(&pool).await.unwrap();
             }
@@ -69,7 +79,8 @@ fn pct(sorted: &[Duration], p: f64) -> f64 {
 }
 
 async fn run(backend: &str, url: &str) {
-    let (users, per_user, queries) = (env("BENCH_USERS", 1000), env("BENCH_PER_USER", 1000), env("BENCH_QUERIES", 2000));
+    let (users, per_user, queries) =
+        (env("BENCH_USERS", 1000), env("BENCH_PER_USER", 1000), env("BENCH_QUERIES", 2000));
     let store = butler::store::connect(url, 4).await.unwrap();
     store.migrate().await.unwrap();
     let started = Instant::now();

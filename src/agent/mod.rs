@@ -19,8 +19,7 @@ pub use approve::{approval_id, approval_key, args_hash, decision_audit, may_deci
 pub use context::{build_messages, dangling_results};
 pub use exec::{prepare, run_calls, truncate_result, Ready, ToolResult};
 pub use prompt::system_prompt;
-pub use window::{estimate, shrink, SessionState};
 pub use turn::{
     explain, reply_key, Agent, NullObserver, Prices, Start, TurnError, TurnInput, TurnObserver, TurnOutcome, QUIET,
 };
-
+pub use window::{estimate, shrink, SessionState};

@@ -193,10 +193,7 @@ impl Agent {
         if lines.is_empty() {
             return Ok(None);
         }
-        Ok(Some(format!(
-            "[Memories that may help; each has an id you can refer to or `forget`]\n{}",
-            lines.join("\n")
-        )))
+        Ok(Some(format!("[Memories that may help; each has an id you can refer to or `forget`]\n{}", lines.join("\n"))))
     }
 
     /// Summarizes the older part of the session into a checkpoint (the summary replaces those
@@ -240,7 +237,8 @@ impl Agent {
                 session_id: session.row.id.clone(),
                 event_id: format!("compaction:{}:{up_to_seq}", session.row.id),
                 model: self.llm.model().to_string(),
-                input_tokens: (asm.usage.input_tokens + asm.usage.cache_read_tokens + asm.usage.cache_write_tokens) as i64,
+                input_tokens: (asm.usage.input_tokens + asm.usage.cache_read_tokens + asm.usage.cache_write_tokens)
+                    as i64,
                 output_tokens: asm.usage.output_tokens as i64,
                 cost_usd: self.prices.cost(&asm.usage),
                 iterations: 1,
@@ -286,11 +284,15 @@ mod tests {
         assert!(after_clear <= before - 900);
         let mut only_clear = r.clone();
         shrink(&mut only_clear, before - 900);
-        assert!(matches!(&only_clear.messages[2], ChatMessage::Tool { content, .. } if content.starts_with("[old tool result cleared")));
+        assert!(
+            matches!(&only_clear.messages[2], ChatMessage::Tool { content, .. } if content.starts_with("[old tool result cleared"))
+        );
         assert!(matches!(&only_clear.messages[0], ChatMessage::User { content, .. } if content.len() == 4_000));
         // A tighter budget also collapses the old text; recent messages are untouched.
         shrink(&mut r, 100);
-        assert!(matches!(&r.messages[0], ChatMessage::User { content, .. } if content.contains("[collapsed: 4000 characters]")));
+        assert!(
+            matches!(&r.messages[0], ChatMessage::User { content, .. } if content.contains("[collapsed: 4000 characters]"))
+        );
         for m in &r.messages[3..] {
             assert!(matches!(m, ChatMessage::User { content, .. } if content.len() > 4_000));
         }

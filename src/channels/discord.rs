@@ -33,7 +33,13 @@ pub async fn doctor(cfg: &DiscordConfig) -> Check {
             } else {
                 String::new()
             };
-            (what, Ok(format!("bot {} ({}), {} gateway sessions left today{shards}", bot.name, bot.user_id, bot.sessions_left)))
+            (
+                what,
+                Ok(format!(
+                    "bot {} ({}), {} gateway sessions left today{shards}",
+                    bot.name, bot.user_id, bot.sessions_left
+                )),
+            )
         }
         Err(e) => {
             let fix = match &e {

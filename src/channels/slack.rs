@@ -69,21 +69,24 @@ pub async fn doctor(cfg: &SlackConfig) -> Check {
     match butler_slack::check_token(&s.api_url, &s.bot_token).await {
         Ok(a) => {
             let name = a.user.as_deref().map_or_else(String::new, |u| format!("@{u} "));
-            (
-                what,
-                Ok(format!(
-                    "auth.test accepted the bot token: {name}({}) in {}; receiving by {reach}",
-                    a.user_id, a.team
-                )),
-            )
+            let detail =
+                format!("auth.test accepted the bot token: {name}({}) in {}; receiving by {reach}", a.user_id, a.team);
+            (what, Ok(detail))
         }
-        Err(e) => (
+        Err(e @ butler_channel::ChannelError::Unauthorized(_)) => (
             what,
             Err((
-                format!("auth.test did not accept the bot token: {e}"),
+                format!("auth.test refused the bot token: {e}"),
                 "install the app to the workspace and copy the Bot User OAuth Token (xoxb-...) from OAuth & \
                  Permissions into [channels.slack] bot_token (see README, Slack)"
                     .into(),
+            )),
+        ),
+        Err(e) => (
+            what,
+            Err((
+                format!("auth.test failed at {}: {e}", s.api_url),
+                "check that Butler can reach Slack (network, proxy) and that [channels.slack] api_url is right".into(),
             )),
         ),
     }

@@ -56,10 +56,9 @@ fn explain(e: &ConnectError, cfg: &TelegramConfig) -> (String, String) {
              must be replaced"
                 .to_string()
         }
-        ConnectError::Unreachable { .. } | ConnectError::BadUrl(_) => format!(
-            "check [channels.telegram] api_url ({}) and that this machine can reach it",
-            cfg.api_url
-        ),
+        ConnectError::Unreachable { .. } | ConnectError::BadUrl(_) => {
+            format!("check [channels.telegram] api_url ({}) and that this machine can reach it", cfg.api_url)
+        }
         ConnectError::Other(_) => "see the Bot API's answer above; check [channels.telegram]".to_string(),
     };
     (e.to_string(), fix)

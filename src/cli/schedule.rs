@@ -135,7 +135,9 @@ async fn on_store(cfg: &Config, store: Arc<dyn Store>, cmd: ScheduleCommand) -> 
             let Some(user) = access.user_for(&*store, &identity).await.map_err(fail)? else {
                 return Err(super::fail(
                     1,
-                    format!("{identity} may not use Butler (not an owner, allowed, or paired); a job runs as its owner"),
+                    format!(
+                        "{identity} may not use Butler (not an owner, allowed, or paired); a job runs as its owner"
+                    ),
                 ));
             };
             let spec = JobSpec {
@@ -153,7 +155,10 @@ async fn on_store(cfg: &Config, store: Arc<dyn Store>, cmd: ScheduleCommand) -> 
             let new = jobs::build(&spec, &owner, ScheduleSource::Cli, now_ms()).map_err(|e| super::fail(2, e))?;
             let mine = store.schedules_list(&ScheduleFilter::Owner(user.id.clone())).await.map_err(fail)?;
             if let Some(old) = mine.iter().find(|r| r.scope == new.scope && r.name == new.name) {
-                return Err(super::fail(1, format!("job `{}` exists already (#{}); remove it first", old.name, old.id)));
+                return Err(super::fail(
+                    1,
+                    format!("job `{}` exists already (#{}); remove it first", old.name, old.id),
+                ));
             }
             let row = store.schedule_put(&new).await.map_err(fail)?;
             let tz = parse_tz(&row.tz).unwrap_or(chrono_tz::UTC);
@@ -163,11 +168,16 @@ async fn on_store(cfg: &Config, store: Arc<dyn Store>, cmd: ScheduleCommand) -> 
         }
         ScheduleCommand::Remove { id } => {
             match store.schedules_list(&ScheduleFilter::Id(id)).await.map_err(fail)?.first() {
-                None => return Err(super::fail(1, format!("there is no job #{id}; `butler schedule list` shows them"))),
+                None => {
+                    return Err(super::fail(1, format!("there is no job #{id}; `butler schedule list` shows them")))
+                }
                 Some(row) if row.source == ScheduleSource::Config => {
                     return Err(super::fail(
                         1,
-                        format!("job #{id} `{}` comes from [[schedules]] in the config file; remove it there", row.name),
+                        format!(
+                            "job #{id} `{}` comes from [[schedules]] in the config file; remove it there",
+                            row.name
+                        ),
                     ))
                 }
                 Some(_) => {}

@@ -1,7 +1,8 @@
 //! Checks on values that parse but make no sense: addresses, URL schemes, time zones, limits
 //! that cannot be zero, a web chat that would be open to the network without a token, and
 //! `[[triggers]]` sources whose names, secrets, rules or targets cannot work, and `[permissions]`
-//! globs, approvers and contexts that could not match or name anyone.
+//! globs, approvers and contexts that could not match or name anyone, and `[[schedules]]` jobs
+//! whose cron, zone, prompt, name or target could never run.
 //!
 //! Every problem names its key and says what to do. A message here must never contain a secret
 //! (tokens, keys, database and Redis URLs): it may name the scheme of a URL, never the rest.
@@ -378,7 +379,10 @@ impl Config {
                     );
                 }
                 if c.channel.as_deref().is_some_and(|ch| ch != conv.channel) {
-                    p.add(key("conversation"), format!("`{conv}` is not on channel `{}`", c.channel.as_deref().unwrap_or("")));
+                    p.add(
+                        key("conversation"),
+                        format!("`{conv}` is not on channel `{}`", c.channel.as_deref().unwrap_or("")),
+                    );
                 }
             }
         }
@@ -640,5 +644,55 @@ impl Config {
             ),
             Some(url) => http_url(p, "channels.telegram.webhook_url", url),
         }
+    }
+}
+
+#[cfg(test)]
+mod telegram_tests {
+    use crate::config::{Config, ConfigError, Secret, TelegramConfig, TelegramMode};
+
+    fn problems(t: TelegramConfig) -> Vec<(String, String)> {
+        let c = Config {
+            channels: crate::config::ChannelsConfig { telegram: Some(t), ..Default::default() },
+            ..Default::default()
+        };
+        match c.validate() {
+            Ok(()) => vec![],
+            Err(ConfigError::Invalid { problems, .. }) => problems.into_iter().map(|p| (p.key, p.message)).collect(),
+            Err(e) => panic!("{e}"),
+        }
+    }
+
+    #[test]
+    fn telegram_settings_are_checked() {
+        let good = TelegramConfig {
+            token: Secret::new("123:abc"),
+            api_url: "https://api.telegram.org".into(),
+            mode: TelegramMode::Polling,
+            webhook_secret: None,
+            webhook_url: None,
+            poll_timeout_secs: 30,
+            max_per_second: 30,
+            chat_interval_ms: 1000,
+        };
+        assert!(problems(good.clone()).is_empty());
+        let keys = |t| problems(t).into_iter().map(|(k, _)| k).collect::<Vec<_>>();
+        let bad =
+            TelegramConfig { token: Secret::new(" "), api_url: "ftp://x".into(), poll_timeout_secs: 0, ..good.clone() };
+        assert_eq!(
+            keys(bad),
+            ["channels.telegram.token", "channels.telegram.api_url", "channels.telegram.poll_timeout_secs"]
+        );
+        let hook = TelegramConfig { mode: TelegramMode::Webhook, ..good.clone() };
+        assert_eq!(keys(hook), ["channels.telegram.webhook_secret", "channels.telegram.webhook_url"]);
+        let hook = TelegramConfig {
+            mode: TelegramMode::Webhook,
+            webhook_secret: Some(Secret::new("has spaces!")),
+            webhook_url: Some("butler.example.com/hook".into()),
+            ..good
+        };
+        let found = problems(hook);
+        assert_eq!(found.len(), 2, "{found:?}");
+        assert!(found[0].1.contains("only 1-256 letters") && !found[0].1.contains("has spaces"), "{found:?}");
     }
 }

@@ -164,7 +164,7 @@ impl Dispatcher {
         text: String,
         private_to: Option<PrivateTo>,
     ) -> Result<(), StoreError> {
-        let reply_to = (conversation == event.conversation.to_string()).then(|| event.message_id.clone()).flatten();
+        let reply_to = (conversation == event.conversation.to_string()).then(|| event.quote_target()).flatten();
         let commit = TurnCommit {
             inbox_id: event.id.0.clone(),
             inbox_status: InboxStatus::Done,

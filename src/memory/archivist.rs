@@ -7,13 +7,13 @@
 use crate::agent::Prices;
 use crate::llm::{ChatMessage, ChatRequest, Provider};
 use crate::store::{MemoryRow, MemoryScope, Store, StoreError, UsageRecord};
-use tracing::Instrument;
 use serde::Deserialize;
 use std::collections::HashSet;
 use std::sync::Arc;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
+use tracing::Instrument;
 
 /// Exchanges waiting to be distilled.
 const QUEUE: usize = 256;
@@ -65,7 +65,11 @@ impl Distilled {
 
 /// A fact's comparable form: lowercase words without punctuation.
 fn normal(text: &str) -> String {
-    text.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).map(str::to_lowercase).collect::<Vec<_>>().join(" ")
+    text.split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .map(str::to_lowercase)
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 pub struct Archivist {
@@ -182,7 +186,12 @@ impl Worker {
             self.store.memory_add(&job.owner, fact, Some(&source)).await?;
             added += 1;
         }
-        tracing::info!(added, updated = found.update.len(), forgotten = found.forget.len(), "archivist distilled an exchange");
+        tracing::info!(
+            added,
+            updated = found.update.len(),
+            forgotten = found.forget.len(),
+            "archivist distilled an exchange"
+        );
         Ok(())
     }
 }

@@ -145,12 +145,18 @@ impl Deliverer {
     /// Queues rows behind their conversation's delivery, starting a task for each conversation
     /// that has none.
     fn schedule(self: &Arc<Self>, rows: impl Iterator<Item = OutboxRow>, tasks: &mut JoinSet<()>) {
-        let mut start = Vec::new();
+        let (mut start, mut private) = (Vec::new(), Vec::new());
         {
             let mut q = lock(&self.state);
             for row in rows {
                 if !q.ids.insert(row.id) {
                     continue; // already queued or in flight
+                }
+                // The answer to a click (an acknowledgement, an alert) is no part of the
+                // conversation's order: it must not wait behind a reply held by a rate limit.
+                if row.private_to.is_some() {
+                    private.push(row);
+                    continue;
                 }
                 match q.by_conversation.get_mut(&row.conversation) {
                     Some(waiting) => waiting.push_back(row),
@@ -164,6 +170,16 @@ impl Deliverer {
         for first in start {
             let me = self.clone();
             tasks.spawn(async move { me.drain(first).await });
+        }
+        for row in private {
+            let me = self.clone();
+            tasks.spawn(async move {
+                let id = row.id;
+                if let Ok(_permit) = me.permits.clone().acquire_owned().await {
+                    me.deliver(row).await;
+                }
+                lock(&me.state).ids.remove(&id);
+            });
         }
     }
 

@@ -33,7 +33,13 @@ struct Entry {
 impl Entry {
     /// `conversation` is None when unknown (choosing a mode): then entries that name one do
     /// not match.
-    fn matches(&self, channel: &str, conversation: Option<&ConversationRef>, kind: ConversationKind, role: UserRole) -> bool {
+    fn matches(
+        &self,
+        channel: &str,
+        conversation: Option<&ConversationRef>,
+        kind: ConversationKind,
+        role: UserRole,
+    ) -> bool {
         self.channel.as_deref().is_none_or(|c| c == channel)
             && self.conversation.as_ref().is_none_or(|want| conversation.is_some_and(|got| covers(want, got)))
             && self.kind.is_none_or(|k| k == kind)
@@ -43,7 +49,9 @@ impl Entry {
 
 /// `want` is `got`, or the conversation `got` is a thread of.
 fn covers(want: &ConversationRef, got: &ConversationRef) -> bool {
-    want.channel == got.channel && want.id == got.id && want.thread.as_ref().is_none_or(|t| got.thread.as_ref() == Some(t))
+    want.channel == got.channel
+        && want.id == got.id
+        && want.thread.as_ref().is_none_or(|t| got.thread.as_ref() == Some(t))
 }
 
 /// The mode that applies to a call, and which context entry chose it (`None`: `[permissions]`).
@@ -88,7 +96,12 @@ impl Contexts {
     }
 
     /// Who may approve a call made in `conversation`.
-    pub(crate) fn approvers_in(&self, conversation: &ConversationRef, kind: ConversationKind, role: UserRole) -> Vec<String> {
+    pub(crate) fn approvers_in(
+        &self,
+        conversation: &ConversationRef,
+        kind: ConversationKind,
+        role: UserRole,
+    ) -> Vec<String> {
         self.approvers_at(&conversation.channel, Some(conversation), kind, role)
     }
 
@@ -140,13 +153,15 @@ mod tests {
 
     #[test]
     fn approvers_per_conversation_then_channel() {
-        let mut cfg = PermissionsConfig::default();
-        cfg.contexts = vec![
-            entry(None, Some("slack:C1/1.5"), &["slack:UTHREAD"]),
-            entry(Some("slack"), Some("slack:C1"), &["slack:UBOSS"]),
-            entry(Some("slack"), None, &["role:owner"]),
-        ];
-        cfg.contexts.push(PermissionContext { mode: Some(Mode::Plan), ..entry(None, Some("slack:C1"), &["x:y"]) });
+        let cfg = PermissionsConfig {
+            contexts: vec![
+                entry(None, Some("slack:C1/1.5"), &["slack:UTHREAD"]),
+                entry(Some("slack"), Some("slack:C1"), &["slack:UBOSS"]),
+                entry(Some("slack"), None, &["role:owner"]),
+                PermissionContext { mode: Some(Mode::Plan), ..entry(None, Some("slack:C1"), &["x:y"]) },
+            ],
+            ..PermissionsConfig::default()
+        };
         let ctx = Contexts::new(&cfg);
         let (g, m) = (ConversationKind::Group, UserRole::Member);
         let cases = [

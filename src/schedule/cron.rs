@@ -23,8 +23,9 @@ use croner::Cron;
 pub fn parse_cron(expr: &str) -> Result<Cron, String> {
     let expr = expr.trim();
     if expr.is_empty() {
-        return Err("the cron expression is empty; write minute hour day-of-month month day-of-week, e.g. `0 8 * * 1-5`"
-            .into());
+        return Err(
+            "the cron expression is empty; write minute hour day-of-month month day-of-week, e.g. `0 8 * * 1-5`".into(),
+        );
     }
     CronParser::builder().seconds(Seconds::Disallowed).year(Year::Disallowed).build().parse(expr).map_err(|e| {
         format!(
@@ -209,6 +210,9 @@ mod tests {
         assert!(parse_cron("0 0 8 * * 1-5").unwrap_err().contains("5-field"));
         assert!(parse_cron("").unwrap_err().contains("empty"));
         assert!(parse_tz("Mars/Base").unwrap_err().contains("IANA"));
-        assert_eq!(rfc3339(ms("2025-03-09T07:00:00Z"), parse_tz("America/New_York").unwrap()), "2025-03-09T03:00:00-04:00");
+        assert_eq!(
+            rfc3339(ms("2025-03-09T07:00:00Z"), parse_tz("America/New_York").unwrap()),
+            "2025-03-09T03:00:00-04:00"
+        );
     }
 }

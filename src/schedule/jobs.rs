@@ -123,12 +123,8 @@ pub fn check_target(target: &str) -> Result<ConversationRef, String> {
 
 /// `brief-me-on-my` from "Brief me on my calendar and the news".
 fn name_from(prompt: &str) -> String {
-    let words: Vec<String> = prompt
-        .split(|c: char| !c.is_alphanumeric())
-        .filter(|w| !w.is_empty())
-        .take(4)
-        .map(str::to_lowercase)
-        .collect();
+    let words: Vec<String> =
+        prompt.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).take(4).map(str::to_lowercase).collect();
     let name: String = words.join("-").chars().take(40).collect();
     if name.is_empty() {
         "job".into()
@@ -196,7 +192,7 @@ pub fn describe(row: &ScheduleRow, last: Option<&RunRow>) -> String {
 
 /// "Mon 2025-03-10 08:00 CET (catch_up): delivered (message 42)".
 pub fn describe_run(run: &RunRow, tz: chrono_tz::Tz) -> String {
-    let mut text = format!("{}", human(run.fire_at_ms, tz));
+    let mut text = human(run.fire_at_ms, tz);
     if run.kind != crate::store::RunKind::Scheduled {
         text.push_str(&format!(" ({})", run.kind.as_str().replace('_', " ")));
     }

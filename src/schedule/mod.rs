@@ -98,7 +98,11 @@ impl Schedules {
             event.conversation
         );
         let job = Job { event: event.clone(), user, kind: JobKind::Turn, attempt: 1, quiet };
-        Ok(Verdict::recorded(Decision::Session { key: format!("{SOURCE}:{id}"), job: Box::new(job) }, "schedule", reason))
+        Ok(Verdict::recorded(
+            Decision::Session { key: format!("{SOURCE}:{id}"), job: Box::new(job) },
+            "schedule",
+            reason,
+        ))
     }
 
     /// The owner's user, or why the run is dropped: the job is paused (a manual run still
@@ -114,7 +118,10 @@ impl Schedules {
         }
         let owner = &event.actor.identity;
         let Some(user) = self.access.user_for(&*self.store, owner).await? else {
-            return Ok(Err(format!("scheduled job #{} `{}`: its owner {owner} may no longer use Butler", row.id, row.name)));
+            return Ok(Err(format!(
+                "scheduled job #{} `{}`: its owner {owner} may no longer use Butler",
+                row.id, row.name
+            )));
         };
         if let Some(why) = self.target_refusal(event, &user).await? {
             return Ok(Err(format!("scheduled job #{}: {why}", row.id)));

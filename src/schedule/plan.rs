@@ -30,7 +30,8 @@ pub fn plan(row: &ScheduleRow, cron: Option<&Cron>, tz: Tz, now_ms: i64) -> Opti
         Some(c) => {
             // The stored time is a fire time; a later one may have passed meanwhile (downtime).
             let latest = cron::latest_until(c, tz, now_ms).filter(|l| *l >= due).unwrap_or(due);
-            let next = cron::next_after(c, tz, latest).filter(|n| *n > now_ms).or_else(|| cron::next_after(c, tz, now_ms));
+            let next =
+                cron::next_after(c, tz, latest).filter(|n| *n > now_ms).or_else(|| cron::next_after(c, tz, now_ms));
             (latest, next)
         }
         None => (due, None),
@@ -86,7 +87,8 @@ mod tests {
         let every_min = cron::parse_cron("* * * * *").unwrap();
         let hourly = cron::parse_cron("0 * * * *").unwrap();
         // (cron, stored next fire, now, policy, grace, want run, want next)
-        let cases: &[(&croner::Cron, i64, i64, Missed, i64, Option<(i64, RunKind)>, i64)] = &[
+        type Case<'a> = (&'a croner::Cron, i64, i64, Missed, i64, Option<(i64, RunKind)>, i64);
+        let cases: &[Case] = &[
             // On time: runs whatever the policy.
             (&hourly, t0, t0 + 500, Skip, 0, Some((t0, Scheduled)), t0 + HOUR),
             (&hourly, t0, t0 + 59_000, RunOnce, 0, Some((t0, Scheduled)), t0 + HOUR),
@@ -100,7 +102,15 @@ mod tests {
             (&hourly, t0, t0 + 24 * HOUR + 90 * MIN, RunOnce, HOUR, Some((t0 + 25 * HOUR, CatchUp)), t0 + 26 * HOUR),
             (&hourly, t0, t0 + 24 * HOUR + 90 * MIN, RunOnce, 20 * MIN, None, t0 + 26 * HOUR),
             // Every minute, down a week: the latest (on time) runs, the other 10,079 never do.
-            (&every_min, t0, t0 + 7 * 24 * HOUR + 30_000, Skip, 0, Some((t0 + 7 * 24 * HOUR, Scheduled)), t0 + 7 * 24 * HOUR + MIN),
+            (
+                &every_min,
+                t0,
+                t0 + 7 * 24 * HOUR + 30_000,
+                Skip,
+                0,
+                Some((t0 + 7 * 24 * HOUR, Scheduled)),
+                t0 + 7 * 24 * HOUR + MIN,
+            ),
         ];
         for (i, (c, next, now, missed, grace, want_run, want_next)) in cases.iter().enumerate() {
             let r = row(Some("x"), None, *next, *missed, *grace);

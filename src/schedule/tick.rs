@@ -16,6 +16,7 @@ use crate::store::{
 };
 use butler_channel::{Actor, ConversationKind, ConversationRef, EventBody, EventId, Identity, InboundEvent, Ingress};
 use croner::Cron;
+use futures::StreamExt;
 use serde_json::json;
 use std::collections::HashMap;
 
@@ -23,6 +24,8 @@ use std::collections::HashMap;
 const BATCH: usize = 512;
 /// A tick stops after this many full batches (the next tick goes on).
 const MAX_BATCHES: usize = 64;
+/// Due jobs claimed at once.
+const CONCURRENCY: usize = 8;
 /// A run claimed this long ago without an inbox row was lost by a dying process.
 pub const RECOVER_AFTER_MS: i64 = 30_000;
 
@@ -52,8 +55,18 @@ struct Caches {
     kinds: HashMap<String, ConversationKind>,
 }
 
+/// What became of one due job.
+enum Outcome {
+    Fired,
+    Skipped,
+    Lost,
+    Nothing,
+}
+
 impl Schedules {
-    /// Fires every job due at `now_ms`. Errors of single jobs are logged and leave them due.
+    /// Fires every job due at `now_ms`: reads them in batches (earliest first) and claims up to
+    /// [`CONCURRENCY`] at once, so that commits of several claims share the database's flush.
+    /// Errors of single jobs are logged and leave them due for the next tick.
     pub async fn tick(&self, ingress: &dyn Ingress, now_ms: i64) -> Result<TickReport, StoreError> {
         let mut report = TickReport::default();
         let mut caches = Caches::default();
@@ -61,9 +74,27 @@ impl Schedules {
             let due = self.store.schedules_list(&ScheduleFilter::Due { now_ms, limit: BATCH }).await?;
             let (n, before) = (due.len(), report.fired + report.skipped + report.lost);
             report.due += n;
-            for row in due {
-                if let Err(e) = self.fire_due(&row, now_ms, ingress, &mut caches, &mut report).await {
-                    tracing::warn!(schedule = row.id, error = %e, "could not fire a due job; trying again next tick");
+            for row in &due {
+                if let Some(expr) = &row.cron {
+                    caches.crons.entry(expr.clone()).or_insert_with(|| parse_cron(expr).ok());
+                }
+                self.target_kind(&row.target, &mut caches).await?;
+            }
+            let caches = &caches;
+            let mut outcomes = futures::stream::iter(due)
+                .map(|row| async move {
+                    self.fire_due(&row, now_ms, ingress, caches).await.unwrap_or_else(|e| {
+                        tracing::warn!(schedule = row.id, error = %e, "could not fire a due job; trying again next tick");
+                        Outcome::Nothing
+                    })
+                })
+                .buffer_unordered(CONCURRENCY);
+            while let Some(outcome) = outcomes.next().await {
+                match outcome {
+                    Outcome::Fired => report.fired += 1,
+                    Outcome::Skipped => report.skipped += 1,
+                    Outcome::Lost => report.lost += 1,
+                    Outcome::Nothing => {}
                 }
             }
             if n < BATCH || report.fired + report.skipped + report.lost == before {
@@ -80,42 +111,30 @@ impl Schedules {
         row: &ScheduleRow,
         now_ms: i64,
         ingress: &dyn Ingress,
-        caches: &mut Caches,
-        report: &mut TickReport,
-    ) -> Result<(), StoreError> {
-        let Some(due) = row.next_fire_ms else { return Ok(()) };
-        let cron = match &row.cron {
-            Some(expr) => caches.crons.entry(expr.clone()).or_insert_with(|| parse_cron(expr).ok()).clone(),
-            None => None,
-        };
-        let (tz, broken) = match (parse_tz(&row.tz), row.cron.is_some() && cron.is_none()) {
-            (Ok(tz), false) => (tz, false),
-            (Ok(tz), true) => (tz, true),
-            (Err(_), _) => (chrono_tz::UTC, true),
-        };
-        if broken {
+        caches: &Caches,
+    ) -> Result<Outcome, StoreError> {
+        let Some(due) = row.next_fire_ms else { return Ok(Outcome::Nothing) };
+        let cron = row.cron.as_ref().and_then(|expr| caches.crons.get(expr).cloned().flatten());
+        let tz = parse_tz(&row.tz).ok().filter(|_| row.cron.is_none() || cron.is_some());
+        let Some(tz) = tz else {
             // Stored jobs are checked when written; one that no longer parses can never fire.
             tracing::error!(schedule = row.id, cron = ?row.cron, tz = %row.tz, "job cannot be computed; disabling it");
             self.store.schedule_set(row.id, &ScheduleChange::Advance { from: due, to: None }).await?;
-            return Ok(());
-        }
-        let Some(plan) = plan(row, cron.as_ref(), tz, now_ms) else { return Ok(()) };
-        let Some((fire_at, kind)) = plan.run else {
-            let moved = self.store.schedule_set(row.id, &ScheduleChange::Advance { from: due, to: plan.next }).await?;
-            if moved {
-                report.skipped += 1;
-                tracing::info!(schedule = row.id, name = %row.name, missed = %rfc3339(due, tz), "missed fire time skipped");
-            } else {
-                report.lost += 1;
-            }
-            return Ok(());
+            return Ok(Outcome::Nothing);
         };
-        let conv_kind = self.target_kind(&row.target, caches).await?;
-        match self.claim(row, fire_at, kind, Some((due, plan.next)), conv_kind, ingress).await? {
-            Some(_) => report.fired += 1,
-            None => report.lost += 1,
-        }
-        Ok(())
+        let Some(plan) = plan(row, cron.as_ref(), tz, now_ms) else { return Ok(Outcome::Nothing) };
+        let Some((fire_at, kind)) = plan.run else {
+            if !self.store.schedule_set(row.id, &ScheduleChange::Advance { from: due, to: plan.next }).await? {
+                return Ok(Outcome::Lost);
+            }
+            tracing::info!(schedule = row.id, name = %row.name, missed = %rfc3339(due, tz), "missed fire time skipped");
+            return Ok(Outcome::Skipped);
+        };
+        let conv_kind = caches.kinds.get(&row.target).copied().unwrap_or(ConversationKind::Direct);
+        Ok(match self.claim(row, fire_at, kind, Some((due, plan.next)), conv_kind, ingress).await? {
+            Some(_) => Outcome::Fired,
+            None => Outcome::Lost,
+        })
     }
 
     /// Claims (job, `fire_at`) and, if this process won, queues its event. A failed hand-over
@@ -215,7 +234,8 @@ pub fn event_for(row: &ScheduleRow, fire_at: i64, kind: RunKind, conv_kind: Conv
         text.push_str(HEARTBEAT_NOTE);
     }
     let owner = row.owner.parse::<Identity>().unwrap_or_else(|_| Identity::new("cli", "local"));
-    let conversation = row.target.parse::<ConversationRef>().unwrap_or_else(|_| ConversationRef::new("web", "schedules"));
+    let conversation =
+        row.target.parse::<ConversationRef>().unwrap_or_else(|_| ConversationRef::new("web", "schedules"));
     InboundEvent {
         id: EventId(format!("{SOURCE}:{}:{fire_at}", row.id)),
         actor: Actor::new(owner),

@@ -4,9 +4,9 @@
 use super::{lock, Job, JobKind, Running, Sessions};
 use crate::agent::{system_prompt, SessionState, Start, TurnError, TurnInput, TurnOutcome};
 use crate::config::HookEvent;
+use crate::memory::ArchiveJob;
 use crate::metrics::METRICS;
 use crate::outbox::Streamer;
-use crate::memory::ArchiveJob;
 use crate::store::{InboxStatus, MemoryScope, NewOutbox, NewSession, StoreError, TurnCommit};
 use butler_channel::{Button, ButtonStyle, Outbound};
 use std::sync::{Arc, Mutex};
@@ -125,13 +125,13 @@ impl Actor {
             conversation: event.conversation.to_string(),
             text: String::new(),
             buttons: vec![],
-            reply_to: event.message_id.clone(),
+            reply_to: event.quote_target(),
         };
         let buttons = deps.channels.get(event.channel()).is_some_and(|ch| ch.caps().buttons);
         // Heartbeats stream nothing: they may end up saying nothing at all.
         let mut streamer = deps.channels.get(event.channel()).filter(|_| !job.quiet).map(|ch| {
             let mut base = Outbound::text(event.conversation.clone(), "");
-            base.reply_to = event.message_id.clone();
+            base.reply_to = event.quote_target();
             if ch.caps().buttons {
                 base.buttons = vec![Button::new("Stop", format!("stop:{turn_id}"), ButtonStyle::Danger)];
             }
@@ -233,7 +233,7 @@ impl Actor {
                 conversation: job.event.conversation.to_string(),
                 text: "🆕 Started a new conversation. Earlier messages are kept in the history but no longer sent to the model.".into(),
                 buttons: vec![],
-                reply_to: job.event.message_id.clone(),
+                reply_to: job.event.quote_target(),
             }),
             usage: None,
             approvals: vec![],

@@ -616,7 +616,10 @@ pub enum ScheduleFilter {
     All,
     /// Active jobs (not paused, still firing) with `next_fire_ms <= now_ms`, earliest first;
     /// `now_ms = i64::MAX` lists the next ones to fire.
-    Due { now_ms: i64, limit: usize },
+    Due {
+        now_ms: i64,
+        limit: usize,
+    },
 }
 
 /// A change to one job.
@@ -627,7 +630,10 @@ pub enum ScheduleChange {
     /// Deletes the job and its runs.
     Remove,
     /// Compare-and-swap of `next_fire_ms` from `from` to `to` (`None`: done).
-    Advance { from: i64, to: Option<i64> },
+    Advance {
+        from: i64,
+        to: Option<i64>,
+    },
 }
 
 /// Why a run happened.

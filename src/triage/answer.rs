@@ -91,7 +91,9 @@ impl Triage {
             }
         };
         Ok(match cmd {
-            MemoryCommand::List => list(self.store.memory_list(&owner, 20).await?, "I don't remember anything about you here yet."),
+            MemoryCommand::List => {
+                list(self.store.memory_list(&owner, 20).await?, "I don't remember anything about you here yet.")
+            }
             MemoryCommand::Search(q) => list(self.store.memory_search(&owner, &q, 10).await?, "No memories match."),
             MemoryCommand::Forget(id) if self.store.memory_forget(&owner, id).await? => format!("Forgot memory {id}."),
             MemoryCommand::Forget(id) => format!("There is no memory {id} of yours here."),

@@ -65,7 +65,11 @@ async fn approvals_are_buttons_clicks_are_acknowledged_at_once_and_edited_to_the
             f.bot_messages(GENERAL).into_iter().find(|m| m.buttons().iter().any(|b| b.starts_with("ap:")))
         })
         .await;
-    assert!(request.content.contains("Approval needed") && request.content.contains("touch `lamp`"), "{}", request.content);
+    assert!(
+        request.content.contains("Approval needed") && request.content.contains("touch `lamp`"),
+        "{}",
+        request.content
+    );
     let row = &request.components[0];
     assert_eq!(row["type"], 1, "an action row");
     let styles: Vec<(String, i64)> = row["components"]

@@ -52,10 +52,14 @@ async fn long_replies_are_rendered_and_chunked_without_splitting_code() {
     assert_eq!(msgs[0].reply_to.as_deref(), question["id"].as_str(), "the first chunk answers the question");
     assert!(msgs[1..].iter().all(|m| m.reply_to.is_none()));
     // Every send carried a distinct nonce with enforce_nonce.
-    let creates: Vec<_> = rig.discord.calls().into_iter().filter(|c| c.method == "POST" && c.path.ends_with("/messages")).collect();
-    let nonces: std::collections::HashSet<_> = creates.iter().map(|c| c.body["nonce"].as_str().unwrap().to_string()).collect();
+    let creates: Vec<_> =
+        rig.discord.calls().into_iter().filter(|c| c.method == "POST" && c.path.ends_with("/messages")).collect();
+    let nonces: std::collections::HashSet<_> =
+        creates.iter().map(|c| c.body["nonce"].as_str().unwrap().to_string()).collect();
     assert_eq!(nonces.len(), creates.len());
-    assert!(creates.iter().all(|c| c.body["enforce_nonce"] == true && c.body["allowed_mentions"]["parse"] == serde_json::json!([])));
+    assert!(creates
+        .iter()
+        .all(|c| c.body["enforce_nonce"] == true && c.body["allowed_mentions"]["parse"] == serde_json::json!([])));
     rig.stop().await;
 }
 
@@ -64,7 +68,12 @@ async fn typing_then_streaming_edits_at_most_once_a_second_and_the_final_text() 
     let rig = Rig::start().await;
     let words: Vec<String> = (0..24).map(|i| format!("word{i} ")).collect();
     let full: String = words.concat();
-    rig.llm.on("stream", Reply::chunks(words.clone()).first_byte_delay(Duration::from_millis(600)).chunk_delay(Duration::from_millis(180)));
+    rig.llm.on(
+        "stream",
+        Reply::chunks(words.clone())
+            .first_byte_delay(Duration::from_millis(600))
+            .chunk_delay(Duration::from_millis(180)),
+    );
     // One edit while streaming is refused with a 429: waited out, nothing lost.
     rig.discord.rate_limit("PATCH", "/messages/", 0.8);
     rig.dm(&alice(), "stream please");

@@ -61,3 +61,28 @@ fn discord_config_is_validated() {
     let missing = parse_str("[channels.discord]\napi_url = \"https://discord.com\"\n", "test", &Env::default());
     assert!(missing.unwrap_err().to_string().contains("token"));
 }
+
+/// The README's setup matches what the code needs: the privileged intent, the invite URL's
+/// scopes and permissions, the interactions endpoint.
+#[test]
+fn readme_explains_the_application_setup() {
+    let readme = include_str!("../../README.md");
+    let section = &readme[readme.find("## Discord").expect("a Discord section")..];
+    let section = &section[..section[3..].find("\n## ").map_or(section.len(), |i| i + 3)];
+    let section = section.split_whitespace().collect::<Vec<_>>().join(" ");
+    let permissions = butler_discord::INVITE_PERMISSIONS;
+    // View Channels, Send Messages, Send Messages in Threads, Read Message History.
+    assert_eq!(permissions, (1 << 10) | (1 << 11) | (1 << 38) | (1 << 16));
+    for needed in [
+        "Message Content Intent".to_string(),
+        format!("({})", butler_discord::intents().bits()),
+        "scope=bot+applications.commands".to_string(),
+        format!("permissions={permissions}"),
+        "View Channels, Send Messages, Send Messages in Threads and Read Message History".to_string(),
+        "/channels/discord/interactions".to_string(),
+        "Interactions Endpoint URL".to_string(),
+        "butler doctor".to_string(),
+    ] {
+        assert!(section.contains(&needed), "the README's Discord section does not mention {needed:?}");
+    }
+}

@@ -104,7 +104,8 @@ async fn the_endpoint_verifies_answers_ping_and_acknowledges_clicks() {
     let flipped = hex::encode(flipped);
     let by_other_key = sign(&theirs, ts, &click);
     let tampered = String::from_utf8(click.clone()).unwrap().replace("old:button", "new:button").into_bytes();
-    let cases: Vec<(&str, Vec<(&str, &str)>, &[u8])> = vec![
+    type Case<'a> = (&'a str, Vec<(&'a str, &'a str)>, &'a [u8]);
+    let cases: Vec<Case> = vec![
         ("a wrong signature", vec![("x-signature-ed25519", &flipped), ("x-signature-timestamp", ts)], &click),
         ("the wrong key", vec![("x-signature-ed25519", &by_other_key), ("x-signature-timestamp", ts)], &click),
         ("a tampered body", vec![("x-signature-ed25519", &good), ("x-signature-timestamp", ts)], &tampered),
@@ -124,7 +125,8 @@ async fn the_endpoint_verifies_answers_ping_and_acknowledges_clicks() {
     assert_eq!(inbox_count(app).await, before, "nothing stored");
 
     // Commands and autocomplete (Butler registers none) get a private note / no choices.
-    let command = bodies["applicationCommandRequestBody"]["raw_body_as_sent_by_test"].as_str().unwrap().as_bytes().to_vec();
+    let command =
+        bodies["applicationCommandRequestBody"]["raw_body_as_sent_by_test"].as_str().unwrap().as_bytes().to_vec();
     let (status, note) = signed(app, &ours, &command).await;
     assert_eq!((status, note["type"].clone(), note["data"]["flags"].clone()), (200, json!(4), json!(64)));
     let auto = bodies["autocompleteRequestBody"]["raw_body_as_sent_by_test"].as_str().unwrap().as_bytes().to_vec();
@@ -165,7 +167,8 @@ fn click_body(id: &str, token: &str) -> Vec<u8> {
     d["application_id"] = json!(APP_ID);
     d["channel_id"] = json!(GENERAL);
     d["guild_id"] = json!(crate::support::fake_discord::GUILD_ID);
-    d["member"] = json!({"user": {"id": ALICE, "username": "alice", "global_name": "alice"}, "roles": [], "nick": null});
+    d["member"] =
+        json!({"user": {"id": ALICE, "username": "alice", "global_name": "alice"}, "roles": [], "nick": null});
     d["message"] = json!({"id": "1100000000000000009", "channel_id": GENERAL});
     d["data"] = json!({"custom_id": "old:button", "component_type": 2});
     serde_json::to_vec(&d).unwrap()

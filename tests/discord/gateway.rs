@@ -107,6 +107,31 @@ async fn dms_mentions_replies_and_threads() {
     rig.stop().await;
 }
 
+#[tokio::test]
+async fn threads_are_known_from_channel_type_and_from_butlers_own_messages() {
+    let rig = Rig::start().await;
+    // A thread Discord names only through MESSAGE_CREATE's `channel_type` (11, public thread).
+    let t2 = "3000000000000000004";
+    rig.say(t2, &alice(), "first in t2", |m| m.mentioning_bot().channel_type(11));
+    answers(&rig, t2, 1).await;
+    rig.say(t2, &bob(), "second in t2", |m| m.channel_type(11));
+    assert!(answers(&rig, t2, 2).await[1].contains("second in t2"));
+
+    // A thread started from one of Butler's messages (its id is that message's id).
+    rig.say(GENERAL, &alice(), "start here", |m| m.mentioning_bot());
+    let root = rig.discord.wait_messages(GENERAL, 1).await[0].id.clone();
+    rig.discord.dispatch("THREAD_CREATE", thread(&root, GENERAL));
+    rig.say(&root, &bob(), "following up in the thread", |m| m);
+    assert!(answers(&rig, &root, 1).await[0].contains("following up in the thread"));
+
+    // A thread Butler never spoke in stays quiet without a mention.
+    let t3 = "3000000000000000005";
+    rig.discord.dispatch("THREAD_CREATE", thread(t3, GENERAL));
+    rig.say(t3, &alice(), "nothing for Butler", |m| m.channel_type(11));
+    rig.discord.assert_quiet(t3, 0).await;
+    rig.stop().await;
+}
+
 /// Butler's answers in the DM, waiting until exactly `words` each appear once.
 async fn each_answered_once(rig: &Rig, words: &[&str]) {
     let msgs = rig.discord.wait_messages(DM, words.len()).await;

@@ -5,7 +5,9 @@
 //! `approvals` (buttons, deferred acknowledgement, ephemeral refusals, the edited outcome),
 //! `endpoint` (the signed HTTP interactions endpoint, RFC 8032 vectors, PING/PONG),
 //! `delivery` (rendering, 2,000-character chunks, typing, streaming edits, 429s),
-//! `doctor` (`butler doctor` with users/@me, config validation).
+//! `doctor` (`butler doctor` with users/@me, config validation), and `durable` (the adapter on
+//! its own with a failing inbox: nothing counts as processed, or is acknowledged, before it is
+//! stored).
 
 #[path = "../support/mod.rs"]
 mod support;
@@ -13,6 +15,7 @@ mod support;
 mod approvals;
 mod delivery;
 mod doctor;
+mod durable;
 mod endpoint;
 mod gateway;
 

@@ -39,7 +39,11 @@ async fn long_sessions_are_checkpointed_and_the_transcript_is_kept() {
     assert!(summaries >= 1, "a checkpoint was made");
     let last_turn = reqs.iter().rev().find(|r| !r.last_user_text().contains(SUMMARIZER)).unwrap();
     let users = user_texts(last_turn);
-    assert!(users[0].starts_with("[Summary of the earlier conversation]\nSUMMARY:"), "{:?}", &users[0][..60.min(users[0].len())]);
+    assert!(
+        users[0].starts_with("[Summary of the earlier conversation]\nSUMMARY:"),
+        "{:?}",
+        &users[0][..60.min(users[0].len())]
+    );
     assert!(!users.iter().any(|u| u.starts_with("note 0:")), "old messages are replaced by the summary");
 
     // Nothing was deleted.
@@ -74,7 +78,11 @@ async fn old_tool_results_are_cleared_before_anything_else() {
     // A turn with a big tool result (recall of many memories), then short turns.
     let me = butler::store::MemoryScope::personal("local");
     for i in 0..40 {
-        app.app.store.memory_add(&me, &format!("fact number {i} about the garden and its many plants"), None).await.unwrap();
+        app.app
+            .store
+            .memory_add(&me, &format!("fact number {i} about the garden and its many plants"), None)
+            .await
+            .unwrap();
     }
     llm.on("garden", Reply::tool_call("recall", serde_json::json!({"query": "garden", "limit": 40})));
     llm.on("garden", Reply::text("Lots of garden facts."));

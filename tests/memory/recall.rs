@@ -14,7 +14,11 @@ async fn relevant_memories_join_the_message_not_the_system_prompt() {
     let app = TestApp::start(cfg, Some(dir)).await;
     let me = MemoryScope::personal("local");
     let cat = app.app.store.memory_add(&me, "The user's cat is called Tom", None).await.unwrap();
-    app.app.store.memory_add(&me, "The user's cat likes tuna and sleeps on the sofa all afternoon", None).await.unwrap();
+    app.app
+        .store
+        .memory_add(&me, "The user's cat likes tuna and sleeps on the sofa all afternoon", None)
+        .await
+        .unwrap();
     app.app.store.memory_add(&me, "The user works at a bakery", None).await.unwrap();
 
     app.post("r", "local", "hello there").await;
@@ -60,7 +64,8 @@ async fn recall_can_be_switched_off_and_memory_commands_work() {
         ("/memory search tea", "No memories match."),
         ("/memory forget 9999", "There is no memory 9999"),
     ] {
-        let n = crate::support::app::TestApp::messages(&app, "m").await.iter().filter(|m| m["role"] == "assistant").count();
+        let n =
+            crate::support::app::TestApp::messages(&app, "m").await.iter().filter(|m| m["role"] == "assistant").count();
         app.post("m", "local", cmd).await;
         let texts = replies(&app, "m", n + 1).await;
         assert!(texts.last().unwrap().contains(want), "{cmd}: {:?}", texts.last());

@@ -185,7 +185,8 @@ async fn memory_export_and_import_round_trip() {
     assert!(out.status.success(), "{}", text(&out).1);
     let exported: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(exported["user"], "u-alice");
-    let texts: Vec<&str> = exported["memories"].as_array().unwrap().iter().map(|m| m["text"].as_str().unwrap()).collect();
+    let texts: Vec<&str> =
+        exported["memories"].as_array().unwrap().iter().map(|m| m["text"].as_str().unwrap()).collect();
     assert_eq!(texts, ["Likes green tea", "Lives in Porto"]);
 
     let file = dep.dir.path().join("alice.json");

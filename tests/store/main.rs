@@ -16,6 +16,7 @@ mod fixtures;
 mod inbox;
 mod memory;
 mod outbox;
+mod schedules;
 mod sessions;
 mod turn;
 mod users;
@@ -122,4 +123,9 @@ contract! {
     approvals_due_by_expiry_inclusive => crate::approvals::due_order_and_edge,
     approvals_pending_per_session_oldest_first => crate::approvals::pending_per_session,
     approval_granted_only_for_session_scope => crate::approvals::granted_only_for_session_scope,
+    schedule_put_creates_then_updates_in_place => crate::schedules::put_creates_then_updates_in_place,
+    schedules_list_filters_and_due_order => crate::schedules::list_filters_and_due_order,
+    schedule_set_pause_remove_and_advance => crate::schedules::set_pause_remove_and_advance,
+    schedule_claim_wins_once_under_races => crate::schedules::claim_wins_once_under_races,
+    schedule_runs_read_their_delivery => crate::schedules::runs_read_their_delivery,
 }

@@ -162,7 +162,11 @@ pub async fn usage_kinds_context_and_summaries(store: Arc<dyn Store>) {
         u.context_tokens = 1234;
     }
     store.finish_event(&commit).await.unwrap();
-    let extra = UsageRecord { kind: "archivist".into(), event_id: "e1:archivist".into(), ..usage("alice", "x", (100, 10), 0.5) };
+    let extra = UsageRecord {
+        kind: "archivist".into(),
+        event_id: "e1:archivist".into(),
+        ..usage("alice", "x", (100, 10), 0.5)
+    };
     store.usage_add(&extra).await.unwrap();
     let totals = store.usage_since("alice", 0).await.unwrap();
     assert_eq!(totals.turns, 1, "the archivist is not a turn");

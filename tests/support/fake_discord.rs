@@ -260,7 +260,8 @@ impl FakeDiscord {
                 return v;
             }
             if Instant::now() > deadline {
-                let calls: Vec<String> = self.calls().iter().map(|c| format!("{} {} {}", c.method, c.path, c.status)).collect();
+                let calls: Vec<String> =
+                    self.calls().iter().map(|c| format!("{} {} {}", c.method, c.path, c.status)).collect();
                 panic!("{what} never happened; calls: {calls:#?}; gateway: {:?}", self.gateway_log());
             }
             tokio::time::sleep(Duration::from_millis(20)).await;

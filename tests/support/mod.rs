@@ -6,4 +6,6 @@ pub mod db;
 pub mod fake_channel;
 pub mod fake_discord;
 pub mod fake_llm;
+pub mod fake_slack;
+pub mod fake_telegram;
 pub mod proc;

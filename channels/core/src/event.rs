@@ -213,6 +213,15 @@ impl InboundEvent {
             EventBody::Action { .. } => None,
         }
     }
+
+    /// The message a reply to this event should quote: the triggering message in a group, so
+    /// readers see what is being answered; nothing in a direct chat, where a quote is noise.
+    pub fn quote_target(&self) -> Option<String> {
+        match self.kind {
+            ConversationKind::Group => self.message_id.clone(),
+            ConversationKind::Direct => None,
+        }
+    }
 }
 
 #[cfg(test)]
@@ -247,5 +256,24 @@ mod tests {
         let j = serde_json::to_string(&s).unwrap();
         assert_eq!(j, "\"slack:C024BE91L/1355517523.000005\"");
         assert_eq!(serde_json::from_str::<ConversationRef>(&j).unwrap(), s);
+    }
+
+    #[test]
+    fn replies_quote_the_message_only_in_groups() {
+        let cases = [(ConversationKind::Group, Some("m1")), (ConversationKind::Direct, None)];
+        for (kind, want) in cases {
+            let event = InboundEvent {
+                id: EventId("telegram:1".into()),
+                actor: Actor { identity: "telegram:7".parse().unwrap(), display_name: None, is_bot: false },
+                conversation: "telegram:-100".parse().unwrap(),
+                kind,
+                addressed: true,
+                reply_to: None,
+                message_id: Some("m1".into()),
+                body: EventBody::Message { text: "hi".into() },
+                at_ms: 0,
+            };
+            assert_eq!(event.quote_target().as_deref(), want, "{kind:?}");
+        }
     }
 }

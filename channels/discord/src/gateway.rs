@@ -91,8 +91,14 @@ struct Conn {
 enum End {
     Cancelled,
     /// Connect again; `resume` keeps the session, `wait` is the least pause first.
-    Reconnect { resume: bool, wait: Duration },
+    Reconnect {
+        resume: bool,
+        wait: Duration,
+    },
 }
+
+/// How long a connection must last to count as stable (see the backoff in [`run`]).
+const STABLE: Duration = Duration::from_secs(10);
 
 fn again() -> End {
     End::Reconnect { resume: true, wait: Duration::ZERO }
@@ -119,9 +125,13 @@ pub(crate) async fn run(inner: &Inner, ingress: &dyn Ingress, cancel: &Cancellat
     let mut conn = Conn::default();
     let mut failures = 0u32;
     loop {
+        let started = Instant::now();
         let url = match &conn.session {
             Some((_, resume_url)) => Ok(resume_url.clone()),
-            None => inner.rest.json::<Gateway>(LightMethod::Get, Route::Gateway, None::<&()>).await.map(|g| g.url),
+            None => tokio::select! {
+                r = inner.rest.json::<Gateway>(LightMethod::Get, Route::Gateway, None::<&()>) => r.map(|g| g.url),
+                _ = cancel.cancelled() => return Ok(()),
+            },
         };
         let end = match url {
             Ok(url) => connection(inner, ingress, cancel, &url, &mut conn).await?,
@@ -136,7 +146,9 @@ pub(crate) async fn run(inner: &Inner, ingress: &dyn Ingress, cancel: &Cancellat
             conn.session = None;
             conn.seq = None;
         }
-        if conn.healthy {
+        // A connection that got going and lasted resets the backoff; quick drops keep backing
+        // off, so a gateway that fails right after Ready is not hammered with Identifies.
+        if conn.healthy && started.elapsed() >= STABLE {
             failures = 0;
         }
         let pause = wait.max(backoff(failures));
@@ -264,7 +276,9 @@ async fn connection(
                 }
             }
             1 => {
-                if !send(&mut ws, json!({"op": 1, "d": conn.seq})).await {
+                // Discord asks for a heartbeat now.
+                let sent = send(&mut ws, json!({"op": 1, "d": conn.seq})).await;
+                if !sent {
                     return Ok(again());
                 }
             }
@@ -302,7 +316,13 @@ fn closed(close: Option<CloseFrame<'_>>) -> Result<End, ChannelError> {
 }
 
 /// Handles one dispatch; `Err` when its event could not be made durable.
-async fn dispatch(inner: &Inner, ingress: &dyn Ingress, conn: &mut Conn, kind: &str, d: Value) -> Result<(), NotDurable> {
+async fn dispatch(
+    inner: &Inner,
+    ingress: &dyn Ingress,
+    conn: &mut Conn,
+    kind: &str,
+    d: Value,
+) -> Result<(), NotDurable> {
     match kind {
         "READY" => match serde_json::from_value::<Ready>(d) {
             Ok(ready) => {

@@ -70,7 +70,11 @@ fn text_of(msg: &Message, me: &Me) -> String {
     let mut text = msg.content.clone();
     for user in &msg.mentions {
         let id = user.id.get();
-        let name = if id == me.user_id { String::new() } else { format!("@{}", user.global_name.as_ref().unwrap_or(&user.name)) };
+        let name = if id == me.user_id {
+            String::new()
+        } else {
+            format!("@{}", user.global_name.as_ref().unwrap_or(&user.name))
+        };
         text = text.replace(&format!("<@{id}>"), &name).replace(&format!("<@!{id}>"), &name);
     }
     let mut text = text.trim().to_string();
@@ -215,12 +219,20 @@ mod tests {
         let mut threads = Memory::default();
         threads.thread(290926798999357250);
         threads.spoke(290926798999357250);
-        let cases: Vec<(&str, Message, &Memory, Option<(bool, ConversationKind, &str)>)> = vec![
+        type Case<'a> = (&'a str, Message, &'a Memory, Option<(bool, ConversationKind, &'a str)>);
+        let cases: Vec<Case> = vec![
             ("a DM", msg(json!({})), &none, Some((true, ConversationKind::Direct, "Supa Hot"))),
-            ("a guild message", msg(json!({"guild_id": "1"})), &none, Some((false, ConversationKind::Group, "Supa Hot"))),
+            (
+                "a guild message",
+                msg(json!({"guild_id": "1"})),
+                &none,
+                Some((false, ConversationKind::Group, "Supa Hot")),
+            ),
             (
                 "a mention",
-                msg(json!({"guild_id": "1", "content": "<@900> hi <@!53908099506183680>", "mentions": [bot, {"id": "53908099506183680", "username": "Mason"}]})),
+                msg(
+                    json!({"guild_id": "1", "content": "<@900> hi <@!53908099506183680>", "mentions": [bot, {"id": "53908099506183680", "username": "Mason"}]}),
+                ),
                 &none,
                 Some((true, ConversationKind::Group, "hi @Mason")),
             ),
@@ -232,12 +244,19 @@ mod tests {
             ),
             (
                 "a reply to Butler",
-                msg(json!({"guild_id": "1", "type": 19, "message_reference": {"message_id": "5", "channel_id": "290926798999357250"},
-                    "referenced_message": msg(json!({"id": "5", "author": bot, "content": "earlier"}))})),
+                msg(
+                    json!({"guild_id": "1", "type": 19, "message_reference": {"message_id": "5", "channel_id": "290926798999357250"},
+                    "referenced_message": msg(json!({"id": "5", "author": bot, "content": "earlier"}))}),
+                ),
                 &none,
                 Some((true, ConversationKind::Group, "Supa Hot")),
             ),
-            ("in a thread Butler is part of", msg(json!({"guild_id": "1"})), &threads, Some((true, ConversationKind::Group, "Supa Hot"))),
+            (
+                "in a thread Butler is part of",
+                msg(json!({"guild_id": "1"})),
+                &threads,
+                Some((true, ConversationKind::Group, "Supa Hot")),
+            ),
             ("Butler's own message", msg(json!({"author": bot})), &none, None),
             ("a system message", msg(json!({"type": 7})), &none, None),
             ("nothing to read", msg(json!({"content": ""})), &none, None),
@@ -270,7 +289,11 @@ mod tests {
         assert_eq!(e.kind, ConversationKind::Group);
         assert_eq!(
             e.body,
-            EventBody::Action { action: "ap:abc:once".into(), message: Some("99".into()), interaction: Some("42:tok".into()) }
+            EventBody::Action {
+                action: "ap:abc:once".into(),
+                message: Some("99".into()),
+                interaction: Some("42:tok".into())
+            }
         );
         assert_eq!(split_handle("42:tok.with:colon"), Some(("42", "tok.with:colon")));
         // The fixture's bare component body names no channel or user: not an event.

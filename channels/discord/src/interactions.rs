@@ -29,7 +29,8 @@ pub const PATH: &str = "/channels/discord/interactions";
 /// An application's public key from its hex form (64 hex characters).
 pub fn public_key(hex_key: &str) -> Result<VerifyingKey, String> {
     let bytes = hex::decode(hex_key.trim()).map_err(|_| "the public key is not hex".to_string())?;
-    let bytes: [u8; 32] = bytes.try_into().map_err(|_| "the public key must be 32 bytes (64 hex characters)".to_string())?;
+    let bytes: [u8; 32] =
+        bytes.try_into().map_err(|_| "the public key must be 32 bytes (64 hex characters)".to_string())?;
     VerifyingKey::from_bytes(&bytes).map_err(|_| "the public key is not a valid Ed25519 key".to_string())
 }
 
@@ -98,7 +99,11 @@ async fn handle(State(ep): State<Endpoint>, headers: HeaderMap, body: Bytes) -> 
                 Err(IngressError::Invalid(why)) => error(StatusCode::BAD_REQUEST, "invalid_request", why),
                 Err(IngressError::Unavailable(why)) => {
                     tracing::warn!(%why, "a Discord click could not be stored");
-                    error(StatusCode::SERVICE_UNAVAILABLE, "unavailable", "Butler cannot store this right now; try again")
+                    error(
+                        StatusCode::SERVICE_UNAVAILABLE,
+                        "unavailable",
+                        "Butler cannot store this right now; try again",
+                    )
                 }
             }
         }

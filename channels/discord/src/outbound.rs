@@ -118,7 +118,8 @@ impl Inner {
         }
         let channel_id = channel_of(&msg.conversation)?;
         let body = create_body(msg, channel_id);
-        let sent: Message = self.rest.json(LightMethod::Post, Route::ChannelMessages { channel_id }, Some(&body)).await?;
+        let sent: Message =
+            self.rest.json(LightMethod::Post, Route::ChannelMessages { channel_id }, Some(&body)).await?;
         {
             let mut memory = lock(&self.memory);
             memory.spoke(channel_id.get());
@@ -150,7 +151,11 @@ impl Inner {
         self.pacer.wait(&target.id).await;
         let result = self
             .rest
-            .json::<Message>(LightMethod::Patch, Route::ChannelMessage { channel_id, message_id }, Some(&edit_body(msg)))
+            .json::<Message>(
+                LightMethod::Patch,
+                Route::ChannelMessage { channel_id, message_id },
+                Some(&edit_body(msg)),
+            )
             .await;
         self.pacer.mark(&target.id);
         result.map(|_| ())
@@ -219,7 +224,12 @@ mod tests {
             .unwrap()
             .iter()
             .map(|b| {
-                (b["type"].as_i64().unwrap(), b["style"].as_i64().unwrap(), b["custom_id"].as_str().unwrap(), b["label"].as_str().unwrap())
+                (
+                    b["type"].as_i64().unwrap(),
+                    b["style"].as_i64().unwrap(),
+                    b["custom_id"].as_str().unwrap(),
+                    b["label"].as_str().unwrap(),
+                )
             })
             .collect();
         assert_eq!(
@@ -237,9 +247,11 @@ mod tests {
 
     #[test]
     fn more_than_five_buttons_make_more_rows() {
-        let buttons: Vec<Button> = (0..12).map(|i| Button::new(format!("b{i}"), format!("a{i}"), ButtonStyle::Default)).collect();
+        let buttons: Vec<Button> =
+            (0..12).map(|i| Button::new(format!("b{i}"), format!("a{i}"), ButtonStyle::Default)).collect();
         let rows = serde_json::to_value(rows(&buttons)).unwrap();
-        let sizes: Vec<usize> = rows.as_array().unwrap().iter().map(|r| r["components"].as_array().unwrap().len()).collect();
+        let sizes: Vec<usize> =
+            rows.as_array().unwrap().iter().map(|r| r["components"].as_array().unwrap().len()).collect();
         assert_eq!(sizes, vec![5, 5, 2]);
     }
 

@@ -12,10 +12,12 @@
 /// Discord's limit for a message's content, in characters.
 pub const MAX_LEN: usize = 2000;
 
-/// Renders one chunk (at most [`MAX_LEN`] characters in) for Discord.
+/// Renders one chunk (at most [`MAX_LEN`] UTF-16 units in) for Discord; the result is never
+/// longer than [`MAX_LEN`] either.
 pub fn render(markdown: &str) -> String {
     let wrapped = render_with(markdown, true);
-    if wrapped.chars().count() <= MAX_LEN {
+    // Measured in UTF-16 units, as the deliverer measures chunks: never fewer than characters.
+    if wrapped.encode_utf16().count() <= MAX_LEN {
         return wrapped;
     }
     render_with(markdown, false)
@@ -64,8 +66,8 @@ fn render_with(markdown: &str, wrap_tables: bool) -> String {
     while i < lines.len() {
         let line = lines[i];
         if let Some((marker, run, tilde)) = code {
-            let closes = fence(line).is_some_and(|(c, r)| c == marker && r >= run)
-                && line.trim().chars().all(|x| x == marker);
+            let closes =
+                fence(line).is_some_and(|(c, r)| c == marker && r >= run) && line.trim().chars().all(|x| x == marker);
             if closes {
                 code = None;
                 out.push(if tilde { line.replacen(&"~".repeat(run), "```", 1) } else { line.to_string() });
@@ -214,7 +216,8 @@ fn strong_underscores(text: &str) -> String {
         let mut j = i + 3;
         let mut closed = None;
         while j + 1 < n {
-            if chars[j] == '_' && chars[j + 1] == '_' && !space(j - 1) && !word(j + 2) && chars.get(j + 2) != Some(&'_') {
+            if chars[j] == '_' && chars[j + 1] == '_' && !space(j - 1) && !word(j + 2) && chars.get(j + 2) != Some(&'_')
+            {
                 closed = Some(j);
                 break;
             }
@@ -256,7 +259,11 @@ mod tests {
             ("thematic break", "above\n\n---\n\nbelow", "above\n\n───\n\nbelow"),
             ("star break", "***", "───"),
             ("tilde fence", "~~~rust\nlet __a__ = 1;\n~~~", "```rust\nlet __a__ = 1;\n```"),
-            ("code untouched", "```\n#### not a heading\n__x__\n| a | b |\n|---|---|\n```", "```\n#### not a heading\n__x__\n| a | b |\n|---|---|\n```"),
+            (
+                "code untouched",
+                "```\n#### not a heading\n__x__\n| a | b |\n|---|---|\n```",
+                "```\n#### not a heading\n__x__\n| a | b |\n|---|---|\n```",
+            ),
             (
                 "table in a code block",
                 "Results:\n| name | n |\n|------|---|\n| a | 1 |\n| b | 2 |\nafter",

@@ -47,7 +47,12 @@ impl Rest {
     }
 
     /// Performs one request and returns the body of a successful answer.
-    pub async fn call(&self, method: LightMethod, route: Route<'_>, body: Option<Vec<u8>>) -> Result<Vec<u8>, ChannelError> {
+    pub async fn call(
+        &self,
+        method: LightMethod,
+        route: Route<'_>,
+        body: Option<Vec<u8>>,
+    ) -> Result<Vec<u8>, ChannelError> {
         let req = Request::new(route, method).body(body);
         let sent = match &self.http.ratelimiter {
             Some(limiter) => limiter.perform(req).await.map_err(|e| ChannelError::Transient(e.to_string()))?,
@@ -59,11 +64,8 @@ impl Rest {
             }
         };
         let status = sent.status().as_u16();
-        let header_wait = sent
-            .headers()
-            .get("retry-after")
-            .and_then(|v| v.to_str().ok())
-            .and_then(|s| s.trim().parse::<f64>().ok());
+        let header_wait =
+            sent.headers().get("retry-after").and_then(|v| v.to_str().ok()).and_then(|s| s.trim().parse::<f64>().ok());
         let bytes = sent.bytes().await.map_err(|e| ChannelError::Transient(format!("reading the answer: {e}")))?;
         if (200..300).contains(&status) {
             return Ok(bytes.to_vec());
@@ -80,7 +82,8 @@ impl Rest {
     ) -> Result<T, ChannelError> {
         let body = body.map(serde_json::to_vec).transpose().map_err(|e| ChannelError::Rejected(e.to_string()))?;
         let bytes = self.call(method, route, body).await?;
-        serde_json::from_slice(&bytes).map_err(|e| ChannelError::Transient(format!("unexpected answer from Discord: {e}")))
+        serde_json::from_slice(&bytes)
+            .map_err(|e| ChannelError::Transient(format!("unexpected answer from Discord: {e}")))
     }
 }
 
@@ -119,9 +122,18 @@ mod tests {
             ChannelError::RateLimited { retry_after } => assert_eq!(retry_after, Duration::from_secs(2)),
             e => panic!("{e:?}"),
         }
-        assert!(matches!(classify(401, None, br#"{"message": "401: Unauthorized", "code": 0}"#), ChannelError::Unauthorized(_)));
-        assert!(matches!(classify(404, None, br#"{"message": "Unknown Message", "code": 10008}"#), ChannelError::NotFound(_)));
-        assert!(matches!(classify(403, None, br#"{"message": "Missing Permissions", "code": 50013}"#), ChannelError::Rejected(_)));
+        assert!(matches!(
+            classify(401, None, br#"{"message": "401: Unauthorized", "code": 0}"#),
+            ChannelError::Unauthorized(_)
+        ));
+        assert!(matches!(
+            classify(404, None, br#"{"message": "Unknown Message", "code": 10008}"#),
+            ChannelError::NotFound(_)
+        ));
+        assert!(matches!(
+            classify(403, None, br#"{"message": "Missing Permissions", "code": 50013}"#),
+            ChannelError::Rejected(_)
+        ));
         assert!(matches!(classify(502, None, b"<html>"), ChannelError::Transient(_)));
         let e = classify(400, None, br#"{"message": "Invalid Form Body", "code": 50035}"#);
         assert_eq!(e.to_string(), "rejected by the platform: Invalid Form Body (HTTP 400, code 50035)");

@@ -8,7 +8,9 @@
 //! - `edit` is chat.update, never sooner than [`EDIT_SPACING`] after the message was last
 //!   posted or updated (the streamer already paces drafts; this also holds for the final edit).
 //! - The working reaction (if configured) goes on a message when its event is stored and comes
-//!   off when the final answer to it is delivered.
+//!   off with the next final (non-draft) message in its conversation: the one replying to it,
+//!   else the oldest still marked there (a session answers in order; DM replies carry no
+//!   `reply_to`).
 //! - `run` owns the Socket Mode loop (with an app token), and waits for background calls on stop.
 //!
 //! Errors are [`ChannelError`]s from `api`; nothing here retries or drops a message itself.
@@ -57,16 +59,20 @@ impl Shared {
         touched.insert(ts.to_string(), now);
     }
 
-    /// Puts the working reaction on `channel/ts`, in the background.
-    pub(crate) fn mark_working(&self, channel: String, ts: String) {
+    /// Puts the working reaction on message `ts` of `conversation`, in the background.
+    pub(crate) fn mark_working(&self, conversation: &ConversationRef, ts: String) {
         let Some(name) = self.settings.working_reaction.clone() else { return };
-        let key = format!("{channel}/{ts}");
+        let channel = conversation.id.clone();
         {
             let mut working = self.working.lock().unwrap_or_else(|p| p.into_inner());
             if working.len() >= 10_000 {
                 working.clear();
             }
-            working.insert(key);
+            let queue = working.entry(conversation.to_string()).or_default();
+            queue.push_back((channel.clone(), ts.clone()));
+            if queue.len() > 50 {
+                queue.pop_front();
+            }
         }
         let me = self.self_ref();
         self.tasks.spawn(async move {
@@ -78,14 +84,23 @@ impl Shared {
         });
     }
 
-    /// Takes the working reaction off the message this final answer replies to.
-    async fn done_working(&self, channel: &str, msg: &Outbound) {
-        let (Some(name), Some(ts), false) = (&self.settings.working_reaction, &msg.reply_to, msg.draft) else {
-            return;
+    /// A final message in a conversation answers the message it replies to, else the oldest
+    /// one still marked (a session answers in order): its working reaction comes off.
+    async fn done_working(&self, msg: &Outbound) {
+        let Some(name) = self.settings.working_reaction.as_deref().filter(|_| !msg.draft) else { return };
+        let done = {
+            let mut working = self.working.lock().unwrap_or_else(|p| p.into_inner());
+            let key = msg.conversation.to_string();
+            let Some(queue) = working.get_mut(&key) else { return };
+            let at = msg.reply_to.as_ref().and_then(|r| queue.iter().position(|(_, ts)| ts == r)).unwrap_or(0);
+            let done = queue.remove(at);
+            if queue.is_empty() {
+                working.remove(&key);
+            }
+            done
         };
-        let removed = self.working.lock().unwrap_or_else(|p| p.into_inner()).remove(&format!("{channel}/{ts}"));
-        if removed {
-            if let Err(e) = self.api.reaction(false, channel, ts, name).await {
+        if let Some((channel, ts)) = done {
+            if let Err(e) = self.api.reaction(false, &channel, &ts, name).await {
                 tracing::debug!(error = %e, "could not remove the working reaction");
             }
         }
@@ -144,7 +159,7 @@ impl Channel for SlackChannel {
         s.touch(&ts);
         // Butler has spoken in this thread (or started one): replies there are for it.
         s.threads.add(&channel_id, thread.unwrap_or(&ts));
-        s.done_working(&channel_id, msg).await;
+        s.done_working(msg).await;
         Ok(MessageRef { conversation: msg.conversation.clone(), id: ts })
     }
 
@@ -161,7 +176,7 @@ impl Channel for SlackChannel {
         s.pace(&target.id).await;
         s.api.update(&channel, &target.id, rendered).await?;
         s.touch(&target.id);
-        s.done_working(&channel, msg).await;
+        s.done_working(msg).await;
         Ok(())
     }
 

@@ -25,6 +25,8 @@ mod limit;
 mod receive;
 pub mod render;
 mod socket;
+#[cfg(test)]
+mod tests;
 pub mod verify;
 
 pub use api::AuthInfo;
@@ -34,7 +36,7 @@ pub use http::{COMMANDS_PATH, EVENTS_PATH, INTERACTIVE_PATH};
 use api::Api;
 use butler_channel::{ChannelError, Ingress};
 use inbound::{Me, Threads};
-use std::collections::{HashMap, HashSet};
+use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, Weak};
 use tokio_util::task::TaskTracker;
 
@@ -78,8 +80,9 @@ pub(crate) struct Shared {
     names: Mutex<HashMap<String, Option<String>>>,
     /// `#name` -> channel id.
     channel_ids: Mutex<HashMap<String, String>>,
-    /// Messages (`channel/ts`) carrying Butler's working reaction.
-    working: Mutex<HashSet<String>>,
+    /// Messages carrying Butler's working reaction, by conversation (`slack:C1/ts`), oldest
+    /// first: (channel, ts).
+    working: Mutex<HashMap<String, VecDeque<(String, String)>>>,
     /// When each recent message was last posted or updated (for the 1 s edit spacing).
     touched: Mutex<HashMap<String, tokio::time::Instant>>,
     /// Background calls (reactions), awaited when the channel stops.
@@ -97,6 +100,26 @@ pub struct SlackChannel {
 /// Checks a bot token with auth.test (for `butler doctor` and at start).
 pub async fn check_token(api_url: &str, bot_token: &str) -> Result<AuthInfo, ChannelError> {
     Api::new(api_url, bot_token, None).auth_test().await
+}
+
+impl Shared {
+    /// A channel's state without calling Slack (the API at an address that refuses
+    /// connections), for unit tests of the receiving paths.
+    #[cfg(test)]
+    pub(crate) fn for_tests(settings: SlackSettings) -> Arc<Self> {
+        Arc::new_cyclic(|this| Shared {
+            this: this.clone(),
+            api: Api::new(&settings.api_url, &settings.bot_token, settings.app_token.as_deref()),
+            me: Me { user_id: "UBUTLER".into(), bot_id: Some("BBUTLER".into()) },
+            threads: Threads::new(settings.remembered_threads),
+            settings,
+            names: Mutex::default(),
+            channel_ids: Mutex::default(),
+            working: Mutex::default(),
+            touched: Mutex::default(),
+            tasks: TaskTracker::new(),
+        })
+    }
 }
 
 impl SlackChannel {

@@ -92,11 +92,11 @@ impl Shared {
             event.actor.display_name = self.name_of(&event.actor.identity.user_id).await;
         }
         let working = (event.addressed && !event.actor.is_bot)
-            .then(|| Some((event.conversation.id.clone(), event.message_id.clone()?)))
+            .then(|| Some((event.conversation.clone(), event.message_id.clone()?)))
             .flatten();
         if self.store(ingress, event).await? == Accepted::New {
-            if let Some((channel, ts)) = working {
-                self.mark_working(channel, ts);
+            if let Some((conversation, ts)) = working {
+                self.mark_working(&conversation, ts);
             }
         }
         Ok(Reply::Empty)

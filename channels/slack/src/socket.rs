@@ -4,7 +4,8 @@
 //! `slash_commands`, whose payloads are exactly what the HTTP endpoints receive. Each envelope
 //! is acknowledged (`{"envelope_id"}`, plus the ephemeral reply for a slash command) only
 //! after the ingress stored its event; an envelope that could not be stored is not
-//! acknowledged, so Slack sends it again. Dropped connections are reopened with backoff.
+//! acknowledged, so Slack sends it again. Dropped connections (or one silent for 95 s despite
+//! Butler's pings every 30 s) are reopened with backoff.
 //!
 //! The loop must stop promptly when cancelled and never hold more than [`IN_FLIGHT`]
 //! envelopes at once.
@@ -20,6 +21,7 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::mpsc;
 use tokio::task::JoinSet;
+use tokio::time::Instant;
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::Connector;
 use tokio_util::sync::CancellationToken;
@@ -27,6 +29,9 @@ use tokio_util::sync::CancellationToken;
 /// Envelopes handled at once per connection.
 const IN_FLIGHT: usize = 32;
 const MAX_BACKOFF: Duration = Duration::from_secs(30);
+/// Butler pings this often, and reconnects after this long without any frame from Slack.
+const PING_EVERY: Duration = Duration::from_secs(30);
+const SILENCE: Duration = Duration::from_secs(95);
 
 #[derive(Deserialize)]
 struct Envelope {
@@ -68,25 +73,39 @@ async fn connection(
     ingress: &Arc<dyn Ingress>,
     cancel: &CancellationToken,
 ) -> Result<(), ChannelError> {
-    let url = shared.api.open_socket().await?;
-    let connector = Connector::Rustls(shared.api.tls());
-    let (ws, _) = tokio_tungstenite::connect_async_tls_with_config(url.as_str(), None, false, Some(connector))
-        .await
-        .map_err(|e| ChannelError::Transient(format!("websocket: {e}")))?;
+    let open = async {
+        let url = shared.api.open_socket().await?;
+        let connector = Connector::Rustls(shared.api.tls());
+        tokio_tungstenite::connect_async_tls_with_config(url.as_str(), None, false, Some(connector))
+            .await
+            .map_err(|e| ChannelError::Transient(format!("websocket: {e}")))
+    };
+    let ws = tokio::select! {
+        ws = open => ws?.0,
+        _ = cancel.cancelled() => return Ok(()),
+    };
     tracing::info!("Slack Socket Mode connected");
     let (mut sink, mut stream) = ws.split();
     let (ack_tx, mut acks) = mpsc::channel::<String>(IN_FLIGHT);
     let mut tasks = JoinSet::new();
     let lost = |e: tokio_tungstenite::tungstenite::Error| ChannelError::Transient(format!("websocket: {e}"));
+    let mut ping = tokio::time::interval(PING_EVERY);
+    let mut last_seen = Instant::now();
     loop {
         tokio::select! {
+            _ = ping.tick() => {
+                if last_seen.elapsed() > SILENCE {
+                    return Err(ChannelError::Transient("no traffic on the websocket; reconnecting".into()));
+                }
+                sink.send(Message::Ping(Vec::new().into())).await.map_err(lost)?;
+            }
             _ = cancel.cancelled() => {
                 let _ = sink.send(Message::Close(None)).await;
                 return Ok(());
             }
             Some(ack) = acks.recv() => sink.send(Message::Text(ack.into())).await.map_err(lost)?,
             Some(_) = tasks.join_next(), if !tasks.is_empty() => {}
-            frame = stream.next(), if tasks.len() < IN_FLIGHT => match frame {
+            frame = stream.next(), if tasks.len() < IN_FLIGHT => match frame.inspect(|_| last_seen = Instant::now()) {
                 None => return Err(ChannelError::Transient("websocket closed".into())),
                 Some(Err(e)) => return Err(lost(e)),
                 Some(Ok(Message::Ping(p))) => sink.send(Message::Pong(p)).await.map_err(lost)?,
@@ -151,4 +170,14 @@ async fn handle(shared: &Shared, ingress: &dyn Ingress, env: Envelope) -> Option
         Err(Refusal::Unavailable) => return None,
     };
     Some(ack.to_string())
+}
+
+#[cfg(test)]
+pub(crate) mod tests_support {
+    use super::*;
+
+    /// [`handle`] on a JSON envelope.
+    pub async fn handle_envelope(shared: &Shared, ingress: &dyn Ingress, envelope: Value) -> Option<String> {
+        handle(shared, ingress, serde_json::from_value(envelope).expect("an envelope")).await
+    }
 }

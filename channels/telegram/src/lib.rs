@@ -102,9 +102,18 @@ pub async fn check(token: &str, api_url: &str) -> Result<BotIdentity, ConnectErr
             Err(ConnectError::BadToken(e.to_string()))
         }
         Err(RequestError::Network(e)) => {
-            Err(ConnectError::Unreachable { url: api_url.to_string(), error: root_cause(&*e) })
+            Err(ConnectError::Unreachable { url: api_url.to_string(), error: redact(&root_cause(&*e), token) })
         }
-        Err(e) => Err(ConnectError::Other(e.to_string())),
+        Err(e) => Err(ConnectError::Other(redact(&e.to_string(), token))),
+    }
+}
+
+/// `text` with the bot token (which teloxide's errors carry inside request URLs) masked.
+pub(crate) fn redact(text: &str, token: &str) -> String {
+    if token.is_empty() {
+        text.to_string()
+    } else {
+        text.replace(token, "<token>")
     }
 }
 

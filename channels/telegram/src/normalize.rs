@@ -70,8 +70,7 @@ fn message(update_id: u32, m: &Message, me: &BotIdentity) -> Option<InboundEvent
     let kind = kind(&m.chat)?;
     let mut text = body(m)?;
     let command_for_me = command(&mut text, me);
-    let replies_to_me =
-        m.reply_to_message().and_then(|r| r.from.as_ref()).is_some_and(|u| u.id.0 == me.id);
+    let replies_to_me = m.reply_to_message().and_then(|r| r.from.as_ref()).is_some_and(|u| u.id.0 == me.id);
     let addressed = kind == ConversationKind::Direct || command_for_me || replies_to_me || mentions(m, me);
     Some(InboundEvent {
         id: event_id(update_id),
@@ -169,9 +168,15 @@ pub fn body(m: &Message) -> Option<String> {
         MediaKind::Audio(a) => {
             let title = [a.audio.performer.as_deref(), a.audio.title.as_deref()].into_iter().flatten();
             let title = title.collect::<Vec<_>>().join(" - ");
-            format!("[audio \"{}\", {} s]", if title.is_empty() { "untitled" } else { &title }, a.audio.duration.seconds())
+            format!(
+                "[audio \"{}\", {} s]",
+                if title.is_empty() { "untitled" } else { &title },
+                a.audio.duration.seconds()
+            )
         }
-        MediaKind::Video(v) => format!("[video {}×{}, {} s]", v.video.width, v.video.height, v.video.duration.seconds()),
+        MediaKind::Video(v) => {
+            format!("[video {}×{}, {} s]", v.video.width, v.video.height, v.video.duration.seconds())
+        }
         MediaKind::VideoNote(v) => format!("[video note, {} s]", v.video_note.duration.seconds()),
         MediaKind::Animation(a) => format!("[animation (GIF), {} s]", a.animation.duration.seconds()),
         MediaKind::Sticker(s) => {

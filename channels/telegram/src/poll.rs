@@ -19,10 +19,15 @@ use teloxide::RequestError;
 use tokio_util::sync::CancellationToken;
 
 /// Updates asked for (the rest would only be acknowledged and dropped).
-const ALLOWED: [AllowedUpdate; 3] = [AllowedUpdate::Message, AllowedUpdate::EditedMessage, AllowedUpdate::CallbackQuery];
+const ALLOWED: [AllowedUpdate; 3] =
+    [AllowedUpdate::Message, AllowedUpdate::EditedMessage, AllowedUpdate::CallbackQuery];
 
 impl TelegramChannel {
-    pub(crate) async fn receive(&self, ingress: Arc<dyn Ingress>, cancel: CancellationToken) -> Result<(), ChannelError> {
+    pub(crate) async fn receive(
+        &self,
+        ingress: Arc<dyn Ingress>,
+        cancel: CancellationToken,
+    ) -> Result<(), ChannelError> {
         if !self.register(&cancel).await {
             return Ok(());
         }
@@ -47,7 +52,7 @@ impl TelegramChannel {
                         RequestError::RetryAfter(s) => s.duration(),
                         _ => backoff,
                     };
-                    tracing::warn!(error = %e, ?wait, "Telegram registration failed; retrying");
+                    tracing::warn!(error = %crate::redact(&e.to_string(), &self.settings.token), ?wait, "Telegram registration failed; retrying");
                     backoff = (backoff * 2).min(Duration::from_secs(30));
                     tokio::select! {
                         _ = tokio::time::sleep(wait) => {}
@@ -109,7 +114,7 @@ impl TelegramChannel {
                 }
                 Err(RequestError::RetryAfter(s)) => s.duration(),
                 Err(e) => {
-                    tracing::warn!(error = %e, ?backoff, "getUpdates failed; retrying");
+                    tracing::warn!(error = %crate::redact(&e.to_string(), &self.settings.token), ?backoff, "getUpdates failed; retrying");
                     backoff = (backoff * 2).min(Duration::from_secs(30));
                     backoff
                 }
@@ -141,7 +146,8 @@ impl TelegramChannel {
             } else {
                 tracing::debug!(update = update.id.0, "not an event (edit, service message, other update kind)");
             }
-            *offset = Some(update.id.0 as i32 + 1);
+            // Telegram sends ids in increasing order; `max` keeps the offset from ever going back.
+            *offset = Some(offset.unwrap_or(0).max(update.id.0 as i32 + 1));
         }
         Ok(())
     }

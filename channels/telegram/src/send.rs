@@ -68,7 +68,8 @@ pub(crate) fn keyboard(buttons: &[Button]) -> Result<InlineKeyboardMarkup, Chann
 }
 
 /// What the outbox should do about a failed call.
-pub(crate) fn classify(e: RequestError) -> ChannelError {
+pub(crate) fn classify(e: RequestError, token: &str) -> ChannelError {
+    let text = |e: &dyn std::fmt::Display| crate::redact(&e.to_string(), token);
     match e {
         RequestError::RetryAfter(s) => ChannelError::RateLimited { retry_after: s.duration() },
         RequestError::Api(ApiError::MessageNotModified) => ChannelError::NotModified,
@@ -105,7 +106,7 @@ pub(crate) fn classify(e: RequestError) -> ChannelError {
             ChannelError::NotFound(format!("the group became a supergroup; its new chat id is {id}"))
         }
         e @ (RequestError::Network(_) | RequestError::InvalidJson { .. } | RequestError::Io(_)) => {
-            ChannelError::Transient(e.to_string())
+            ChannelError::Transient(text(&e))
         }
     }
 }
@@ -177,13 +178,13 @@ impl TelegramChannel {
         let html = to_html(md);
         let sent = match self.scheduled(chat, msg.draft, || send(html.clone(), true).into_future()).await {
             Err(e) if cant_parse(&e) => {
-                tracing::warn!(error = %e, "Telegram refused the rendered HTML; sending plain text");
+                tracing::warn!(error = %crate::redact(&e.to_string(), &self.settings.token), "Telegram refused the rendered HTML; sending plain text");
                 let text = plain(md);
                 self.scheduled(chat, msg.draft, || send(text.clone(), false).into_future()).await
             }
             other => other,
         };
-        let sent = sent.map_err(classify)?;
+        let sent = sent.map_err(|e| classify(e, &self.settings.token))?;
         Ok(MessageRef { conversation: msg.conversation.clone(), id: sent.id.0.to_string() })
     }
 
@@ -193,7 +194,11 @@ impl TelegramChannel {
         let markup = keyboard(&msg.buttons)?;
         if msg.text.trim().is_empty() {
             let call = || self.bot.edit_message_reply_markup(chat, id).reply_markup(markup.clone()).into_future();
-            return self.scheduled(chat, msg.draft, call).await.map(|_| ()).map_err(classify);
+            return self
+                .scheduled(chat, msg.draft, call)
+                .await
+                .map(|_| ())
+                .map_err(|e| classify(e, &self.settings.token));
         }
         let md = if msg.draft { clip_utf16(&msg.text, MAX_LEN - 2) } else { msg.text.as_str() };
         let edit = |text: String, html: bool| {
@@ -210,13 +215,13 @@ impl TelegramChannel {
         let html = to_html(md);
         let done = match self.scheduled(chat, msg.draft, || edit(html.clone(), true).into_future()).await {
             Err(e) if cant_parse(&e) => {
-                tracing::warn!(error = %e, "Telegram refused the rendered HTML; editing in plain text");
+                tracing::warn!(error = %crate::redact(&e.to_string(), &self.settings.token), "Telegram refused the rendered HTML; editing in plain text");
                 let text = plain(md);
                 self.scheduled(chat, msg.draft, || edit(text.clone(), false).into_future()).await
             }
             other => other,
         };
-        done.map(|_| ()).map_err(classify)
+        done.map(|_| ()).map_err(|e| classify(e, &self.settings.token))
     }
 
     /// The private answer to a click: a bare acknowledgement, or an alert only the clicker sees.
@@ -238,7 +243,7 @@ impl TelegramChannel {
             Err(RequestError::Api(ApiError::InvalidQueryId)) => {
                 tracing::info!(query, "the click is too old to answer; nothing more to do");
             }
-            Err(e) => return Err(classify(e)),
+            Err(e) => return Err(classify(e, &self.settings.token)),
         }
         Ok(MessageRef { conversation: msg.conversation.clone(), id: format!("callback:{query}") })
     }
@@ -251,6 +256,6 @@ impl TelegramChannel {
         if let Some(t) = thread_of(conversation) {
             req = req.message_thread_id(t);
         }
-        req.await.map(|_| ()).map_err(classify)
+        req.await.map(|_| ()).map_err(|e| classify(e, &self.settings.token))
     }
 }

@@ -151,7 +151,10 @@ macro_rules! impl_turn {
 
         #[async_trait::async_trait]
         impl $crate::store::SummaryStore for $store {
-            async fn summary_latest(&self, session_id: &str) -> $crate::store::Result<Option<$crate::store::SummaryRow>> {
+            async fn summary_latest(
+                &self,
+                session_id: &str,
+            ) -> $crate::store::Result<Option<$crate::store::SummaryRow>> {
                 let row: Option<(i64, String, i64)> = sqlx::query_as(
                     "SELECT up_to_seq, text, created_ms FROM summaries WHERE session_id = $1 \
                      ORDER BY up_to_seq DESC LIMIT 1",

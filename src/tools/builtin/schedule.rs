@@ -125,7 +125,9 @@ impl ScheduleTool {
         let owner = JobOwner { identity: ctx.identity.clone(), user_id: Some(ctx.user.id.clone()) };
         let mut new = jobs::build(&spec, &owner, ScheduleSource::Tool, now_ms()).map_err(ToolError::InvalidArgs)?;
         let target = jobs::check_target(&new.target).map_err(ToolError::InvalidArgs)?;
-        if let Err(why) = jobs::may_target(&*ctx.store, &ctx.user, &ctx.conversation, &target).await.map_err(store_err)? {
+        if let Err(why) =
+            jobs::may_target(&*ctx.store, &ctx.user, &ctx.conversation, &target).await.map_err(store_err)?
+        {
             return Err(ToolError::Failed(format!("refused: {why}")));
         }
         let mine = ctx.store.schedules_list(&ScheduleFilter::Owner(ctx.user.id.clone())).await.map_err(store_err)?;
@@ -189,10 +191,16 @@ impl Tool for ScheduleTool {
             "create" => {
                 let when = match (s("cron"), s("at")) {
                     ("", at) => format!("once at {at}"),
-                    (cron, _) => format!("every `{cron}`{}", if s("tz").is_empty() { String::new() } else { format!(" ({})", s("tz")) }),
+                    (cron, _) => format!(
+                        "every `{cron}`{}",
+                        if s("tz").is_empty() { String::new() } else { format!(" ({})", s("tz")) }
+                    ),
                 };
                 let to = if s("target").is_empty() { "this conversation" } else { s("target") };
-                format!("schedule a job for you, {when}, delivered to {to}: \"{}\"", mask_text(&preview(s("prompt"), 200)))
+                format!(
+                    "schedule a job for you, {when}, delivered to {to}: \"{}\"",
+                    mask_text(&preview(s("prompt"), 200))
+                )
             }
             "cancel" => format!("cancel (delete) your scheduled job #{id}"),
             other => format!("{other} your scheduled job #{id}"),

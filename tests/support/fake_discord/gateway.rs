@@ -81,7 +81,11 @@ async fn connection(state: Arc<Mutex<State>>, tcp: TcpStream) {
                 s.gw.live = Some(tx.clone());
                 let resume_url = format!("ws://127.0.0.1:{}", s.gw.port);
                 dispatch(&mut s, "READY", ready(&session, &resume_url));
-                dispatch(&mut s, "GUILD_CREATE", json!({"id": GUILD_ID, "name": "Test guild", "threads": [], "members": [{"user": bot_user()}]}));
+                dispatch(
+                    &mut s,
+                    "GUILD_CREATE",
+                    json!({"id": GUILD_ID, "name": "Test guild", "threads": [], "members": [{"user": bot_user()}]}),
+                );
             }
             Some(6) => {
                 let seq = d["seq"].as_u64().unwrap_or(0);

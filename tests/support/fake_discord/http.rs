@@ -138,7 +138,8 @@ async fn create(
     if let Some(to) = &reply_to {
         json["type"] = json!(19);
         json["message_reference"] = req["message_reference"].clone();
-        json["referenced_message"] = s.messages.iter().find(|m| &m.id == to).map(|m| m.json.clone()).unwrap_or(Value::Null);
+        json["referenced_message"] =
+            s.messages.iter().find(|m| &m.id == to).map(|m| m.json.clone()).unwrap_or(Value::Null);
     }
     s.messages.push(Msg {
         id,

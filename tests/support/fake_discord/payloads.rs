@@ -71,7 +71,8 @@ impl UserMessage {
     /// A reply (type 19) to `to` (a full message object).
     pub fn replying_to(mut self, to: &Value) -> Self {
         self.d["type"] = json!(19);
-        self.d["message_reference"] = json!({"type": 0, "message_id": to["id"], "channel_id": to["channel_id"], "guild_id": GUILD_ID});
+        self.d["message_reference"] =
+            json!({"type": 0, "message_id": to["id"], "channel_id": to["channel_id"], "guild_id": GUILD_ID});
         self.d["referenced_message"] = to.clone();
         self
     }

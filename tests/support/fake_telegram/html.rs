@@ -57,7 +57,9 @@ pub fn parse(html: &str) -> Result<(String, Vec<Entity>), String> {
                     "gt" => '>',
                     "amp" => '&',
                     "quot" => '"',
-                    n if n.starts_with("#x") => u32::from_str_radix(&n[2..], 16).ok().and_then(char::from_u32).unwrap_or('\u{FFFD}'),
+                    n if n.starts_with("#x") => {
+                        u32::from_str_radix(&n[2..], 16).ok().and_then(char::from_u32).unwrap_or('\u{FFFD}')
+                    }
                     n if n.starts_with('#') => n[1..].parse().ok().and_then(char::from_u32).unwrap_or('\u{FFFD}'),
                     _ => return err(format!("Unsupported HTML entity \"&{name};\" at byte offset {i}")),
                 };
@@ -80,7 +82,11 @@ pub fn parse(html: &str) -> Result<(String, Vec<Entity>), String> {
                             open.tag
                         ));
                     }
-                    entities.push(Entity { kind: open.kind.into(), text: text[open.start..].to_string(), value: open.value });
+                    entities.push(Entity {
+                        kind: open.kind.into(),
+                        text: text[open.start..].to_string(),
+                        value: open.value,
+                    });
                 } else {
                     let (name, attrs) = inner.split_once(' ').unwrap_or((inner, ""));
                     let Some(kind) = kind_of(name) else {
@@ -93,7 +99,10 @@ pub fn parse(html: &str) -> Result<(String, Vec<Entity>), String> {
                             _ => !(name == "a" && stack.iter().any(|o| o.kind == "text_link")),
                         };
                         if !allowed {
-                            return err(format!("Unsupported start tag \"{name}\" inside \"{}\" at byte offset {i}", top.tag));
+                            return err(format!(
+                                "Unsupported start tag \"{name}\" inside \"{}\" at byte offset {i}",
+                                top.tag
+                            ));
                         }
                     }
                     let value = attr(attrs, if name == "a" { "href" } else { "class" });

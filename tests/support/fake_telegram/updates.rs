@@ -28,7 +28,8 @@ fn now() -> i64 {
 /// A text message from `from` (a `user(...)`) in `chat_id`, with `entities` (Bot API
 /// MessageEntity objects; offsets in UTF-16 units).
 pub fn message(chat_id: i64, message_id: i64, from: Value, text: &str, entities: Value) -> Value {
-    let mut m = json!({"message_id": message_id, "from": from, "chat": chat(chat_id, false), "date": now(), "text": text});
+    let mut m =
+        json!({"message_id": message_id, "from": from, "chat": chat(chat_id, false), "date": now(), "text": text});
     if entities.as_array().is_some_and(|e| !e.is_empty()) {
         m["entities"] = entities;
     }
@@ -51,7 +52,13 @@ pub fn group(chat_id: i64, message_id: i64, from: Value, text: &str, mention: Op
         Some(bot) => {
             let full = format!("@{bot} {text}");
             let len = bot.encode_utf16().count() + 1;
-            new_message(message(chat_id, message_id, from, &full, json!([{"type": "mention", "offset": 0, "length": len}])))
+            new_message(message(
+                chat_id,
+                message_id,
+                from,
+                &full,
+                json!([{"type": "mention", "offset": 0, "length": len}]),
+            ))
         }
         None => new_message(message(chat_id, message_id, from, text, json!([]))),
     }

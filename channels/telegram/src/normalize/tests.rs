@@ -18,7 +18,11 @@ fn parse(v: Value) -> Update {
 }
 
 fn fixture(lines: &str, key: &str) -> Vec<(String, Value)> {
-    lines.lines().map(|l| serde_json::from_str::<Value>(l).unwrap()).map(|v| (v["id"].as_str().unwrap().to_string(), v[key].clone())).collect()
+    lines
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .map(|v| (v["id"].as_str().unwrap().to_string(), v[key].clone()))
+        .collect()
 }
 
 fn text_of(e: &InboundEvent) -> &str {
@@ -116,23 +120,41 @@ fn addressed(extra: Value) -> (bool, String) {
 
 #[test]
 fn when_a_group_message_is_for_butler() {
-    let mention = |text: &str, offset: usize, len: usize| {
-        json!({"text": text, "entities": [{"type": "mention", "offset": offset, "length": len}]})
-    };
+    let mention = |text: &str, offset: usize, len: usize| json!({"text": text, "entities": [{"type": "mention", "offset": offset, "length": len}]});
     let cases: Vec<(&str, Value, bool, &str)> = vec![
         ("plain talk", json!({"text": "lunch?"}), false, "lunch?"),
         ("mention", mention("hey @butler_bot hi", 4, 11), true, "hey @butler_bot hi"),
         ("mention, other case", mention("@Butler_Bot hi", 0, 11), true, "@Butler_Bot hi"),
         ("mention after emoji (UTF-16 offsets)", mention("😀 @butler_bot", 3, 11), true, "😀 @butler_bot"),
         ("someone else", mention("@alice_bot hi", 0, 10), false, "@alice_bot hi"),
-        ("text mention", json!({"text": "Butler hi", "entities": [{"type": "text_mention", "offset": 0, "length": 6, "user": {"id": 999, "is_bot": true, "first_name": "Butler"}}]}), true, "Butler hi"),
+        (
+            "text mention",
+            json!({"text": "Butler hi", "entities": [{"type": "text_mention", "offset": 0, "length": 6, "user": {"id": 999, "is_bot": true, "first_name": "Butler"}}]}),
+            true,
+            "Butler hi",
+        ),
         ("command", json!({"text": "/status"}), true, "/status"),
         ("command for Butler", json!({"text": "/help@butler_bot now"}), true, "/help now"),
         ("command for another bot", json!({"text": "/help@other_bot"}), false, "/help@other_bot"),
         ("not a command", json!({"text": "/ no"}), false, "/ no"),
-        ("reply to Butler", json!({"text": "and then?", "reply_to_message": {"message_id": 9, "date": 1700000000, "chat": supergroup(false), "from": {"id": 999, "is_bot": true, "first_name": "Butler", "username": "butler_bot"}, "text": "earlier"}}), true, "and then?"),
-        ("reply to someone else", json!({"text": "and then?", "reply_to_message": {"message_id": 9, "date": 1700000000, "chat": supergroup(false), "from": user(43, "Bob"), "text": "earlier"}}), false, "and then?"),
-        ("caption mention", json!({"photo": [{"file_id": "p", "file_unique_id": "u", "width": 10, "height": 20, "file_size": 2048}], "caption": "@butler_bot what is this?", "caption_entities": [{"type": "mention", "offset": 0, "length": 11}]}), true, "[photo 10×20, 2 KB]\n@butler_bot what is this?"),
+        (
+            "reply to Butler",
+            json!({"text": "and then?", "reply_to_message": {"message_id": 9, "date": 1700000000, "chat": supergroup(false), "from": {"id": 999, "is_bot": true, "first_name": "Butler", "username": "butler_bot"}, "text": "earlier"}}),
+            true,
+            "and then?",
+        ),
+        (
+            "reply to someone else",
+            json!({"text": "and then?", "reply_to_message": {"message_id": 9, "date": 1700000000, "chat": supergroup(false), "from": user(43, "Bob"), "text": "earlier"}}),
+            false,
+            "and then?",
+        ),
+        (
+            "caption mention",
+            json!({"photo": [{"file_id": "p", "file_unique_id": "u", "width": 10, "height": 20, "file_size": 2048}], "caption": "@butler_bot what is this?", "caption_entities": [{"type": "mention", "offset": 0, "length": 11}]}),
+            true,
+            "[photo 10×20, 2 KB]\n@butler_bot what is this?",
+        ),
     ];
     for (name, extra, want, text) in cases {
         assert_eq!(addressed(extra), (want, text.to_string()), "{name}");
@@ -142,11 +164,23 @@ fn when_a_group_message_is_for_butler() {
 #[test]
 fn media_reach_the_agent_as_descriptions_with_captions() {
     let cases: Vec<(Value, &str)> = vec![
-        (json!({"document": {"file_id": "d", "file_unique_id": "u", "file_name": "report.pdf", "mime_type": "application/pdf", "file_size": 3145728}, "caption": "Q3"}), "[document \"report.pdf\", application/pdf, 3.0 MB]\nQ3"),
-        (json!({"voice": {"file_id": "v", "file_unique_id": "u", "duration": 7, "mime_type": "audio/ogg"}}), "[voice message, 7 s]"),
-        (json!({"sticker": {"file_id": "s", "file_unique_id": "u", "type": "regular", "width": 512, "height": 512, "is_animated": false, "is_video": false, "emoji": "👍"}}), "[sticker 👍]"),
+        (
+            json!({"document": {"file_id": "d", "file_unique_id": "u", "file_name": "report.pdf", "mime_type": "application/pdf", "file_size": 3145728}, "caption": "Q3"}),
+            "[document \"report.pdf\", application/pdf, 3.0 MB]\nQ3",
+        ),
+        (
+            json!({"voice": {"file_id": "v", "file_unique_id": "u", "duration": 7, "mime_type": "audio/ogg"}}),
+            "[voice message, 7 s]",
+        ),
+        (
+            json!({"sticker": {"file_id": "s", "file_unique_id": "u", "type": "regular", "width": 512, "height": 512, "is_animated": false, "is_video": false, "emoji": "👍"}}),
+            "[sticker 👍]",
+        ),
         (json!({"location": {"latitude": 52.52, "longitude": 13.405}}), "[location 52.52000, 13.40500]"),
-        (json!({"video": {"file_id": "v", "file_unique_id": "u", "width": 640, "height": 480, "duration": 3, "mime_type": "video/mp4"}}), "[video 640×480, 3 s]"),
+        (
+            json!({"video": {"file_id": "v", "file_unique_id": "u", "width": 640, "height": 480, "duration": 3, "mime_type": "video/mp4"}}),
+            "[video 640×480, 3 s]",
+        ),
     ];
     for (extra, want) in cases {
         assert_eq!(addressed(extra).1, want);

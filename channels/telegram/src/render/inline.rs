@@ -247,7 +247,7 @@ fn link(c: &[char], i: usize, end: usize) -> Option<Link> {
         k += 1;
     };
     let inner: String = c[close + 2..url_end].iter().collect();
-    let url = inner.trim().split_whitespace().next().unwrap_or("").trim_start_matches('<').trim_end_matches('>');
+    let url = inner.split_whitespace().next().unwrap_or("").trim_start_matches('<').trim_end_matches('>');
     Some(Link { image, text: (open + 1, close), url: url.to_string(), next: url_end + 1 })
 }
 

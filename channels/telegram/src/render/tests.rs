@@ -58,8 +58,16 @@ fn table_of_renderings() {
         ("code keeps markup literal", "`**not bold**`", "<code>**not bold**</code>"),
         ("double backtick code", "`` a ` b ``", "<code>a ` b</code>"),
         ("link", "[Rust](https://www.rust-lang.org)", "<a href=\"https://www.rust-lang.org\">Rust</a>"),
-        ("link with bold text", "[**go**](https://x.io/a?b=1&c=2)", "<a href=\"https://x.io/a?b=1&amp;c=2\"><b>go</b></a>"),
-        ("link with parens", "[wiki](https://en.wikipedia.org/wiki/Rust_(language))", "<a href=\"https://en.wikipedia.org/wiki/Rust_(language)\">wiki</a>"),
+        (
+            "link with bold text",
+            "[**go**](https://x.io/a?b=1&c=2)",
+            "<a href=\"https://x.io/a?b=1&amp;c=2\"><b>go</b></a>",
+        ),
+        (
+            "link with parens",
+            "[wiki](https://en.wikipedia.org/wiki/Rust_(language))",
+            "<a href=\"https://en.wikipedia.org/wiki/Rust_(language)\">wiki</a>",
+        ),
         ("unsafe link is text", "[click](javascript:alert(1))", "click"),
         ("relative link is text", "[file](./a.txt)", "file"),
         ("image", "![a cat](https://x.io/cat.png)", "<a href=\"https://x.io/cat.png\">a cat</a>"),
@@ -79,7 +87,11 @@ fn table_of_renderings() {
         ("quote", "> quoted **b**\n> more", "<blockquote>quoted <b>b</b>\nmore</blockquote>"),
         ("rule", "a\n\n---\n\nb", "a\n\n———\n\nb"),
         ("paragraphs", "one\n\n\ntwo", "one\n\ntwo"),
-        ("code block", "```rust\nfn main() { a < b && c }\n```", "<pre><code class=\"language-rust\">fn main() { a &lt; b &amp;&amp; c }</code></pre>"),
+        (
+            "code block",
+            "```rust\nfn main() { a < b && c }\n```",
+            "<pre><code class=\"language-rust\">fn main() { a &lt; b &amp;&amp; c }</code></pre>",
+        ),
         ("code block no lang", "```\n**x**\n```", "<pre>**x**</pre>"),
         ("tilde fence", "~~~py\nprint(1)\n~~~", "<pre><code class=\"language-py\">print(1)</code></pre>"),
         ("unclosed fence runs to end", "```\nstill code", "<pre>still code</pre>"),
@@ -142,7 +154,10 @@ fn random_markdown_never_breaks_html_or_grows() {
 
 #[test]
 fn plain_text_and_clipping() {
-    assert_eq!(plain("**Only** the person who asked (`telegram:1`) may answer."), "Only the person who asked (telegram:1) may answer.");
+    assert_eq!(
+        plain("**Only** the person who asked (`telegram:1`) may answer."),
+        "Only the person who asked (telegram:1) may answer."
+    );
     assert_eq!(plain("a < b & c"), "a < b & c");
     let s = "a😀b";
     assert_eq!(clip_utf16(s, 2), "a", "never half a surrogate pair");
