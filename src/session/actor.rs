@@ -175,9 +175,13 @@ impl Actor {
                 // After the reply is on its way: distil what was learned, in the background.
                 if let (Some(archivist), JobKind::Turn, false) = (&deps.archivist, &job.kind, job.quiet) {
                     let answer = commit.messages.last().map(|m| m.content.clone()).unwrap_or_default();
-                    if let (Some(text), true, true) =
-                        (event.text(), commit.approvals.is_empty(), commit.reply.is_some())
-                    {
+                    // Only what a person said teaches Butler about them: trigger and schedule
+                    // prompts are instructions, not facts about the user.
+                    let said = match &event.body {
+                        butler_channel::EventBody::Message { text } => Some(text.as_str()),
+                        _ => None,
+                    };
+                    if let (Some(text), true, true) = (said, commit.approvals.is_empty(), commit.reply.is_some()) {
                         let kind = event.kind;
                         let owner = match kind {
                             butler_channel::ConversationKind::Direct => MemoryScope::personal(&job.user.id),

@@ -324,3 +324,30 @@ async fn a_restart_neither_loses_nor_repeats_a_run() {
     assert_eq!(turns(&llm).len(), 1);
     app.stop().await;
 }
+
+#[tokio::test]
+async fn a_briefing_prompt_is_not_distilled_into_the_owners_memory() {
+    let llm = FakeLlm::start().await;
+    let (mut cfg, dir) = config(Some(&llm.openai_url()));
+    cfg.access.owners = vec!["web:alice".parse().unwrap()];
+    cfg.memory.archivist = true;
+    let app = TestApp::start(cfg, Some(dir)).await;
+    let store = app.app.store.clone();
+    user(&*store, "web:alice", "alice", UserRole::Owner).await;
+    llm.on("weather-brief", Reply::text("Sunny, 21 degrees."));
+    let job = put(
+        &*store,
+        &spec("weather", "0 7 * * *", "UTC", "weather-brief: I live in Porto, what is the weather?", "web:wx"),
+        "web:alice",
+        Some("alice"),
+    )
+    .await;
+    set_next(&*store, job.id, now_ms() + 100).await;
+    wait_for(&app, "wx", "the briefing", |m| texts(m).iter().any(|t| t.contains("Sunny"))).await;
+    wait_runs(&*store, job.id, 1, &[RunStatus::Delivered]).await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    // Only the turn called the model: a job's prompt is an instruction, not something the owner said.
+    assert_eq!(llm.request_count(), 1, "no archivist call for a scheduled prompt");
+    assert!(store.memory_list(&MemoryScope::personal("alice"), 10).await.unwrap().is_empty());
+    app.stop().await;
+}
