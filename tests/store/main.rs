@@ -128,4 +128,5 @@ contract! {
     schedule_set_pause_remove_and_advance => crate::schedules::set_pause_remove_and_advance,
     schedule_claim_wins_once_under_races => crate::schedules::claim_wins_once_under_races,
     schedule_runs_read_their_delivery => crate::schedules::runs_read_their_delivery,
+    schedule_jobs_follow_a_linked_identity => crate::schedules::jobs_follow_a_linked_identity,
 }

@@ -276,3 +276,32 @@ pub async fn runs_read_their_delivery(store: Arc<dyn Store>) {
     let newest = store.schedule_runs(&RunQuery::Of { schedule_id: a.id, limit: 2 }).await.unwrap();
     assert_eq!(newest.iter().map(|r| r.fire_at_ms).collect::<Vec<_>>(), [fires[5], fires[4]], "newest first");
 }
+
+/// Linking bob's identity into alice moves bob's jobs to alice: listed as hers, in her scope,
+/// except a job whose name she already uses, which keeps its old scope (and still lists as hers).
+pub async fn jobs_follow_a_linked_identity(store: Arc<dyn Store>) {
+    use butler::channel::Identity;
+    let (alice, bob) = (Identity::new("web", "alice"), Identity::new("telegram", "7"));
+    store.user_ensure(&alice, &crate::fixtures::user("alice", "Alice")).await.unwrap();
+    store.user_ensure(&bob, &crate::fixtures::user("bob", "Bob")).await.unwrap();
+    let owned = |scope: &str, name: &str, user: &str| NewSchedule {
+        owner: format!("x:{user}"),
+        owner_user: Some(user.to_string()),
+        ..job(scope, name, Some(T))
+    };
+    store.schedule_put(&owned("user:alice", "news", "alice")).await.unwrap();
+    let news = store.schedule_put(&owned("user:bob", "news", "bob")).await.unwrap();
+    let gym = store.schedule_put(&owned("user:bob", "gym", "bob")).await.unwrap();
+    let other = store.schedule_put(&owned("user:carol", "gym", "carol")).await.unwrap();
+
+    assert_eq!(store.identity_link(&bob, "alice").await.unwrap().as_deref(), Some("bob"));
+    let mine = store.schedules_list(&ScheduleFilter::Owner("alice".into())).await.unwrap();
+    let mut got: Vec<(String, String)> = mine.iter().map(|r| (r.scope.clone(), r.name.clone())).collect();
+    got.sort();
+    let want = [("user:alice", "gym"), ("user:alice", "news"), ("user:bob", "news")];
+    assert_eq!(got, want.map(|(s, n)| (s.to_string(), n.to_string())));
+    assert!(store.schedules_list(&ScheduleFilter::Owner("bob".into())).await.unwrap().is_empty());
+    assert_eq!(one(&*store, gym.id).await.scope, "user:alice");
+    assert_eq!(one(&*store, news.id).await.owner_user.as_deref(), Some("alice"));
+    assert_eq!(one(&*store, other.id).await.scope, "user:carol", "other users' jobs stay put");
+}

@@ -164,6 +164,11 @@ macro_rules! impl_access {
                     "UPDATE memories SET user_id = $1 WHERE user_id = $2",
                     "UPDATE sessions SET user_id = $1 WHERE user_id = $2",
                     "UPDATE usage SET user_id = $1 WHERE user_id = $2",
+                    // Jobs follow their owner; a job keeps its old scope (and name) only where
+                    // the merged user already has a job of that name.
+                    "UPDATE schedules SET scope = 'user:' || $1 WHERE scope = 'user:' || $2 AND NOT EXISTS \
+                     (SELECT 1 FROM schedules s WHERE s.scope = 'user:' || $1 AND s.name = schedules.name)",
+                    "UPDATE schedules SET owner_user = $1 WHERE owner_user = $2",
                 ] {
                     sqlx::query(sql).bind(user_id).bind(previous.as_str()).execute(&mut *tx).await.map_err(db_err)?;
                 }
