@@ -10,53 +10,14 @@ mod lifecycle;
 mod who;
 
 use async_trait::async_trait;
-use butler::tools::{Action, Risk, Tool, ToolCtx, ToolError, ToolSpec};
+use butler::tools::{Risk, Tool, ToolCtx, ToolError, ToolSpec};
 use serde_json::{json, Value};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 use support::app::TestApp;
 
-/// A mutating test tool that counts its runs.
-pub struct Touch {
-    spec: ToolSpec,
-    pub runs: AtomicUsize,
-}
-
-impl Touch {
-    pub fn new() -> Arc<Self> {
-        Arc::new(Self {
-            spec: ToolSpec {
-                name: "touch".into(),
-                description: "touch a named thing".into(),
-                parameters: json!({"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}),
-                read_only: false,
-                risk: Risk::Medium,
-            },
-            runs: AtomicUsize::new(0),
-        })
-    }
-
-    pub fn runs(&self) -> usize {
-        self.runs.load(Ordering::SeqCst)
-    }
-}
-
-#[async_trait]
-impl Tool for Touch {
-    fn spec(&self) -> &ToolSpec {
-        &self.spec
-    }
-
-    fn action(&self, _ctx: &ToolCtx, args: &Value) -> Action {
-        Action { summary: format!("touch `{}`", args["name"].as_str().unwrap_or("?")), ..Action::default() }
-    }
-
-    async fn call(&self, _ctx: &ToolCtx, args: Value) -> Result<String, ToolError> {
-        self.runs.fetch_add(1, Ordering::SeqCst);
-        Ok(format!("touched {}", args["name"].as_str().unwrap_or("?")))
-    }
-}
+pub use support::touch::Touch;
 
 /// Polls the web conversation until `pred` holds for its messages; returns them.
 pub async fn wait_for(app: &TestApp, conv: &str, what: &str, pred: impl Fn(&[Value]) -> bool) -> Vec<Value> {

@@ -6,50 +6,16 @@
 
 use crate::support::fake_discord::FakeDiscord;
 use crate::support::fake_llm::Reply;
+use crate::support::touch::Touch;
 use crate::{alice, bob, Rig, GENERAL};
-use async_trait::async_trait;
 use butler::store::ApprovalStatus;
-use butler::tools::{Action, Risk, Tool, ToolCtx, ToolError, ToolSpec};
-use serde_json::{json, Value};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
+use serde_json::json;
 use std::time::{Duration, Instant};
-
-/// A mutating tool that takes a while (so the acknowledgement must come before it ends).
-struct SlowTouch {
-    spec: ToolSpec,
-    runs: AtomicUsize,
-}
-
-#[async_trait]
-impl Tool for SlowTouch {
-    fn spec(&self) -> &ToolSpec {
-        &self.spec
-    }
-
-    fn action(&self, _ctx: &ToolCtx, args: &Value) -> Action {
-        Action { summary: format!("touch `{}`", args["name"].as_str().unwrap_or("?")), ..Action::default() }
-    }
-
-    async fn call(&self, _ctx: &ToolCtx, args: Value) -> Result<String, ToolError> {
-        tokio::time::sleep(Duration::from_millis(1500)).await;
-        self.runs.fetch_add(1, Ordering::SeqCst);
-        Ok(format!("touched {}", args["name"].as_str().unwrap_or("?")))
-    }
-}
 
 #[tokio::test]
 async fn approvals_are_buttons_clicks_are_acknowledged_at_once_and_edited_to_the_outcome() {
-    let touch = Arc::new(SlowTouch {
-        spec: ToolSpec {
-            name: "touch".into(),
-            description: "touch a named thing".into(),
-            parameters: json!({"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}),
-            read_only: false,
-            risk: Risk::Medium,
-        },
-        runs: AtomicUsize::new(0),
-    });
+    // Takes a while, so the acknowledgement must come before it ends.
+    let touch = Touch::slow(Duration::from_millis(1500));
     let rig = Rig::start_on(FakeDiscord::start().await, vec![touch.clone()], |cfg| {
         cfg.permissions.approvers = vec!["requester".into()];
     })
@@ -100,7 +66,7 @@ async fn approvals_are_buttons_clicks_are_acknowledged_at_once_and_edited_to_the
     assert_eq!(rig.discord.message(&request.id).unwrap().writes.len(), 1, "the request was not edited");
     let row = rig.app.app.store.approval_get(&id).await.unwrap().unwrap();
     assert_eq!(row.status, ApprovalStatus::Pending);
-    assert_eq!(touch.runs.load(Ordering::SeqCst), 0);
+    assert_eq!(touch.runs(), 0);
 
     // Alice approves: acknowledged within 3 s, long before the slow tool finishes.
     let clicked = Instant::now();
@@ -126,7 +92,7 @@ async fn approvals_are_buttons_clicks_are_acknowledged_at_once_and_edited_to_the
         .discord
         .wait_for(20, "the final answer", |f| f.bot_messages(GENERAL).into_iter().find(|m| m.content == "lamp done"))
         .await;
-    assert_eq!(touch.runs.load(Ordering::SeqCst), 1);
+    assert_eq!(touch.runs(), 1);
     let finished = *done.writes.last().unwrap();
     assert!(ack.0 < *decided.writes.last().unwrap());
     assert!(finished.duration_since(ack.0) >= Duration::from_millis(1400), "the slow work came after the ack");

@@ -15,11 +15,7 @@ mod rendering;
 mod signatures;
 mod socket;
 
-use async_trait::async_trait;
 use butler::config::{Config, Secret, SlackConfig};
-use butler::tools::{Action, Risk, Tool, ToolCtx, ToolError, ToolSpec};
-use serde_json::{json, Value};
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use support::app::{config, TestApp};
 use support::fake_llm::FakeLlm;
@@ -92,43 +88,4 @@ impl Rig {
     }
 }
 
-/// A mutating test tool (so it asks for approval) that counts its runs.
-pub struct Touch {
-    spec: ToolSpec,
-    runs: AtomicUsize,
-}
-
-impl Touch {
-    pub fn new() -> Arc<Self> {
-        Arc::new(Self {
-            spec: ToolSpec {
-                name: "touch".into(),
-                description: "touch a named thing".into(),
-                parameters: json!({"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}),
-                read_only: false,
-                risk: Risk::Medium,
-            },
-            runs: AtomicUsize::new(0),
-        })
-    }
-
-    pub fn runs(&self) -> usize {
-        self.runs.load(Ordering::SeqCst)
-    }
-}
-
-#[async_trait]
-impl Tool for Touch {
-    fn spec(&self) -> &ToolSpec {
-        &self.spec
-    }
-
-    fn action(&self, _ctx: &ToolCtx, args: &Value) -> Action {
-        Action { summary: format!("touch `{}`", args["name"].as_str().unwrap_or("?")), ..Action::default() }
-    }
-
-    async fn call(&self, _ctx: &ToolCtx, args: Value) -> Result<String, ToolError> {
-        self.runs.fetch_add(1, Ordering::SeqCst);
-        Ok(format!("touched {}", args["name"].as_str().unwrap_or("?")))
-    }
-}
+pub use support::touch::Touch;

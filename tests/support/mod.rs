@@ -9,3 +9,4 @@ pub mod fake_llm;
 pub mod fake_slack;
 pub mod fake_telegram;
 pub mod proc;
+pub mod touch;

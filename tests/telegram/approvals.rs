@@ -6,50 +6,17 @@
 use crate::support::fake_llm::Reply;
 use crate::support::fake_telegram::updates::{callback, group, user};
 use crate::support::fake_telegram::BOT_USERNAME;
+use crate::support::touch::Touch;
 use crate::{settle, Tg, ALICE, GROUP, MALLORY};
-use async_trait::async_trait;
-use butler::tools::{Action, Risk, Tool, ToolCtx, ToolError, ToolSpec};
-use serde_json::{json, Value};
-use std::sync::{Arc, Mutex};
+use serde_json::json;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// How long the tool works: the click's answer must not wait for it.
 const SLOW: Duration = Duration::from_secs(1);
 
-/// A mutating tool (so it asks first) that takes a while and records when it ran.
-struct Touch {
-    spec: ToolSpec,
-    runs: Mutex<Vec<Instant>>,
-}
-
-#[async_trait]
-impl Tool for Touch {
-    fn spec(&self) -> &ToolSpec {
-        &self.spec
-    }
-
-    fn action(&self, _ctx: &ToolCtx, args: &Value) -> Action {
-        Action { summary: format!("touch `{}`", args["name"].as_str().unwrap_or("?")), ..Action::default() }
-    }
-
-    async fn call(&self, _ctx: &ToolCtx, args: Value) -> Result<String, ToolError> {
-        self.runs.lock().unwrap().push(Instant::now());
-        tokio::time::sleep(SLOW).await;
-        Ok(format!("touched {}", args["name"].as_str().unwrap_or("?")))
-    }
-}
-
 fn touch() -> Arc<Touch> {
-    Arc::new(Touch {
-        spec: ToolSpec {
-            name: "touch".into(),
-            description: "touch a named thing".into(),
-            parameters: json!({"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}),
-            read_only: false,
-            risk: Risk::Medium,
-        },
-        runs: Mutex::new(vec![]),
-    })
+    Touch::slow(SLOW)
 }
 
 #[tokio::test]
@@ -86,7 +53,7 @@ async fn inline_keyboard_approvals() {
     settle().await;
     let still = tg.fake.message(GROUP, request.id).unwrap();
     assert_eq!((still.edits, still.buttons.len()), (0, 3), "the request is unchanged");
-    assert!(tool.runs.lock().unwrap().is_empty());
+    assert!(tool.runs() == 0);
 
     // Alice approves: the click is acknowledged at once, then the tool runs and the request
     // shows the outcome without buttons.
@@ -110,7 +77,7 @@ async fn inline_keyboard_approvals() {
     let outcome = done.iter().find(|m| m.id == request.id).unwrap();
     assert!(outcome.text.starts_with("✅ Approved by Alice"), "{}", outcome.text);
     assert!(outcome.buttons.is_empty(), "no stale buttons left");
-    let runs = tool.runs.lock().unwrap().clone();
+    let runs = tool.started();
     assert_eq!(runs.len(), 1);
     assert!(ack.at < runs[0] + SLOW, "acknowledged before the slow work was done");
     let edit = tg.fake.calls("editMessageText").into_iter().find(|c| c.body["message_id"] == request.id).unwrap();
@@ -122,7 +89,7 @@ async fn inline_keyboard_approvals() {
     assert!(answers[2].body["text"].as_str().unwrap().contains("already answered"), "{}", answers[2].body);
     assert_eq!(answers[2].body["show_alert"], true);
     settle().await;
-    assert_eq!(tool.runs.lock().unwrap().len(), 1);
+    assert_eq!(tool.runs(), 1);
     assert_eq!(tg.fake.message(GROUP, request.id).unwrap().edits, outcome.edits);
     assert_eq!(tg.fake.calls("answerCallbackQuery").len(), 3, "one answer per click");
     tg.stop().await;

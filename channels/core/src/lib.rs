@@ -12,6 +12,7 @@ mod channel;
 mod chunk;
 mod event;
 mod outbound;
+pub mod signature;
 
 pub use channel::{Accepted, Caps, Channel, ChannelError, Ingress, IngressError, TextFormat};
 pub use chunk::{chunk_text, ChunkLimit};

@@ -57,7 +57,7 @@ fn error(status: StatusCode, code: &str, message: &str) -> Response {
 fn check(ctx: &Ctx, headers: &HeaderMap, body: &[u8], what: &str) -> Option<Response> {
     verify(ctx.secret.as_bytes(), headers, body, now_ms().div_euclid(1000)).err().map(|why| {
         tracing::warn!(endpoint = what, reason = why.code(), "Slack request refused: signature check failed");
-        let mut resp = error(StatusCode::UNAUTHORIZED, why.code(), why.message());
+        let mut resp = error(StatusCode::UNAUTHORIZED, why.code(), crate::verify::explain(why));
         resp.headers_mut().remove("x-slack-no-retry");
         resp
     })

@@ -6,51 +6,23 @@
 //! says only which check failed.
 
 use axum::http::HeaderMap;
-use hmac::{Hmac, Mac};
-use sha2::Sha256;
+use butler_channel::signature;
+pub use butler_channel::signature::{Rejection, TOLERANCE_SECS};
 
 /// The signature header.
 pub const SIGNATURE: &str = "x-slack-signature";
 /// The timestamp header (Unix seconds when Slack signed the request).
 pub const TIMESTAMP: &str = "x-slack-request-timestamp";
-/// How far the timestamp may be from the receiver's clock, either way.
-pub const TOLERANCE_SECS: i64 = 300;
 
-/// Why a request was not accepted as coming from Slack. The messages are safe to return.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Rejection {
-    MissingSignature,
-    /// Not `v0=` followed by 64 hex digits.
-    MalformedSignature,
-    BadSignature,
-    MissingTimestamp,
-    MalformedTimestamp,
-    /// Outside the five-minute window (a replay, or a clock far off).
-    StaleTimestamp,
-}
-
-impl Rejection {
-    /// A stable machine-readable code.
-    pub fn code(self) -> &'static str {
-        match self {
-            Self::MissingSignature => "missing_signature",
-            Self::MalformedSignature => "malformed_signature",
-            Self::BadSignature => "bad_signature",
-            Self::MissingTimestamp => "missing_timestamp",
-            Self::MalformedTimestamp => "malformed_timestamp",
-            Self::StaleTimestamp => "stale_timestamp",
-        }
-    }
-
-    pub fn message(self) -> &'static str {
-        match self {
-            Self::MissingSignature => "the request is not signed: X-Slack-Signature is missing",
-            Self::MalformedSignature => "X-Slack-Signature must be v0= followed by 64 hex digits",
-            Self::BadSignature => "the signature does not match the body and the configured signing secret",
-            Self::MissingTimestamp => "X-Slack-Request-Timestamp is missing",
-            Self::MalformedTimestamp => "X-Slack-Request-Timestamp must be Unix seconds",
-            Self::StaleTimestamp => "X-Slack-Request-Timestamp is more than 5 minutes away from the server's clock",
-        }
+/// What to tell the sender about a rejection (safe to return).
+pub fn explain(why: Rejection) -> &'static str {
+    match why {
+        Rejection::MissingSignature => "the request is not signed: X-Slack-Signature is missing",
+        Rejection::MalformedSignature => "X-Slack-Signature must be v0= followed by 64 hex digits",
+        Rejection::BadSignature => "the signature does not match the body and the configured signing secret",
+        Rejection::MissingTimestamp => "X-Slack-Request-Timestamp is missing",
+        Rejection::MalformedTimestamp => "X-Slack-Request-Timestamp must be Unix seconds",
+        Rejection::StaleTimestamp => "X-Slack-Request-Timestamp is more than 5 minutes away from the server's clock",
     }
 }
 
@@ -58,34 +30,16 @@ impl Rejection {
 /// `now_secs` is the receiver's clock in Unix seconds.
 pub fn verify(secret: &[u8], headers: &HeaderMap, body: &[u8], now_secs: i64) -> Result<(), Rejection> {
     let text = |name: &str| headers.get(name).and_then(|v| v.to_str().ok()).map(str::trim);
-    let sig = text(SIGNATURE).ok_or(Rejection::MissingSignature)?;
-    let digest = sig
-        .strip_prefix("v0=")
-        .and_then(|h| hex::decode(h).ok())
-        .filter(|d| d.len() == 32)
-        .ok_or(Rejection::MalformedSignature)?;
+    let digest = signature::digest(text(SIGNATURE), "v0=")?;
     let raw_ts = text(TIMESTAMP).ok_or(Rejection::MissingTimestamp)?;
-    let ts: i64 = raw_ts.parse().map_err(|_| Rejection::MalformedTimestamp)?;
-    let mut mac = Hmac::<Sha256>::new_from_slice(secret).map_err(|_| Rejection::BadSignature)?;
-    mac.update(b"v0:");
-    mac.update(raw_ts.as_bytes());
-    mac.update(b":");
-    mac.update(body);
-    // The timestamp is signed, so checking the MAC first means only a holder of the secret
-    // ever learns that a request was merely stale.
-    mac.verify_slice(&digest).map_err(|_| Rejection::BadSignature)?;
-    if now_secs.abs_diff(ts) > TOLERANCE_SECS.unsigned_abs() {
-        return Err(Rejection::StaleTimestamp);
-    }
-    Ok(())
+    let ts = signature::timestamp(Some(raw_ts))?;
+    signature::check(secret, &[b"v0:", raw_ts.as_bytes(), b":", body], &digest)?;
+    signature::fresh(ts, now_secs)
 }
 
 /// `v0=<hex>` for `body` signed at `ts` (what Slack sends; used by tests and the doctor).
 pub fn sign(secret: &[u8], ts: i64, body: &[u8]) -> String {
-    let mut mac = Hmac::<Sha256>::new_from_slice(secret).expect("HMAC takes any key length");
-    mac.update(format!("v0:{ts}:").as_bytes());
-    mac.update(body);
-    format!("v0={}", hex::encode(mac.finalize().into_bytes()))
+    format!("v0={}", signature::sign_hex(secret, &[format!("v0:{ts}:").as_bytes(), body]))
 }
 
 #[cfg(test)]

@@ -145,7 +145,7 @@ async fn receive(
     let now = now_ms();
     if let Err(why) = verify(source.scheme, source.secret.as_bytes(), &headers, &body, now.div_euclid(1000)) {
         tracing::warn!(source = %name, reason = why.code(), "webhook request refused: signature check failed");
-        return Err(HookError::new(StatusCode::UNAUTHORIZED, why.code(), why.message()));
+        return Err(HookError::new(StatusCode::UNAUTHORIZED, why.code(), verify::explain(why)));
     }
     if let Err(wait) = entry.bucket.take(Instant::now()) {
         let secs = limit::retry_after_secs(wait);

@@ -6,8 +6,8 @@
 //! failure says only which check failed.
 
 use axum::http::HeaderMap;
-use hmac::{Hmac, Mac};
-use sha2::Sha256;
+use butler_channel::signature;
+pub use butler_channel::signature::{Rejection, TOLERANCE_SECS};
 
 /// GitHub's header: `sha256=<hex HMAC-SHA256 of the raw body>`.
 pub const GITHUB_SIGNATURE: &str = "x-hub-signature-256";
@@ -15,8 +15,6 @@ pub const GITHUB_SIGNATURE: &str = "x-hub-signature-256";
 pub const BUTLER_SIGNATURE: &str = "x-butler-signature-256";
 /// Butler's timestamp header: Unix seconds when the request was signed.
 pub const BUTLER_TIMESTAMP: &str = "x-butler-timestamp";
-/// How far a Butler timestamp may be from the receiver's clock, either way.
-pub const TOLERANCE_SECS: i64 = 300;
 
 /// How a source signs its requests.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -28,92 +26,37 @@ pub enum Scheme {
     Butler,
 }
 
-/// Why a request was not accepted as signed. The messages are safe to return to the caller.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Rejection {
-    MissingSignature,
-    /// The header is not `sha256=` followed by 64 hex digits.
-    MalformedSignature,
-    BadSignature,
-    MissingTimestamp,
-    /// Present but not a whole number of seconds.
-    MalformedTimestamp,
-    /// Outside the tolerance (a replay, or a clock far off).
-    StaleTimestamp,
-}
-
-impl Rejection {
-    /// A stable machine-readable code.
-    pub fn code(self) -> &'static str {
-        match self {
-            Self::MissingSignature => "missing_signature",
-            Self::MalformedSignature => "malformed_signature",
-            Self::BadSignature => "bad_signature",
-            Self::MissingTimestamp => "missing_timestamp",
-            Self::MalformedTimestamp => "malformed_timestamp",
-            Self::StaleTimestamp => "stale_timestamp",
+/// What to tell the sender about a rejection (safe to return).
+pub fn explain(why: Rejection) -> &'static str {
+    match why {
+        Rejection::MissingSignature => {
+            "the request is not signed: send X-Hub-Signature-256 (GitHub) or X-Butler-Signature-256"
         }
-    }
-
-    pub fn message(self) -> &'static str {
-        match self {
-            Self::MissingSignature => {
-                "the request is not signed: send X-Hub-Signature-256 (GitHub) or X-Butler-Signature-256"
-            }
-            Self::MalformedSignature => "the signature header must be sha256= followed by 64 hex digits",
-            Self::BadSignature => "the signature does not match the body and this source's secret",
-            Self::MissingTimestamp => "X-Butler-Timestamp (Unix seconds) is required with X-Butler-Signature-256",
-            Self::MalformedTimestamp => "X-Butler-Timestamp must be Unix seconds",
-            Self::StaleTimestamp => "X-Butler-Timestamp is more than 5 minutes away from the server's clock",
-        }
+        Rejection::MalformedSignature => "the signature header must be sha256= followed by 64 hex digits",
+        Rejection::BadSignature => "the signature does not match the body and this source's secret",
+        Rejection::MissingTimestamp => "X-Butler-Timestamp (Unix seconds) is required with X-Butler-Signature-256",
+        Rejection::MalformedTimestamp => "X-Butler-Timestamp must be Unix seconds",
+        Rejection::StaleTimestamp => "X-Butler-Timestamp is more than 5 minutes away from the server's clock",
     }
 }
 
 /// Checks the request's signature for `scheme` with `secret`; `now_secs` is the receiver's
 /// clock in Unix seconds.
 pub fn verify(scheme: Scheme, secret: &[u8], headers: &HeaderMap, body: &[u8], now_secs: i64) -> Result<(), Rejection> {
+    let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
     match scheme {
         Scheme::Github => {
-            let sig = signature(headers, GITHUB_SIGNATURE)?;
-            check_mac(secret, &[body], &sig)
+            let sig = signature::digest(header(GITHUB_SIGNATURE), "sha256=")?;
+            signature::check(secret, &[body], &sig)
         }
         Scheme::Butler => {
-            let sig = signature(headers, BUTLER_SIGNATURE)?;
-            let raw = header(headers, BUTLER_TIMESTAMP).ok_or(Rejection::MissingTimestamp)?;
-            let ts: i64 = raw.trim().parse().map_err(|_| Rejection::MalformedTimestamp)?;
-            // The timestamp is part of the signed text, so checking the MAC first means a
-            // stale answer is only ever given to someone who holds the secret.
-            check_mac(secret, &[raw.as_bytes(), b".", body], &sig)?;
-            if now_secs.abs_diff(ts) > TOLERANCE_SECS.unsigned_abs() {
-                return Err(Rejection::StaleTimestamp);
-            }
-            Ok(())
+            let sig = signature::digest(header(BUTLER_SIGNATURE), "sha256=")?;
+            let raw = header(BUTLER_TIMESTAMP).ok_or(Rejection::MissingTimestamp)?.trim();
+            let ts = signature::timestamp(Some(raw))?;
+            signature::check(secret, &[raw.as_bytes(), b".", body], &sig)?;
+            signature::fresh(ts, now_secs)
         }
     }
-}
-
-/// The first value of header `name` as text, if it is visible ASCII.
-fn header<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
-    headers.get(name).and_then(|v| v.to_str().ok())
-}
-
-/// The decoded digest of a `sha256=<hex>` header.
-fn signature(headers: &HeaderMap, name: &str) -> Result<Vec<u8>, Rejection> {
-    let raw = header(headers, name).ok_or(Rejection::MissingSignature)?;
-    let hex_digits = raw.trim().strip_prefix("sha256=").ok_or(Rejection::MalformedSignature)?;
-    let bytes = hex::decode(hex_digits).map_err(|_| Rejection::MalformedSignature)?;
-    if bytes.len() != 32 {
-        return Err(Rejection::MalformedSignature);
-    }
-    Ok(bytes)
-}
-
-fn check_mac(secret: &[u8], parts: &[&[u8]], expected: &[u8]) -> Result<(), Rejection> {
-    let mut mac = Hmac::<Sha256>::new_from_slice(secret).map_err(|_| Rejection::BadSignature)?;
-    for part in parts {
-        mac.update(part);
-    }
-    mac.verify_slice(expected).map_err(|_| Rejection::BadSignature)
 }
 
 #[cfg(test)]
@@ -122,9 +65,7 @@ mod tests {
     use axum::http::HeaderValue;
 
     fn hmac_hex(secret: &str, text: &[u8]) -> String {
-        let mut mac = Hmac::<Sha256>::new_from_slice(secret.as_bytes()).unwrap();
-        mac.update(text);
-        format!("sha256={}", hex::encode(mac.finalize().into_bytes()))
+        format!("sha256={}", signature::sign_hex(secret.as_bytes(), &[text]))
     }
 
     type Pairs = Vec<(&'static str, String)>;
