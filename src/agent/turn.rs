@@ -52,6 +52,25 @@ impl Prices {
             + u.cache_write_tokens as f64 * self.cache_write)
             / 1e6
     }
+
+    /// What one model call of `kind` cost, as the usage ledger stores it; `iterations` and
+    /// `context_tokens` are 1 and 0 and a turn sets its own.
+    pub fn record(&self, kind: &str, ids: [&str; 3], model: &str, u: &Usage) -> UsageRecord {
+        let [user_id, session_id, event_id] = ids;
+        UsageRecord {
+            user_id: user_id.to_string(),
+            session_id: session_id.to_string(),
+            event_id: event_id.to_string(),
+            model: model.to_string(),
+            // The whole prompt, cached or not.
+            input_tokens: (u.input_tokens + u.cache_read_tokens + u.cache_write_tokens) as i64,
+            output_tokens: u.output_tokens as i64,
+            cost_usd: self.cost(u),
+            iterations: 1,
+            kind: kind.into(),
+            context_tokens: 0,
+        }
+    }
 }
 
 /// An observer for channels that cannot show progress.
@@ -406,19 +425,11 @@ impl Agent {
     }
 
     fn usage(&self, user: &UserRow, sid: &str, event: &InboundEvent, progress: &Progress) -> UsageRecord {
-        let u = &progress.usage;
+        let ids = [user.id.as_str(), sid, event.id.0.as_str()];
         UsageRecord {
-            user_id: user.id.clone(),
-            session_id: sid.to_string(),
-            event_id: event.id.0.clone(),
-            model: self.llm.model().to_string(),
-            // The whole prompt, cached or not.
-            input_tokens: (u.input_tokens + u.cache_read_tokens + u.cache_write_tokens) as i64,
-            output_tokens: u.output_tokens as i64,
-            cost_usd: self.prices.cost(u),
             iterations: progress.iterations as i32,
-            kind: "turn".into(),
             context_tokens: progress.context_tokens as i64,
+            ..self.prices.record("turn", ids, self.llm.model(), &progress.usage)
         }
     }
 

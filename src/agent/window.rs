@@ -11,7 +11,7 @@
 use super::turn::Agent;
 use crate::config::HookEvent;
 use crate::llm::{ChatMessage, ChatRequest};
-use crate::store::{now_ms, MemoryScope, NewMessage, Role, SessionRow, Store, StoreError, SummaryRow, UsageRecord};
+use crate::store::{now_ms, MemoryScope, NewMessage, Role, SessionRow, Store, StoreError, SummaryRow};
 
 /// Messages at the end of the request that are never cleared or collapsed.
 const KEEP_RECENT: usize = 8;
@@ -231,21 +231,9 @@ impl Agent {
         }
         let up_to_seq = session.base_seq + cut as i64 - 1;
         self.store.summary_add(&session.row.id, up_to_seq, &text).await?;
-        self.store
-            .usage_add(&UsageRecord {
-                user_id: user_id.to_string(),
-                session_id: session.row.id.clone(),
-                event_id: format!("compaction:{}:{up_to_seq}", session.row.id),
-                model: self.llm.model().to_string(),
-                input_tokens: (asm.usage.input_tokens + asm.usage.cache_read_tokens + asm.usage.cache_write_tokens)
-                    as i64,
-                output_tokens: asm.usage.output_tokens as i64,
-                cost_usd: self.prices.cost(&asm.usage),
-                iterations: 1,
-                kind: "compaction".into(),
-                context_tokens: 0,
-            })
-            .await?;
+        let event_id = format!("compaction:{}:{up_to_seq}", session.row.id);
+        let ids = [user_id, session.row.id.as_str(), event_id.as_str()];
+        self.store.usage_add(&self.prices.record("compaction", ids, self.llm.model(), &asm.usage)).await?;
         session.history.drain(..cut);
         session.base_seq += cut as i64;
         session.summary = Some(SummaryRow { up_to_seq, text, created_ms: now_ms() });

@@ -6,7 +6,7 @@
 
 use crate::agent::Prices;
 use crate::llm::{ChatMessage, ChatRequest, Provider};
-use crate::store::{MemoryRow, MemoryScope, Store, StoreError, UsageRecord};
+use crate::store::{MemoryRow, MemoryScope, Store, StoreError};
 use serde::Deserialize;
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -144,21 +144,9 @@ impl Worker {
                 return Ok(());
             }
         };
-        self.store
-            .usage_add(&UsageRecord {
-                user_id: job.owner.user_id.clone(),
-                session_id: job.session_id.clone(),
-                event_id: format!("{}:archivist", job.event_id),
-                model: self.llm.model().to_string(),
-                input_tokens: (asm.usage.input_tokens + asm.usage.cache_read_tokens + asm.usage.cache_write_tokens)
-                    as i64,
-                output_tokens: asm.usage.output_tokens as i64,
-                cost_usd: self.prices.cost(&asm.usage),
-                iterations: 1,
-                kind: "archivist".into(),
-                context_tokens: 0,
-            })
-            .await?;
+        let event_id = format!("{}:archivist", job.event_id);
+        let ids = [job.owner.user_id.as_str(), job.session_id.as_str(), event_id.as_str()];
+        self.store.usage_add(&self.prices.record("archivist", ids, self.llm.model(), &asm.usage)).await?;
         let Some(found) = Distilled::parse(&asm.text) else {
             tracing::info!("archivist answer was not the expected JSON; nothing stored");
             return Ok(());
