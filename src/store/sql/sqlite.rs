@@ -97,12 +97,18 @@ impl SqliteStore {
 
     super::channel_sql!("channel IN (SELECT value FROM json_each($1))", "");
 
-    /// FTS5 over `memories_fts` (external content, kept in sync by triggers), best `bm25`
-    /// first, then newest.
+    /// FTS5 over `memories_fts` (external content, kept in sync by triggers), best `bm25` of the
+    /// text first, then newest. The MATCH asks for the owner token (built exactly as the
+    /// generated column `memories.owner` of migration 0007) AND the words, so FTS5 walks only
+    /// this user's rows in this scope instead of every user's matches. CROSS JOIN keeps the
+    /// FTS table as the outer loop: SQLite's planner otherwise may walk the (user, scope) index
+    /// and run the MATCH once per row, which is a hundred times slower.
     const SQL_MEMORY_SEARCH: &'static str = "SELECT m.id, m.user_id, m.scope, m.text, m.source, m.created_ms \
-         FROM memories_fts JOIN memories m ON m.id = memories_fts.rowid \
-         WHERE memories_fts MATCH $2 AND m.user_id = $1 AND m.scope = $4 \
-         ORDER BY bm25(memories_fts), m.created_ms DESC, m.id DESC LIMIT $3";
+         FROM memories_fts CROSS JOIN memories m ON m.id = memories_fts.rowid \
+         WHERE memories_fts MATCH ('owner : \"o' || hex($1) || 'g' || hex($4) || 'g' || \
+             'pppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppppp\" AND text : (' || $2 || ')') \
+         AND m.user_id = $1 AND m.scope = $4 \
+         ORDER BY bm25(memories_fts, 1.0, 0.0), m.created_ms DESC, m.id DESC LIMIT $3";
 
     /// `"a" OR "b"`: every term is a quoted FTS5 string (terms hold only letters and digits,
     /// so no quote can appear inside), joined with OR.
