@@ -7,9 +7,11 @@
 //! password included).
 
 mod records;
+mod schedule_records;
 mod sql;
 
 pub use records::*;
+pub use schedule_records::*;
 
 use async_trait::async_trait;
 use butler_channel::{Identity, InboundEvent};

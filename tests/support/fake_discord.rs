@@ -105,7 +105,7 @@ pub(crate) struct Gw {
     /// Every dispatch of the session, for replay on Resume.
     pub log: Vec<(u64, Value)>,
     /// The live socket, once it has identified or resumed.
-    pub live: Option<mpsc::UnboundedSender<Ctl>>,
+    pub live: Option<mpsc::Sender<Ctl>>,
     pub refuse_resume: bool,
     pub heartbeat_ms: u64,
     pub seen: GatewayLog,
@@ -201,7 +201,7 @@ impl FakeDiscord {
     /// Drops the live socket abruptly (no close frame), as a network failure would.
     pub fn drop_connection(&self) {
         if let Some(live) = self.lock().gw.live.take() {
-            let _ = live.send(Ctl::Drop);
+            let _ = live.try_send(Ctl::Drop);
         }
     }
 
@@ -303,7 +303,7 @@ pub(crate) fn dispatch(s: &mut State, t: &str, d: Value) -> u64 {
     let payload = json!({"op": 0, "t": t, "s": seq, "d": d});
     s.gw.log.push((seq, payload.clone()));
     if let Some(live) = &s.gw.live {
-        let _ = live.send(Ctl::Send(payload));
+        let _ = live.try_send(Ctl::Send(payload));
     }
     seq
 }

@@ -98,7 +98,7 @@ pub(crate) struct State {
     pub limits: HashMap<String, VecDeque<u64>>,
     pub ts_counter: u64,
     /// Socket Mode: frames to the live connection, connections opened, acks by envelope id.
-    pub socket: Option<mpsc::UnboundedSender<socket::Out>>,
+    pub socket: Option<mpsc::Sender<socket::Out>>,
     pub connections: usize,
     pub acks: HashMap<String, Value>,
 }
@@ -236,13 +236,13 @@ impl FakeSlack {
     pub async fn socket_send(&self, envelope: Value) {
         self.wait(10, "a Socket Mode connection", |f| f.shared.lock().socket.is_some()).await;
         let tx = self.shared.lock().socket.clone().unwrap();
-        tx.send(socket::Out::Frame(envelope.to_string())).expect("the connection is open");
+        tx.try_send(socket::Out::Frame(envelope.to_string())).expect("the connection is open");
     }
 
     /// Closes the live Socket Mode connection from Slack's side.
     pub fn socket_drop(&self) {
         if let Some(tx) = self.shared.lock().socket.take() {
-            let _ = tx.send(socket::Out::Close);
+            let _ = tx.try_send(socket::Out::Close);
         }
     }
 

@@ -32,7 +32,7 @@ fn text(v: &Value) -> Message {
 
 async fn connection(state: Arc<Mutex<State>>, tcp: TcpStream) {
     let Ok(mut ws) = tokio_tungstenite::accept_async(tcp).await else { return };
-    let (tx, mut rx) = mpsc::unbounded_channel::<Ctl>();
+    let (tx, mut rx) = mpsc::channel::<Ctl>(1024);
     let interval = {
         let mut s = state.lock().unwrap();
         s.gw.seen.connections += 1;
@@ -101,7 +101,7 @@ async fn connection(state: Arc<Mutex<State>>, tcp: TcpStream) {
                         let missed: Vec<Value> =
                             s.gw.log.iter().filter(|(n, _)| *n > seq).map(|(_, p)| p.clone()).collect();
                         for p in missed {
-                            let _ = tx.send(Ctl::Send(p));
+                            let _ = tx.try_send(Ctl::Send(p));
                         }
                         dispatch(&mut s, "RESUMED", Value::Null);
                         true

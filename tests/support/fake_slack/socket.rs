@@ -30,7 +30,7 @@ pub async fn start(shared: Arc<Shared>) -> tokio::task::JoinHandle<()> {
 async fn serve(shared: Arc<Shared>, stream: tokio::net::TcpStream) {
     let Ok(ws) = tokio_tungstenite::accept_async(stream).await else { return };
     let (mut sink, mut source) = ws.split();
-    let (tx, mut rx) = mpsc::unbounded_channel();
+    let (tx, mut rx) = mpsc::channel(1024);
     {
         let mut s = shared.lock();
         s.connections += 1;
@@ -47,7 +47,7 @@ async fn serve(shared: Arc<Shared>, stream: tokio::net::TcpStream) {
 type Sink = futures::stream::SplitSink<tokio_tungstenite::WebSocketStream<tokio::net::TcpStream>, Message>;
 type Source = futures::stream::SplitStream<tokio_tungstenite::WebSocketStream<tokio::net::TcpStream>>;
 
-async fn run(shared: &Shared, sink: &mut Sink, source: &mut Source, rx: &mut mpsc::UnboundedReceiver<Out>) {
+async fn run(shared: &Shared, sink: &mut Sink, source: &mut Source, rx: &mut mpsc::Receiver<Out>) {
     let hello = json!({"type": "hello", "num_connections": 1,
                        "debug_info": {"host": "fake-slack", "approximate_connection_time": 18060},
                        "connection_info": {"app_id": "A0FAKE"}});

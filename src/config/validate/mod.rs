@@ -12,6 +12,8 @@ use super::Config;
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 
+mod channels;
+
 impl Config {
     /// All problems at once, as [`ConfigError::Invalid`] (origin `config`; `load` puts the file
     /// name in).
@@ -414,21 +416,21 @@ fn check_approvers(p: &mut Problems, key: &str, approvers: &[String]) {
 }
 
 #[derive(Default)]
-struct Problems(Vec<Problem>);
+pub(super) struct Problems(Vec<Problem>);
 
 impl Problems {
-    fn add(&mut self, key: impl Into<String>, message: impl Into<String>) {
+    pub(super) fn add(&mut self, key: impl Into<String>, message: impl Into<String>) {
         self.0.push(Problem { key: key.into(), message: message.into() });
     }
 }
 
-fn positive<N: PartialEq + Default>(p: &mut Problems, key: &str, n: N) {
+pub(super) fn positive<N: PartialEq + Default>(p: &mut Problems, key: &str, n: N) {
     if n == N::default() {
         p.add(key, "must be greater than 0");
     }
 }
 
-fn http_url(p: &mut Problems, key: &str, url: &str) {
+pub(super) fn http_url(p: &mut Problems, key: &str, url: &str) {
     if !url.starts_with("http://") && !url.starts_with("https://") {
         p.add(key, format!("{}; use an http:// or https:// URL", scheme_note(url)));
     }
@@ -546,153 +548,5 @@ impl Config {
                 Ok(_) => {}
             }
         }
-    }
-}
-
-impl Config {
-    /// `[channels.discord]`: a token, a public key Discord could have issued (32 bytes in hex),
-    /// and an http(s) base URL.
-    fn check_discord(&self, p: &mut Problems) {
-        let Some(d) = &self.channels.discord else { return };
-        if d.token.expose().trim().is_empty() {
-            p.add(
-                "channels.discord.token",
-                "is empty; set it to the bot token (Developer Portal -> your application -> Bot -> Reset Token)",
-            );
-        }
-        if let Some(key) = &d.public_key {
-            if key.len() != 64 || !key.chars().all(|c| c.is_ascii_hexdigit()) {
-                p.add(
-                    "channels.discord.public_key",
-                    "must be the application's public key: 64 hex characters (Developer Portal -> General \
-                     Information -> Public Key); remove the key to turn the interactions endpoint off",
-                );
-            }
-        }
-        if !(d.api_url.starts_with("https://") || d.api_url.starts_with("http://")) {
-            p.add(
-                "channels.discord.api_url",
-                "must be an http(s) URL standing in for https://discord.com (the default); the REST API is \
-                 under <api_url>/api/v10",
-            );
-        }
-    }
-}
-
-impl Config {
-    /// `[channels.slack]`: a bot token, and a way for Slack to reach Butler (a signing secret
-    /// for the HTTP endpoints, or an app-level token for Socket Mode).
-    fn check_slack(&self, p: &mut Problems) {
-        let Some(s) = &self.channels.slack else { return };
-        if s.bot_token.expose().trim().is_empty() {
-            p.add("channels.slack.bot_token", "is empty; set the Bot User OAuth Token (xoxb-...) of your Slack app");
-        }
-        let set = |v: &Option<super::Secret>| v.as_ref().is_some_and(|v| !v.expose().trim().is_empty());
-        if !set(&s.signing_secret) && !set(&s.app_token) {
-            p.add(
-                "channels.slack",
-                "needs signing_secret (Slack POSTs to /channels/slack/events and /interactive) or app_token \
-                 (Socket Mode, an xapp- token); set one of them",
-            );
-        }
-        if !(s.api_url.starts_with("https://") || s.api_url.starts_with("http://")) {
-            p.add("channels.slack.api_url", "must be an http(s) URL such as https://slack.com/api");
-        }
-        positive(p, "channels.slack.remembered_threads", s.remembered_threads);
-    }
-}
-
-impl Config {
-    /// `[channels.telegram]`: a token, an http(s) Bot API URL, sane limits, and in webhook mode a
-    /// secret Telegram accepts and the public https URL to register.
-    fn check_telegram(&self, p: &mut Problems) {
-        let Some(t) = &self.channels.telegram else { return };
-        if t.token.expose().trim().is_empty() {
-            p.add(
-                "channels.telegram.token",
-                "is empty; create a bot with @BotFather (/newbot) and set the token it gives you",
-            );
-        }
-        http_url(p, "channels.telegram.api_url", &t.api_url);
-        if !(1..=50).contains(&t.poll_timeout_secs) {
-            p.add("channels.telegram.poll_timeout_secs", "must be 1-50 (seconds); the default is 30");
-        }
-        positive(p, "channels.telegram.max_per_second", t.max_per_second);
-        if t.chat_interval_ms > 60_000 {
-            p.add("channels.telegram.chat_interval_ms", "must be at most 60000 (a minute); the default is 1000");
-        }
-        if t.mode != super::TelegramMode::Webhook {
-            return;
-        }
-        match t.webhook_secret.as_ref().map(|s| s.expose()) {
-            None | Some("") => p.add(
-                "channels.telegram.webhook_secret",
-                "is required with mode = \"webhook\"; set 1-256 letters, digits, `_` or `-` (e.g. from \
-                 `openssl rand -hex 32`)",
-            ),
-            Some(s) if s.len() > 256 || !s.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-') => p.add(
-                "channels.telegram.webhook_secret",
-                "Telegram accepts only 1-256 letters, digits, `_` and `-` here (e.g. from `openssl rand -hex 32`)",
-            ),
-            Some(_) => {}
-        }
-        match &t.webhook_url {
-            None => p.add(
-                "channels.telegram.webhook_url",
-                "is required with mode = \"webhook\": the public https URL that reaches \
-                 /channels/telegram/webhook on this server",
-            ),
-            Some(url) => http_url(p, "channels.telegram.webhook_url", url),
-        }
-    }
-}
-
-#[cfg(test)]
-mod telegram_tests {
-    use crate::config::{Config, ConfigError, Secret, TelegramConfig, TelegramMode};
-
-    fn problems(t: TelegramConfig) -> Vec<(String, String)> {
-        let c = Config {
-            channels: crate::config::ChannelsConfig { telegram: Some(t), ..Default::default() },
-            ..Default::default()
-        };
-        match c.validate() {
-            Ok(()) => vec![],
-            Err(ConfigError::Invalid { problems, .. }) => problems.into_iter().map(|p| (p.key, p.message)).collect(),
-            Err(e) => panic!("{e}"),
-        }
-    }
-
-    #[test]
-    fn telegram_settings_are_checked() {
-        let good = TelegramConfig {
-            token: Secret::new("123:abc"),
-            api_url: "https://api.telegram.org".into(),
-            mode: TelegramMode::Polling,
-            webhook_secret: None,
-            webhook_url: None,
-            poll_timeout_secs: 30,
-            max_per_second: 30,
-            chat_interval_ms: 1000,
-        };
-        assert!(problems(good.clone()).is_empty());
-        let keys = |t| problems(t).into_iter().map(|(k, _)| k).collect::<Vec<_>>();
-        let bad =
-            TelegramConfig { token: Secret::new(" "), api_url: "ftp://x".into(), poll_timeout_secs: 0, ..good.clone() };
-        assert_eq!(
-            keys(bad),
-            ["channels.telegram.token", "channels.telegram.api_url", "channels.telegram.poll_timeout_secs"]
-        );
-        let hook = TelegramConfig { mode: TelegramMode::Webhook, ..good.clone() };
-        assert_eq!(keys(hook), ["channels.telegram.webhook_secret", "channels.telegram.webhook_url"]);
-        let hook = TelegramConfig {
-            mode: TelegramMode::Webhook,
-            webhook_secret: Some(Secret::new("has spaces!")),
-            webhook_url: Some("butler.example.com/hook".into()),
-            ..good
-        };
-        let found = problems(hook);
-        assert_eq!(found.len(), 2, "{found:?}");
-        assert!(found[0].1.contains("only 1-256 letters") && !found[0].1.contains("has spaces"), "{found:?}");
     }
 }
