@@ -51,6 +51,10 @@ pub enum AppError {
     Bind { addr: String, source: std::io::Error },
     #[error(transparent)]
     Channel(#[from] crate::channels::BuildError),
+    #[error(transparent)]
+    Sandbox(#[from] crate::tools::sandbox::SandboxError),
+    #[error(transparent)]
+    Hooks(#[from] crate::hooks::HooksError),
 }
 
 /// Turns approvals nobody answered in time into expiry events (denials), through the same
@@ -120,6 +124,17 @@ pub struct App {
 impl App {
     pub async fn start(opts: AppOptions) -> Result<Self, AppError> {
         let cfg = opts.config;
+        if cfg.tools.shell.enabled {
+            // The shell never runs without the isolation it was configured with.
+            let sandbox = crate::tools::sandbox::Sandbox::from_config(&cfg.tools.shell)?;
+            tracing::info!(
+                sandbox = sandbox.bwrap().map_or("none".into(), |p| p.display().to_string()),
+                network = cfg.tools.shell.network,
+                "shell tool on"
+            );
+        }
+        // Nor does a hook with `sandbox = true`.
+        let hooks = Arc::new(Hooks::try_new(&cfg.hooks)?);
         let store = store::connect(cfg.database.url.expose(), cfg.database.max_connections).await?;
         store.migrate().await?;
         let llm = crate::llm::from_config(&cfg.llm);
@@ -168,7 +183,7 @@ impl App {
                 Policy::new(&cfg.permissions, protected_paths(&cfg, opts.config_path.as_deref()))
                     .with_workspace_root(&cfg.tools.workspace_dir),
             ),
-            hooks: Arc::new(Hooks::new(&cfg.hooks)),
+            hooks,
             deliverer: deliverer.clone(),
             context_window: cfg.llm.context_window,
             auto_recall: cfg.memory.enabled && cfg.memory.recall,
@@ -230,6 +245,7 @@ impl App {
             wake,
             channels: names,
             worker: format!("{}-{}", std::process::id(), uuid::Uuid::new_v4().simple()),
+            max_attempts: cfg.limits.max_event_attempts,
         };
         intake_tasks.spawn(Arc::new(dispatcher).run(intake.clone()));
         intake_tasks.spawn(expire_approvals(store.clone(), ingress.clone(), intake.clone()));
@@ -273,14 +289,9 @@ impl App {
             let extra = extra.merge(butler_webhook::routes(webhook_sources(&cfg.triggers), ingress.clone()));
             let extra = extra.merge(platforms.routes);
             let health = Health { store: store.clone(), ready: ready.clone() };
-            let router = http::router(health, extra, cfg.server.max_body_bytes);
-            let stop = intake.clone();
-            intake_tasks.spawn(async move {
-                let serve = axum::serve(listener, router).with_graceful_shutdown(stop.cancelled_owned());
-                if let Err(e) = serve.await {
-                    tracing::error!(error = %e, "HTTP server failed");
-                }
-            });
+            let router = http::router(health, extra, &cfg.server);
+            let limits = http::ServeLimits::from_config(&cfg.server);
+            intake_tasks.spawn(http::serve(listener, router, limits, intake.clone()));
         }
         ready.store(true, Ordering::Release);
         Ok(Self {

@@ -78,6 +78,7 @@ impl Default for Histogram {
 pub struct Metrics {
     pub events_accepted: Counter,
     pub events_duplicate: Counter,
+    pub events_failed: Counter,
     pub turns: Counter,
     pub turns_failed: Counter,
     pub turn_seconds: Histogram,
@@ -87,11 +88,14 @@ pub struct Metrics {
     pub outbox_retried: Counter,
     pub outbox_failed: Counter,
     pub sessions_live: Gauge,
+    /// Web conversations with an open event stream (hub entries).
+    pub web_streams: Gauge,
 }
 
 pub static METRICS: Metrics = Metrics {
     events_accepted: Counter::new(),
     events_duplicate: Counter::new(),
+    events_failed: Counter::new(),
     turns: Counter::new(),
     turns_failed: Counter::new(),
     turn_seconds: Histogram::new(),
@@ -101,15 +105,17 @@ pub static METRICS: Metrics = Metrics {
     outbox_retried: Counter::new(),
     outbox_failed: Counter::new(),
     sessions_live: Gauge::new(),
+    web_streams: Gauge::new(),
 };
 
 impl Metrics {
     /// The Prometheus text exposition of every metric.
     pub fn render(&self) -> String {
         let mut out = String::new();
-        let counters: [(&str, &str, &Counter); 9] = [
+        let counters: [(&str, &str, &Counter); 10] = [
             ("butler_events_accepted_total", "Inbound events stored for the first time", &self.events_accepted),
             ("butler_events_duplicate_total", "Inbound events dropped as redeliveries", &self.events_duplicate),
+            ("butler_events_failed_total", "Inbound events given up on (dead letters)", &self.events_failed),
             ("butler_turns_total", "Agent turns finished", &self.turns),
             ("butler_turns_failed_total", "Agent turns that failed and were retried", &self.turns_failed),
             ("butler_llm_input_tokens_total", "Input tokens sent to the model", &self.llm_input_tokens),
@@ -125,6 +131,12 @@ impl Metrics {
             out,
             "# HELP butler_sessions_live Session actors in memory\n# TYPE butler_sessions_live gauge\nbutler_sessions_live {}",
             self.sessions_live.get()
+        );
+        let _ = writeln!(
+            out,
+            "# HELP butler_web_stream_conversations Web conversations with an open event stream\n\
+             # TYPE butler_web_stream_conversations gauge\nbutler_web_stream_conversations {}",
+            self.web_streams.get()
         );
         let h = &self.turn_seconds;
         let _ = writeln!(out, "# HELP butler_turn_seconds Agent turn duration\n# TYPE butler_turn_seconds histogram");

@@ -45,6 +45,12 @@ pub async fn run(explicit: Option<&Path>) -> bool {
     redis(&mut r, &cfg).await;
     llm(&mut r, &cfg).await;
     web(&mut r, &cfg);
+    shell_sandbox(&mut r, &cfg).await;
+    match crate::hooks::doctor(&cfg.hooks).await {
+        Some(Ok(detail)) => r.ok("hook sandbox", detail),
+        Some(Err((problem, fix))) => r.fail("hook sandbox", problem, &fix),
+        None => {}
+    }
     for (what, result) in crate::channels::doctor(&cfg).await {
         match result {
             Ok(detail) => r.ok(&what, detail),
@@ -66,7 +72,10 @@ async fn database(r: &mut Report, cfg: &Config) {
     match connected {
         Ok(Ok(store)) => {
             match store.ping().await {
-                Ok(()) => r.ok("database", &shown),
+                Ok(()) => {
+                    r.ok("database", &shown);
+                    failed_events(&*store).await;
+                }
                 Err(e) => r.fail("database", e, "check that the database server is running and reachable"),
             }
             store.close().await;
@@ -77,6 +86,19 @@ async fn database(r: &mut Report, cfg: &Config) {
             "check [database] url (sqlite://path/to/file.db or postgres://user:password@host/db) and that the server is up",
         ),
         Err(_) => r.fail("database", format!("no answer from {shown} within 10s"), "check the host and port in [database] url"),
+    }
+}
+
+/// Events given up on are a warning, not a failure: Butler runs, but someone was not answered.
+async fn failed_events(store: &dyn crate::store::Store) {
+    match store.inbox_count(crate::store::InboxStatus::Failed).await {
+        Ok(0) => println!("[ ok ] failed events: none"),
+        Ok(n) => {
+            println!("[warn] failed events: {n} inbound event(s) were given up on");
+            println!("       see: butler inbox list --failed, then butler inbox retry ID");
+        }
+        // Not migrated yet: nothing to count.
+        Err(_) => {}
     }
 }
 
@@ -150,4 +172,53 @@ fn web(r: &mut Report, cfg: &Config) {
     }
     let mode = if web.token.is_some() || !web.tokens.is_empty() { "token auth" } else { "local only, no token" };
     r.ok("web chat", format!("http://{} ({mode})", cfg.server.listen));
+}
+
+/// With the shell on: is the sandbox it asks for there, and does it start a command?
+async fn shell_sandbox(r: &mut Report, cfg: &Config) {
+    use crate::tools::sandbox::{Sandbox, SandboxError, SAFE_PATH};
+    let shell = &cfg.tools.shell;
+    if !shell.enabled {
+        return;
+    }
+    const WHAT: &str = "shell sandbox";
+    let sandbox =
+        match Sandbox::from_config(shell) {
+            Ok(sandbox) => sandbox,
+            Err(e @ SandboxError::BwrapMissing) => return r.fail(
+                WHAT,
+                e,
+                "install bubblewrap (apt-get install bubblewrap), or set [tools.shell] sandbox = \"none\" to accept \
+                 commands that can read everything Butler can",
+            ),
+        };
+    let Some(bwrap) = sandbox.bwrap().map(|p| p.display().to_string()) else {
+        return r.ok(WHAT, "none ([tools.shell] sandbox = \"none\"): commands see Butler's files and processes");
+    };
+    let dir = std::env::temp_dir().join(format!("butler-doctor-{}", std::process::id()));
+    if let Err(e) = std::fs::create_dir_all(&dir) {
+        return r.fail(WHAT, format!("no temporary directory to try it in: {e}"), "check TMPDIR");
+    }
+    let probe = sandbox
+        .command(
+            "/bin/sh",
+            &[std::ffi::OsStr::new("-c"), std::ffi::OsStr::new("true")],
+            &dir,
+            &[("PATH", std::ffi::OsStr::new(SAFE_PATH))],
+        )
+        .output();
+    let network = if shell.network { "network on" } else { "no network" };
+    let result = tokio::time::timeout(Duration::from_secs(10), probe).await;
+    let _ = std::fs::remove_dir(&dir);
+    match result {
+        Ok(Ok(out)) if out.status.success() => r.ok(WHAT, format!("bwrap ({bwrap}, {network})")),
+        Ok(Ok(out)) => r.fail(
+            WHAT,
+            format!("{bwrap} could not start a command: {}", String::from_utf8_lossy(&out.stderr).trim()),
+            "bubblewrap needs user namespaces when Butler does not run as root (sysctl \
+             kernel.unprivileged_userns_clone=1; in a container allow them), or set [tools.shell] sandbox = \"none\"",
+        ),
+        Ok(Err(e)) => r.fail(WHAT, format!("{bwrap} could not be run: {e}"), "reinstall bubblewrap"),
+        Err(_) => r.fail(WHAT, format!("{bwrap} did not finish a test command within 10s"), "check bubblewrap"),
+    }
 }

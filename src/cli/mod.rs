@@ -7,6 +7,7 @@
 mod audit;
 mod chat;
 mod doctor;
+mod inbox;
 mod memory;
 mod pair;
 mod schedule;
@@ -52,6 +53,11 @@ pub enum Command {
     Memory {
         #[command(subcommand)]
         command: memory::MemoryCommand,
+    },
+    /// Stored inbound events: list them (`--failed`: the ones given up on) or retry a failed one
+    Inbox {
+        #[command(subcommand)]
+        command: inbox::InboxCommand,
     },
     /// Pairing requests from people Butler does not know yet
     Pair {
@@ -122,6 +128,7 @@ async fn run(cli: Cli) -> Result<ExitCode, ExitCode> {
             Ok(if ok { ExitCode::SUCCESS } else { ExitCode::from(1) })
         }
         Command::Serve => serve(load_config(cli.config.as_deref())?).await,
+        Command::Inbox { command } => inbox::run(load_config(cli.config.as_deref())?.config, command).await,
         Command::Pair { command } => pair::run(load_config(cli.config.as_deref())?.config, command).await,
         Command::Schedule { command } => schedule::run(cli.config.as_deref(), command).await,
         Command::Memory { command } => memory::run(load_config(cli.config.as_deref())?.config, command).await,

@@ -80,6 +80,15 @@ pub struct HookConfig {
     /// instead of carrying on.
     #[serde(default)]
     pub block_on_failure: bool,
+    /// Command hooks only: run the command in the bubblewrap sandbox the shell uses (an empty
+    /// scratch directory as its working directory, the system read-only, none of Butler's
+    /// files or processes). Off by default: hooks are the operator's own commands.
+    #[serde(default)]
+    pub sandbox: bool,
+    /// With `sandbox = true` only: let the sandboxed command use the network (off: a network
+    /// namespace with nothing in it). Unsandboxed commands always have the network.
+    #[serde(default)]
+    pub network: bool,
 }
 
 impl HookConfig {

@@ -28,7 +28,9 @@ pub use permissions::{ContextKind, Mode, PermissionContext, PermissionsConfig};
 pub use platforms::{DiscordConfig, SlackConfig, TelegramConfig, TelegramMode};
 pub use schedules::{Missed, ScheduleConfig, ScheduleMode};
 pub use secret::Secret;
-pub use tools::{FilesConfig, HttpRequestConfig, SendMessageConfig, ShellConfig, ToolsConfig, WebFetchConfig};
+pub use tools::{
+    FilesConfig, HttpRequestConfig, SandboxMode, SendMessageConfig, ShellConfig, ToolsConfig, WebFetchConfig,
+};
 
 use butler_channel::Identity;
 use serde::{Deserialize, Serialize};
@@ -69,11 +71,25 @@ pub struct ServerConfig {
     pub max_body_bytes: usize,
     /// On SIGTERM/Ctrl-C: how long running turns may take to finish or park.
     pub shutdown_grace_secs: u64,
+    /// Seconds a connection may take to send a complete request head; the same bound applies
+    /// while a kept-alive connection waits idle for its next request.
+    pub header_timeout_secs: u64,
+    /// Seconds a request may take to send its whole body.
+    pub body_timeout_secs: u64,
+    /// Most client connections served at once (kept below the open-file limit).
+    pub max_connections: usize,
 }
 
 impl Default for ServerConfig {
     fn default() -> Self {
-        Self { listen: "127.0.0.1:8080".into(), max_body_bytes: 1 << 20, shutdown_grace_secs: 10 }
+        Self {
+            listen: "127.0.0.1:8080".into(),
+            max_body_bytes: 1 << 20,
+            shutdown_grace_secs: 10,
+            header_timeout_secs: 10,
+            body_timeout_secs: 30,
+            max_connections: 1024,
+        }
     }
 }
 
@@ -400,6 +416,9 @@ pub struct LimitsConfig {
     pub session_idle_secs: u64,
     /// Transcript messages sent to the model per turn (the most recent ones).
     pub history_messages: usize,
+    /// Tries of one inbound event before it becomes `failed` (a dead letter); the sender is
+    /// told once. Retries back off between tries.
+    pub max_event_attempts: u32,
 }
 
 impl Default for LimitsConfig {
@@ -411,6 +430,7 @@ impl Default for LimitsConfig {
             session_mailbox: 32,
             session_idle_secs: 600,
             history_messages: 200,
+            max_event_attempts: 5,
         }
     }
 }

@@ -68,12 +68,34 @@ pub struct ShellConfig {
     pub enabled: bool,
     pub timeout_secs: u64,
     pub max_output_bytes: usize,
+    /// How commands are isolated from Butler: `bwrap` (bubblewrap namespaces; Butler refuses to
+    /// start when it is missing) or `none` (only the cleared environment).
+    pub sandbox: SandboxMode,
+    /// Lets sandboxed commands use the network (off: a network namespace with nothing in it).
+    pub network: bool,
 }
 
 impl Default for ShellConfig {
     fn default() -> Self {
-        Self { enabled: false, timeout_secs: 30, max_output_bytes: 64 * 1024 }
+        Self {
+            enabled: false,
+            timeout_secs: 30,
+            max_output_bytes: 64 * 1024,
+            sandbox: SandboxMode::Bwrap,
+            network: false,
+        }
     }
+}
+
+/// `[tools.shell] sandbox`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SandboxMode {
+    /// bubblewrap: own PID, mount, IPC, UTS and (unless `network`) network namespaces.
+    #[default]
+    Bwrap,
+    /// No isolation beyond the cleared environment; must be chosen explicitly.
+    None,
 }
 
 #[derive(Clone, Debug, Deserialize, Serialize)]

@@ -1,9 +1,13 @@
 //! Command hooks: `/bin/sh -c <command>` in a process group of its own, with the payload on stdin
-//! and in `BUTLER_HOOK_PAYLOAD`, and a scrubbed environment. This file must never pass Butler's
-//! environment beyond PATH, HOME and LANG, never wait past the timeout, and never leave a
-//! timed-out or abandoned hook's processes running: their whole group is killed.
+//! (and, unsandboxed, in `BUTLER_HOOK_PAYLOAD`) and a scrubbed environment; with `sandbox = true`
+//! inside bubblewrap, in a fresh scratch directory. This file must never pass Butler's
+//! environment beyond PATH, HOME and LANG, never run a hook that asked for the sandbox without
+//! it, never wait past the timeout, and never leave a timed-out or abandoned hook's processes
+//! running: their whole group is killed.
 
+use super::sandbox::{sandbox_env, Isolation, Scratch};
 use super::{cap_reason, explicit_block, first_line, HookResult, Payload, Verdict, OUTPUT_CAP};
+use std::ffi::OsStr;
 use std::process::Stdio;
 use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
@@ -19,22 +23,33 @@ const DEFAULT_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
 const KILL_WAIT: Duration = Duration::from_secs(2);
 
 /// Runs one command hook to its end or its timeout.
-pub(super) async fn run(command: &str, label: &str, timeout: Duration, payload: &Payload) -> HookResult {
-    let mut cmd = Command::new("/bin/sh");
-    cmd.arg("-c").arg(command).env_clear();
-    for key in PASSED_ON {
-        if let Some(value) = std::env::var_os(key) {
-            cmd.env(key, value);
+pub(super) async fn run(
+    command: &str,
+    label: &str,
+    timeout: Duration,
+    payload: &Payload,
+    isolation: &Isolation,
+) -> HookResult {
+    // Declared before the child's group, so dropped after it: the directory goes once the
+    // processes that use it are killed.
+    let scratch;
+    let mut cmd = match isolation {
+        Isolation::None => unsandboxed(command, payload),
+        Isolation::Bwrap(sandbox) => {
+            scratch = Scratch::new()
+                .map_err(|e| format!("{label} could not start: no scratch directory for its sandbox: {e}"))?;
+            let lang = std::env::var_os("LANG");
+            let tool = payload.tool.as_deref().unwrap_or_default();
+            let env = sandbox_env(scratch.path(), payload.event.as_str(), tool, lang.as_deref());
+            sandbox.command("/bin/sh", &[OsStr::new("-c"), OsStr::new(command)], scratch.path(), &env)
         }
-    }
-    if std::env::var_os("PATH").is_none() {
-        cmd.env("PATH", DEFAULT_PATH);
-    }
-    cmd.env("BUTLER_HOOK_EVENT", payload.event.as_str())
-        .env("BUTLER_HOOK_TOOL", payload.tool.as_deref().unwrap_or_default());
-    if payload.json.len() <= ENV_PAYLOAD_MAX {
-        cmd.env("BUTLER_HOOK_PAYLOAD", &payload.json);
-    }
+        Isolation::Missing => {
+            return Err(format!(
+                "{label} could not start: it has sandbox = true but bubblewrap (`bwrap`) is not on PATH \
+                 (it never runs unsandboxed)"
+            ))
+        }
+    };
     cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).process_group(0).kill_on_drop(true);
     let child = cmd.spawn().map_err(|e| format!("{label} could not start: {e}"))?;
     let mut group = Group::new(child);
@@ -65,6 +80,27 @@ pub(super) async fn run(command: &str, label: &str, timeout: Duration, payload: 
             Err(format!("{label} timed out after {}s", timeout.as_secs()))
         }
     }
+}
+
+/// `/bin/sh -c command` in Butler's working directory with PATH, HOME and LANG of Butler's
+/// environment and the hook variables.
+fn unsandboxed(command: &str, payload: &Payload) -> Command {
+    let mut cmd = Command::new("/bin/sh");
+    cmd.arg("-c").arg(command).env_clear();
+    for key in PASSED_ON {
+        if let Some(value) = std::env::var_os(key) {
+            cmd.env(key, value);
+        }
+    }
+    if std::env::var_os("PATH").is_none() {
+        cmd.env("PATH", DEFAULT_PATH);
+    }
+    cmd.env("BUTLER_HOOK_EVENT", payload.event.as_str())
+        .env("BUTLER_HOOK_TOOL", payload.tool.as_deref().unwrap_or_default());
+    if payload.json.len() <= ENV_PAYLOAD_MAX {
+        cmd.env("BUTLER_HOOK_PAYLOAD", &payload.json);
+    }
+    cmd
 }
 
 /// What an exit status and the output mean; see the module documentation of `hooks`.

@@ -28,6 +28,16 @@
 //! - otherwise only `PATH`, `HOME` and `LANG` from Butler's environment: never its keys, tokens
 //!   or database URLs. A hook that needs a secret reads it from its own file.
 //!
+//! With `sandbox = true` the same `/bin/sh -c <command>` runs inside the shell tool's bubblewrap
+//! sandbox (`crate::tools::sandbox`): its own PID, mount, IPC and UTS namespaces, no network
+//! unless the hook's `network = true`, the system read-only, and as working directory and `HOME`
+//! a fresh empty scratch directory (removed afterwards) instead of Butler's: none of Butler's
+//! files, config, database or `/proc`. Its environment is `PATH` (`/usr/local/bin:/usr/bin:/bin`),
+//! `HOME`, Butler's `LANG` and `BUTLER_HOOK_EVENT`/`BUTLER_HOOK_TOOL`; the JSON is on stdin only
+//! (`BUTLER_HOOK_PAYLOAD` would sit on `bwrap`'s command line, visible to every local user).
+//! Whatever it left running ends with it. Without `bwrap`, [`Hooks::try_new`] refuses and such a
+//! hook built with [`Hooks::new`] fails each time: it never runs unsandboxed.
+//!
 //! The outcome, once the process has exited and closed its output:
 //! - exit 0: ok, unless stdout (its first 8 KiB) is exactly a JSON object with
 //!   `"decision": "block"`: then an explicit block, the reason being its `"reason"` string;
@@ -61,6 +71,9 @@
 
 mod command;
 mod http;
+mod sandbox;
+
+pub use sandbox::{doctor, HooksError};
 
 pub use crate::permissions::glob_match;
 
@@ -97,6 +110,8 @@ struct Hook {
     /// How messages and logs name the hook: ``hook `./check.sh` `` or ``hook `POST https://h/…` ``.
     label: String,
     timeout: Duration,
+    /// For command hooks: unsandboxed, in bubblewrap, or (`bwrap` missing) never started.
+    isolation: sandbox::Isolation,
 }
 
 /// What one hook said, when it did not fail.
@@ -138,11 +153,20 @@ impl Hooks {
             .map(|c| Hook {
                 label: label(c),
                 timeout: Duration::from_secs(c.timeout_secs.clamp(1, HookConfig::MAX_TIMEOUT_SECS)),
+                isolation: sandbox::Isolation::for_hook(c),
                 cfg: c.clone(),
             })
             .collect();
         let http = hooks.iter().any(|h| h.cfg.kind == HookKind::Http).then(http::client);
         Self { inner: Arc::new(Inner { hooks, http }) }
+    }
+
+    /// Like [`new`](Self::new), but refuses hooks that cannot run as configured: a hook with
+    /// `sandbox = true` while `bwrap` is not on PATH (`butler serve` stops with this error
+    /// rather than run the hook unsandboxed or fail it on every event).
+    pub fn try_new(cfg: &[HookConfig]) -> Result<Self, HooksError> {
+        sandbox::check(cfg)?;
+        Ok(Self::new(cfg))
     }
 
     /// Whether no hook is configured at all.
@@ -247,7 +271,7 @@ impl Inner {
         let hook = &self.hooks[i];
         match hook.cfg.kind {
             HookKind::Command => match &hook.cfg.command {
-                Some(command) => command::run(command, &hook.label, hook.timeout, payload).await,
+                Some(command) => command::run(command, &hook.label, hook.timeout, payload, &hook.isolation).await,
                 None => Err(format!("{} has no `command`", hook.label)),
             },
             HookKind::Http => match (&hook.cfg.url, &self.http) {

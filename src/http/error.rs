@@ -1,9 +1,12 @@
-//! API errors as JSON (`{"error": {"code", "message"}}`) and a JSON extractor whose rejections
-//! become such errors. Messages describe the caller's mistake; internal details (SQL, paths,
-//! secrets) are logged, never returned.
+//! API errors as JSON (`{"error": {"code", "message"}}`) and the extractors (`ApiJson`,
+//! `ApiPath`, `ApiQuery`) whose rejections become such errors through one mapping,
+//! [`rejection`], which the server's error-shape layer also uses for any other non-JSON error.
+//! Messages describe the caller's mistake; internal details (SQL, paths, secrets) are logged,
+//! never returned.
 
-use axum::extract::rejection::JsonRejection;
-use axum::extract::{FromRequest, Request};
+use axum::extract::rejection::{JsonRejection, PathRejection, QueryRejection};
+use axum::extract::{FromRequest, FromRequestParts, Path, Query, Request};
+use axum::http::request::Parts;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
@@ -39,6 +42,87 @@ impl IntoResponse for ApiError {
     }
 }
 
+/// Which part of a request could not be read (it picks the error code for a 400).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Part {
+    Path,
+    Query,
+    Json,
+    /// The body, the headers or anything else.
+    Other,
+}
+
+/// The one mapping from a refused request (status and the refusal's text) to an [`ApiError`].
+/// Used by the extractors below, the body limits and the layer that gives every other error
+/// response of the server this shape.
+pub fn rejection(status: StatusCode, part: Part, text: &str) -> ApiError {
+    let text = text.trim();
+    let detail = |what: &str| if text.is_empty() { what.to_string() } else { format!("{what}: {text}") };
+    let (code, message) = match status {
+        StatusCode::PAYLOAD_TOO_LARGE => {
+            ("body_too_large", "the body is larger than [server] max_body_bytes allows".to_string())
+        }
+        StatusCode::UNSUPPORTED_MEDIA_TYPE => {
+            ("unsupported_media_type", "send the body as JSON with Content-Type: application/json".to_string())
+        }
+        StatusCode::UNPROCESSABLE_ENTITY => ("invalid_fields", detail("the JSON has wrong or missing fields")),
+        StatusCode::REQUEST_TIMEOUT => {
+            ("request_timeout", "the request did not arrive in time ([server] body_timeout_secs)".to_string())
+        }
+        StatusCode::NOT_FOUND => ("not_found", "no such endpoint".to_string()),
+        StatusCode::METHOD_NOT_ALLOWED => ("method_not_allowed", "this endpoint does not take that method".to_string()),
+        StatusCode::BAD_REQUEST => match part {
+            Part::Path => ("invalid_path", detail("the URL path is not valid")),
+            Part::Query => ("invalid_query", detail("the query string is not valid")),
+            Part::Json => ("malformed_json", detail("the body is not valid JSON")),
+            Part::Other => ("invalid_request", detail("the request is not valid")),
+        },
+        s if s.is_server_error() => {
+            tracing::warn!(status = s.as_u16(), error = text, "a request was refused by the server itself");
+            return ApiError::new(s, "internal", "Butler could not handle this request");
+        }
+        _ => ("invalid_request", detail("the request is not valid")),
+    };
+    ApiError::new(status, code, message)
+}
+
+/// `Path<T>` whose rejections are [`ApiError`]s (e.g. `%ff` in a path segment).
+pub struct ApiPath<T>(pub T);
+
+impl<S: Send + Sync, T: DeserializeOwned + Send> FromRequestParts<S> for ApiPath<T> {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
+        match Path::<T>::from_request_parts(parts, state).await {
+            Ok(Path(v)) => Ok(Self(v)),
+            Err(r) => Err(path_rejection(r)),
+        }
+    }
+}
+
+fn path_rejection(r: PathRejection) -> ApiError {
+    // Path errors are the caller's (400), except a route that names no parameter (500).
+    rejection(r.status(), Part::Path, &r.body_text())
+}
+
+/// `Query<T>` whose rejections are [`ApiError`]s.
+pub struct ApiQuery<T>(pub T);
+
+impl<S: Send + Sync, T: DeserializeOwned> FromRequestParts<S> for ApiQuery<T> {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
+        match Query::<T>::from_request_parts(parts, state).await {
+            Ok(Query(v)) => Ok(Self(v)),
+            Err(r) => Err(query_rejection(r)),
+        }
+    }
+}
+
+fn query_rejection(r: QueryRejection) -> ApiError {
+    rejection(r.status(), Part::Query, &r.body_text())
+}
+
 /// `Json<T>` whose rejections are [`ApiError`]s.
 pub struct ApiJson<T>(pub T);
 
@@ -54,21 +138,9 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for ApiJson<T> {
 }
 
 fn from_rejection(r: JsonRejection) -> ApiError {
-    let status = r.status();
-    let (code, message) = match &r {
-        JsonRejection::MissingJsonContentType(_) => {
-            ("unsupported_media_type", "send the body as JSON with Content-Type: application/json".to_string())
-        }
-        JsonRejection::JsonSyntaxError(e) => {
-            ("malformed_json", format!("the body is not valid JSON: {}", e.body_text()))
-        }
-        JsonRejection::JsonDataError(e) => {
-            ("invalid_fields", format!("the JSON has wrong or missing fields: {}", e.body_text()))
-        }
-        _ if status == StatusCode::PAYLOAD_TOO_LARGE => {
-            ("body_too_large", "the body is larger than [server] max_body_bytes allows".to_string())
-        }
-        _ => ("invalid_request", r.body_text()),
+    let part = match &r {
+        JsonRejection::JsonSyntaxError(_) | JsonRejection::JsonDataError(_) => Part::Json,
+        _ => Part::Other,
     };
-    ApiError::new(status, code, message)
+    rejection(r.status(), part, &r.body_text())
 }

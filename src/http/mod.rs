@@ -1,10 +1,15 @@
-//! The one HTTP server: health, readiness, metrics, the web chat (page and API), and later the
-//! platform webhooks. Errors are JSON with a stable code and never leak internals.
+//! The one HTTP server: health, readiness, metrics, the web chat (page and API), and the
+//! platform webhooks; its accept loop and connection limits (`serve`), its body limits and
+//! error shape (`limits`). Errors are JSON with a stable code and never leak internals.
 
 mod error;
+mod limits;
+mod serve;
 
-pub use error::{ApiError, ApiJson};
+pub use error::{rejection, ApiError, ApiJson, ApiPath, ApiQuery, Part};
+pub use serve::{effective_max_connections, raise_fd_limit, serve, FdLimit, ServeLimits, FD_HEADROOM, HEALTH_RESERVE};
 
+use crate::config::ServerConfig;
 use crate::metrics::METRICS;
 use crate::store::Store;
 use axum::extract::{DefaultBodyLimit, State};
@@ -24,8 +29,13 @@ pub struct Health {
     pub ready: Arc<AtomicBool>,
 }
 
-/// The full router: health + metrics + whatever the channels mount (`extra`).
-pub fn router(health: Health, extra: Router, max_body_bytes: usize) -> Router {
+/// The full router: health + metrics + whatever the channels mount (`extra`), behind the body
+/// limits of `[server]` and the layer that makes every error response JSON.
+pub fn router(health: Health, extra: Router, server: &ServerConfig) -> Router {
+    let body = limits::BodyLimits {
+        max_bytes: server.max_body_bytes,
+        timeout: std::time::Duration::from_secs(server.body_timeout_secs),
+    };
     Router::new()
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))
@@ -34,7 +44,9 @@ pub fn router(health: Health, extra: Router, max_body_bytes: usize) -> Router {
         .merge(extra)
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
-        .layer(DefaultBodyLimit::max(max_body_bytes))
+        .layer(DefaultBodyLimit::max(server.max_body_bytes))
+        .layer(axum::middleware::from_fn_with_state(body, limits::body_limits))
+        .layer(axum::middleware::map_response(limits::json_errors))
 }
 
 async fn healthz() -> impl IntoResponse {

@@ -29,6 +29,8 @@ pub struct Dispatcher {
     pub channels: Vec<String>,
     /// Unique per process, recorded on claimed rows.
     pub worker: String,
+    /// `[limits] max_event_attempts`: tries before an event is set aside as `failed`.
+    pub max_attempts: u32,
 }
 
 impl Dispatcher {
@@ -83,9 +85,22 @@ impl Dispatcher {
     }
 
     async fn route_or_retry(&self, row: &InboxRow) {
-        if let Err(e) = self.route(row).await {
-            tracing::warn!(event = %row.event.id, error = %e, "routing failed; will retry");
-            let _ = self.store.inbox_retry(&row.event.id.0, 1_000, Some(&e.to_string())).await;
+        let ended = if super::exhausted(row.attempts, self.max_attempts) {
+            // Claimed again after its last try (a crash during it): never run it once more.
+            let error = row.error.clone().unwrap_or_else(|| "interrupted".into());
+            super::dead_letter(&*self.store, &self.deliverer, &row.event, row.attempts - 1, &error).await
+        } else {
+            match self.route(row).await {
+                Ok(()) => Ok(()),
+                Err(e) => {
+                    let (store, error) = (&*self.store, e.to_string());
+                    super::retry_or_fail(store, &self.deliverer, &row.event, row.attempts, self.max_attempts, &error)
+                        .await
+                }
+            }
+        };
+        if let Err(e) = ended {
+            tracing::warn!(event = %row.event.id, error = %e, "could not record the failure; it is recovered later");
         }
     }
 
@@ -132,7 +147,7 @@ impl Dispatcher {
                     Ok(()) => Ok(()),
                     Err(busy) => {
                         tracing::debug!(event = %id, %busy, "session busy; offering the event again shortly");
-                        self.store.inbox_retry(id, BUSY_RETRY_MS, None).await
+                        self.store.inbox_release(id, BUSY_RETRY_MS).await
                     }
                 }
             }

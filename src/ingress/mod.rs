@@ -7,8 +7,10 @@
 //! returned `Accepted::New` for.
 
 mod dispatch;
+mod retry;
 
 pub use dispatch::Dispatcher;
+pub use retry::{backoff_ms, dead_letter, exhausted, failed_key, retry_or_fail};
 
 use crate::metrics::METRICS;
 use crate::store::Store;
@@ -31,7 +33,12 @@ impl InboxIngress {
 #[async_trait]
 impl Ingress for InboxIngress {
     #[tracing::instrument(skip_all, fields(event = %event.id, channel = %event.conversation.channel))]
-    async fn accept(&self, event: InboundEvent) -> Result<Accepted, IngressError> {
+    async fn accept(&self, mut event: InboundEvent) -> Result<Accepted, IngressError> {
+        // Text some backend cannot store (U+0000) is replaced before anything is stored, the
+        // same way on every backend, so the event can never be refused later on.
+        if event.make_storable() {
+            tracing::info!("unstorable characters replaced");
+        }
         if event.id.0.is_empty() {
             return Err(IngressError::Invalid("event id is empty".into()));
         }

@@ -15,18 +15,18 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
-/// Delay before an event whose turn hit a store error is tried again.
-const RETRY_MS: i64 = 2_000;
-
 pub(super) struct Actor {
     pub key: String,
     pub sessions: Sessions,
     pub running: Arc<Mutex<Option<Running>>>,
     pub state: Option<SessionState>,
+    /// A finished turn whose commit failed: the retry of its event commits this instead of
+    /// asking the model again.
+    pub uncommitted: Option<Box<TurnCommit>>,
 }
 
 impl Actor {
-    pub async fn run(mut self, mut rx: mpsc::Receiver<Job>) {
+    pub async fn run(mut self, mut rx: mpsc::Receiver<Box<Job>>) {
         let idle = Duration::from_secs(self.sessions.inner.deps.limits.session_idle_secs.max(1));
         let shutdown = self.sessions.inner.shutdown.clone();
         loop {
@@ -47,13 +47,15 @@ impl Actor {
                 }
             };
             let span = tracing::info_span!("job", key = %self.key, event = %job.event.id);
-            self.handle(job).instrument(span).await;
+            // Boxed: the turn's state lives on the heap only while it runs, so an idle actor's
+            // task stays small.
+            Box::pin(self.handle(*job).instrument(span)).await;
         }
         // Shutting down: queued jobs go back to the inbox untouched.
         rx.close();
         while let Ok(job) = rx.try_recv() {
             let store = &self.sessions.inner.deps.agent.store;
-            if let Err(e) = store.inbox_retry(&job.event.id.0, 0, None).await {
+            if let Err(e) = store.inbox_release(&job.event.id.0, 0).await {
                 tracing::warn!(error = %e, "could not release a queued event; it is recovered at next start");
             }
         }
@@ -70,9 +72,13 @@ impl Actor {
             // The cached state may be behind the store now; reload it next time.
             self.state = None;
             METRICS.turns_failed.inc();
-            tracing::warn!(error = %e, "turn failed; the event will be retried");
-            let store = &self.sessions.inner.deps.agent.store;
-            if let Err(e) = store.inbox_retry(&job.event.id.0, RETRY_MS, Some(&e.to_string())).await {
+            let deps = &self.sessions.inner.deps;
+            let max = deps.limits.max_event_attempts;
+            let store = &*deps.agent.store;
+            let error = e.to_string();
+            let ended =
+                crate::ingress::retry_or_fail(store, &deps.deliverer, &job.event, job.attempt, max, &error).await;
+            if let Err(e) = ended {
                 tracing::warn!(error = %e, "could not reschedule the event; it is recovered at next start");
             }
         }
@@ -119,6 +125,12 @@ impl Actor {
         let _clear = ClearOnDrop(self.running.clone());
 
         let event = &job.event;
+        // The model already answered this event; only its commit failed: commit that answer.
+        if let Some(commit) = self.uncommitted.take().filter(|c| c.inbox_id == event.id.0) {
+            tracing::info!("committing the answer of an earlier try");
+            self.load(job).await?;
+            return self.finish(job, commit, started).await;
+        }
         let reply = NewOutbox {
             private_to: None,
             key: crate::agent::reply_key(&event.id.0),
@@ -167,52 +179,64 @@ impl Actor {
             s.close().await;
         }
         match outcome? {
-            TurnOutcome::Finished(commit) => {
-                let session = self.state.as_mut().expect("loaded for this turn");
-                if let Some(row) = deps.agent.commit(session, &commit).await? {
-                    deps.deliverer.hand_over(row);
-                }
-                // After the reply is on its way: distil what was learned, in the background.
-                if let (Some(archivist), JobKind::Turn, false) = (&deps.archivist, &job.kind, job.quiet) {
-                    let answer = commit.messages.last().map(|m| m.content.clone()).unwrap_or_default();
-                    // Only what a person said teaches Butler about them: trigger and schedule
-                    // prompts are instructions, not facts about the user.
-                    let said = match &event.body {
-                        butler_channel::EventBody::Message { text } => Some(text.as_str()),
-                        _ => None,
-                    };
-                    if let (Some(text), true, true) = (said, commit.approvals.is_empty(), commit.reply.is_some()) {
-                        let kind = event.kind;
-                        let owner = match kind {
-                            butler_channel::ConversationKind::Direct => MemoryScope::personal(&job.user.id),
-                            butler_channel::ConversationKind::Group => {
-                                MemoryScope::group(&job.user.id, &event.conversation.to_string())
-                            }
-                        };
-                        archivist.submit(ArchiveJob {
-                            owner,
-                            session_id: commit.session_id.clone().unwrap_or_default(),
-                            event_id: event.id.0.clone(),
-                            user_text: text.to_string(),
-                            answer,
-                        });
-                    }
-                }
-                if !commit.notices.is_empty() {
-                    // Approval requests are not handed over: let the worker look now.
-                    deps.deliverer.wake();
-                }
-                METRICS.turns.inc();
-                METRICS.turn_seconds.observe(started.elapsed().as_secs_f64());
-                if let Some(u) = &commit.usage {
-                    METRICS.llm_input_tokens.add(u.input_tokens as u64);
-                    METRICS.llm_output_tokens.add(u.output_tokens as u64);
-                }
-            }
+            TurnOutcome::Finished(commit) => self.finish(job, commit, started).await?,
             TurnOutcome::Parked => {
                 self.state = None;
-                deps.agent.store.inbox_retry(&event.id.0, 0, Some("parked by shutdown")).await?;
+                deps.agent.store.inbox_release(&event.id.0, 0).await?;
             }
+        }
+        Ok(())
+    }
+
+    /// Commits a finished turn (its session is loaded), then hands the reply over and starts the
+    /// background work. A failed commit is kept for the event's next try.
+    async fn finish(&mut self, job: &Job, commit: Box<TurnCommit>, started: Instant) -> Result<(), TurnError> {
+        let deps = self.sessions.inner.deps.clone();
+        let event = &job.event;
+        let session = self.state.as_mut().expect("loaded for this turn");
+        match deps.agent.commit(session, &commit).await {
+            Ok(Some(row)) => deps.deliverer.hand_over(row),
+            Ok(None) => {}
+            Err(e) => {
+                self.uncommitted = Some(commit);
+                return Err(e.into());
+            }
+        }
+        // After the reply is on its way: distil what was learned, in the background.
+        if let (Some(archivist), JobKind::Turn, false) = (&deps.archivist, &job.kind, job.quiet) {
+            let answer = commit.messages.last().map(|m| m.content.clone()).unwrap_or_default();
+            // Only what a person said teaches Butler about them: trigger and schedule
+            // prompts are instructions, not facts about the user.
+            let said = match &event.body {
+                butler_channel::EventBody::Message { text } => Some(text.as_str()),
+                _ => None,
+            };
+            if let (Some(text), true, true) = (said, commit.approvals.is_empty(), commit.reply.is_some()) {
+                let kind = event.kind;
+                let owner = match kind {
+                    butler_channel::ConversationKind::Direct => MemoryScope::personal(&job.user.id),
+                    butler_channel::ConversationKind::Group => {
+                        MemoryScope::group(&job.user.id, &event.conversation.to_string())
+                    }
+                };
+                archivist.submit(ArchiveJob {
+                    owner,
+                    session_id: commit.session_id.clone().unwrap_or_default(),
+                    event_id: event.id.0.clone(),
+                    user_text: text.to_string(),
+                    answer,
+                });
+            }
+        }
+        if !commit.notices.is_empty() {
+            // Approval requests are not handed over: let the worker look now.
+            deps.deliverer.wake();
+        }
+        METRICS.turns.inc();
+        METRICS.turn_seconds.observe(started.elapsed().as_secs_f64());
+        if let Some(u) = &commit.usage {
+            METRICS.llm_input_tokens.add(u.input_tokens as u64);
+            METRICS.llm_output_tokens.add(u.output_tokens as u64);
         }
         Ok(())
     }

@@ -70,7 +70,9 @@ struct Running {
 }
 
 struct Handle {
-    tx: mpsc::Sender<Job>,
+    /// Boxed: the mailbox allocates a block of slots up front, so an idle session costs a few
+    /// pointers rather than a block of whole jobs.
+    tx: mpsc::Sender<Box<Job>>,
     running: Arc<Mutex<Option<Running>>>,
 }
 
@@ -113,7 +115,7 @@ impl Sessions {
         }
         let mut actors = lock(&self.inner.actors);
         let handle = actors.entry(key.to_string()).or_insert_with(|| self.spawn_actor(key));
-        handle.tx.try_send(job).map_err(|_| Busy(key.to_string()))
+        handle.tx.try_send(Box::new(job)).map_err(|_| Busy(key.to_string()))
     }
 
     /// Asks the running turn of `key` to stop (only if it is `turn_id`, when given).
@@ -155,8 +157,13 @@ impl Sessions {
     fn spawn_actor(&self, key: &str) -> Handle {
         let (tx, rx) = mpsc::channel(self.inner.deps.limits.session_mailbox.max(1));
         let running = Arc::new(Mutex::new(None));
-        let actor =
-            actor::Actor { key: key.to_string(), sessions: self.clone(), running: running.clone(), state: None };
+        let actor = actor::Actor {
+            key: key.to_string(),
+            sessions: self.clone(),
+            running: running.clone(),
+            state: None,
+            uncommitted: None,
+        };
         METRICS.sessions_live.add(1);
         self.inner.tracker.spawn(actor.run(rx));
         Handle { tx, running }
@@ -164,7 +171,7 @@ impl Sessions {
 
     /// Called by an idle actor: removes it if nothing is waiting in its mailbox. Sends happen
     /// under the same lock, so no job can slip in between the check and the removal.
-    fn retire_if_idle(&self, key: &str, rx: &mpsc::Receiver<Job>) -> bool {
+    fn retire_if_idle(&self, key: &str, rx: &mpsc::Receiver<Box<Job>>) -> bool {
         let mut actors = lock(&self.inner.actors);
         if !rx.is_empty() {
             return false;

@@ -62,6 +62,21 @@ pub trait InboxStore {
     async fn inbox_get(&self, id: &str) -> Result<Option<InboxRow>>;
 }
 
+/// Events given up on (dead letters) and putting events back without counting a try.
+#[async_trait]
+pub trait DeadLetterStore {
+    /// Puts a claimed event back to `pending`, due after `delay_ms`, without counting the try
+    /// (the session was busy, or the process is shutting down).
+    async fn inbox_release(&self, id: &str, delay_ms: i64) -> Result<()>;
+    /// Events with `status` (all when `None`), newest first.
+    async fn inbox_list(&self, status: Option<InboxStatus>, limit: usize) -> Result<Vec<InboxRow>>;
+    /// How many events have `status`.
+    async fn inbox_count(&self, status: InboxStatus) -> Result<i64>;
+    /// A `failed` event becomes `pending` again with its tries reset; `false` when there is no
+    /// failed event with that id.
+    async fn inbox_requeue(&self, id: &str) -> Result<bool>;
+}
+
 /// Sessions and their transcripts. The transcript is append-only.
 #[async_trait]
 pub trait SessionStore {
@@ -232,6 +247,7 @@ pub trait ScheduleStore {
 #[async_trait]
 pub trait Store:
     InboxStore
+    + DeadLetterStore
     + SessionStore
     + TurnStore
     + OutboxStore

@@ -6,6 +6,7 @@
 //! panic on bad arguments (it returns [`ToolError::InvalidArgs`]) and never block the runtime.
 
 pub mod builtin;
+pub mod sandbox;
 mod validate;
 
 pub use validate::validate_args;

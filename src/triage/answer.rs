@@ -68,6 +68,12 @@ impl Triage {
                 counts.iter().map(|(k, n)| format!("{k} {n}")).collect::<Vec<_>>().join(", ")
             };
             text.push_str(&format!("\nTriage today: {summary}\nPairing requests waiting: {pending}"));
+            let failed = self.store.inbox_count(crate::store::InboxStatus::Failed).await?;
+            if failed > 0 {
+                text.push_str(&format!("\n⚠️ Failed events: {failed} (see `butler inbox list --failed`)"));
+            } else {
+                text.push_str("\nFailed events: 0");
+            }
             let recent = self.store.decisions_recent(5).await?;
             for d in recent {
                 text.push_str(&format!("\n- {} `{}`: {}", d.decision, d.actor, d.reason));

@@ -3,9 +3,9 @@
 
 use super::channel::message_json;
 use super::{WebAuth, WebHub, CHANNEL};
-use crate::http::{ApiError, ApiJson};
+use crate::http::{ApiError, ApiJson, ApiPath, ApiQuery};
 use crate::store::{now_ms, ConversationRow, NewWebMessage, Store};
-use axum::extract::{Path, Query, State};
+use axum::extract::State;
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{Html, IntoResponse, Response};
@@ -22,7 +22,6 @@ use serde_json::json;
 use std::convert::Infallible;
 use std::sync::Arc;
 use tokio_stream::wrappers::errors::BroadcastStreamRecvError;
-use tokio_stream::wrappers::BroadcastStream;
 use tokio_util::sync::CancellationToken;
 
 const MAX_TEXT_CHARS: usize = 32_000;
@@ -214,7 +213,10 @@ async fn post_message(
     ApiJson(body): ApiJson<PostMessage>,
 ) -> Result<Response, ApiError> {
     let conv = conversation_id(&body.conversation)?;
-    let text = body.text.trim();
+    // Made storable before any check or write, exactly as ingress does, so the page's log and
+    // the inbox hold the same text on every backend.
+    let text = butler_channel::storable_text(&body.text);
+    let text = text.trim();
     if text.is_empty() {
         return Err(ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "empty_text", "`text` is empty"));
     }
@@ -327,10 +329,9 @@ async fn existing_conversation(s: &WebState, headers: &HeaderMap, raw: &str) -> 
 async fn list_messages(
     State(s): State<WebState>,
     headers: HeaderMap,
-    Path(id): Path<String>,
-    query: Result<Query<ListQuery>, axum::extract::rejection::QueryRejection>,
+    ApiPath(id): ApiPath<String>,
+    ApiQuery(q): ApiQuery<ListQuery>,
 ) -> Result<Response, ApiError> {
-    let Query(q) = query.map_err(|e| ApiError::bad_request(e.body_text()))?;
     let conv = existing_conversation(&s, &headers, &id).await?;
     let limit = q.limit.unwrap_or(200);
     if !(1..=1000).contains(&limit) {
@@ -344,12 +345,13 @@ async fn list_messages(
 async fn stream(
     State(s): State<WebState>,
     headers: HeaderMap,
-    Path(id): Path<String>,
+    ApiPath(id): ApiPath<String>,
 ) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, ApiError> {
     let conv = existing_conversation(&s, &headers, &id).await?;
-    let rx = s.hub.subscribe(&conv);
     let shutdown = s.shutdown.clone();
-    let events = BroadcastStream::new(rx)
+    let events = s
+        .hub
+        .subscribe(&conv)
         .map(|item| match item {
             Ok(ev) => Event::default().event(ev.kind).data(ev.data.to_string()),
             // Too slow: tell the page to reload the list.

@@ -1,10 +1,20 @@
 //! Fan-out of web chat message events to open pages (server-sent events), per conversation.
 //! Bounded: a page too slow to keep up misses events and reloads the message list instead.
+//!
+//! A conversation has an entry only while someone listens: the last [`Subscription`] to go
+//! removes it, so opening and closing streams on many conversations leaves nothing behind.
+//! The hub must never hold its lock across an await or keep a buffer nobody reads.
 
+use crate::metrics::METRICS;
 use serde_json::Value;
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::task::{Context, Poll};
 use tokio::sync::broadcast;
+use tokio_stream::wrappers::errors::BroadcastStreamRecvError;
+use tokio_stream::wrappers::BroadcastStream;
+use tokio_stream::Stream;
 
 const PER_CONVERSATION: usize = 256;
 
@@ -22,18 +32,116 @@ pub struct WebHub {
 }
 
 impl WebHub {
-    pub fn subscribe(&self, conversation: &str) -> broadcast::Receiver<HubEvent> {
-        let mut senders = self.senders.lock().unwrap_or_else(|p| p.into_inner());
-        senders.entry(conversation.to_string()).or_insert_with(|| broadcast::channel(PER_CONVERSATION).0).subscribe()
+    fn senders(&self) -> MutexGuard<'_, HashMap<String, broadcast::Sender<HubEvent>>> {
+        self.senders.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Listens to `conversation` until the returned stream is dropped.
+    pub fn subscribe(self: &Arc<Self>, conversation: &str) -> Subscription {
+        let rx = self
+            .senders()
+            .entry(conversation.to_string())
+            .or_insert_with(|| {
+                METRICS.web_streams.add(1);
+                broadcast::channel(PER_CONVERSATION).0
+            })
+            .subscribe();
+        Subscription { rx: Some(BroadcastStream::new(rx)), hub: self.clone(), conversation: conversation.to_string() }
     }
 
     pub fn publish(&self, conversation: &str, kind: &'static str, data: Value) {
-        let mut senders = self.senders.lock().unwrap_or_else(|p| p.into_inner());
+        let senders = self.senders();
         if let Some(tx) = senders.get(conversation) {
-            if tx.send(HubEvent { kind, data }).is_err() {
-                // Nobody listens any more.
-                senders.remove(conversation);
-            }
+            // An error means nobody listens: the last subscription removes the entry itself.
+            let _ = tx.send(HubEvent { kind, data });
         }
+    }
+
+    /// Conversations with at least one listener.
+    pub fn conversations(&self) -> usize {
+        self.senders().len()
+    }
+}
+
+/// One page's stream of a conversation's events; dropping it unsubscribes.
+pub struct Subscription {
+    rx: Option<BroadcastStream<HubEvent>>,
+    hub: Arc<WebHub>,
+    conversation: String,
+}
+
+impl Stream for Subscription {
+    type Item = Result<HubEvent, BroadcastStreamRecvError>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        match self.rx.as_mut() {
+            Some(rx) => Pin::new(rx).poll_next(cx),
+            None => Poll::Ready(None),
+        }
+    }
+}
+
+impl Drop for Subscription {
+    fn drop(&mut self) {
+        // Under the lock, so a concurrent subscribe either sees the entry with its new receiver
+        // (and it stays) or creates a fresh one after the removal.
+        let mut senders = self.hub.senders();
+        drop(self.rx.take());
+        if senders.get(&self.conversation).is_some_and(|tx| tx.receiver_count() == 0) {
+            senders.remove(&self.conversation);
+            METRICS.web_streams.add(-1);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use futures::StreamExt;
+    use serde_json::json;
+
+    #[test]
+    fn the_last_listener_to_leave_removes_the_entry() {
+        let hub = Arc::new(WebHub::default());
+        // (listeners opened, listeners closed, entries left)
+        let cases = [(1, 1, 0), (2, 1, 1), (2, 2, 0), (3, 0, 1)];
+        for (open, close, left) in cases {
+            let mut subs: Vec<_> = (0..open).map(|_| hub.subscribe("c1")).collect();
+            subs.truncate(open - close);
+            assert_eq!(hub.conversations(), left, "open={open} close={close}");
+            drop(subs);
+            assert_eq!(hub.conversations(), 0);
+        }
+    }
+
+    #[test]
+    fn many_conversations_opened_and_closed_leave_nothing() {
+        let hub = Arc::new(WebHub::default());
+        for i in 0..20_000 {
+            let sub = hub.subscribe(&format!("c{i}"));
+            hub.publish(&format!("c{i}"), "created", json!({"n": i}));
+            drop(sub);
+        }
+        assert_eq!(hub.conversations(), 0);
+        // Publishing to a conversation nobody listens to creates nothing either.
+        hub.publish("nobody", "created", json!({}));
+        assert_eq!(hub.conversations(), 0);
+    }
+
+    #[tokio::test]
+    async fn listeners_get_events_published_while_they_listen() {
+        let hub = Arc::new(WebHub::default());
+        let mut a = hub.subscribe("c1");
+        let mut b = hub.subscribe("c1");
+        hub.publish("c1", "created", json!({"n": 1}));
+        hub.publish("c2", "created", json!({"n": 2}));
+        for sub in [&mut a, &mut b] {
+            let ev = sub.next().await.expect("open").expect("not lagged");
+            assert_eq!((ev.kind, ev.data["n"].as_i64()), ("created", Some(1)));
+        }
+        drop(a);
+        hub.publish("c1", "updated", json!({"n": 3}));
+        let ev = b.next().await.expect("open").expect("not lagged");
+        assert_eq!(ev.kind, "updated");
     }
 }

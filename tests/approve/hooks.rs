@@ -18,6 +18,8 @@ fn hook(event: HookEvent, command: &str, timeout_secs: u64, block_on_failure: bo
         matcher: "peek".into(),
         timeout_secs,
         block_on_failure,
+        sandbox: false,
+        network: false,
     }
 }
 
@@ -81,6 +83,8 @@ async fn session_hooks_see_sessions_start_and_end() {
         matcher: "*".into(),
         timeout_secs: 5,
         block_on_failure: false,
+        sandbox: false,
+        network: false,
     };
     cfg.hooks = vec![append(HookEvent::SessionStart), append(HookEvent::SessionEnd)];
     let app = TestApp::start(cfg, Some(dir)).await;

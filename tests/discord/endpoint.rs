@@ -30,10 +30,19 @@ async fn post(app: &TestApp, headers: &[(&str, &str)], body: &[u8]) -> (u16, Val
     (status, r.json().await.unwrap_or(Value::Null))
 }
 
+fn now_secs() -> i64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs() as i64
+}
+
+/// `body` signed by `key` at `ts` (Unix seconds) and posted.
+async fn signed_at(app: &TestApp, key: &SigningKey, ts: i64, body: &[u8]) -> (u16, Value) {
+    let ts = ts.to_string();
+    let sig = sign(key, &ts, body);
+    post(app, &[("x-signature-ed25519", &sig), ("x-signature-timestamp", &ts)], body).await
+}
+
 async fn signed(app: &TestApp, key: &SigningKey, body: &[u8]) -> (u16, Value) {
-    let ts = "1700000000";
-    let sig = sign(key, ts, body);
-    post(app, &[("x-signature-ed25519", &sig), ("x-signature-timestamp", ts)], body).await
+    signed_at(app, key, now_secs(), body).await
 }
 
 #[test]
@@ -89,15 +98,17 @@ async fn the_endpoint_verifies_answers_ping_and_acknowledges_clicks() {
     assert_eq!((status, pong["type"].clone()), (200, json!(1)));
 
     // The RFC 8032 TEST 1 signature (of the empty message) passes verification: an empty
-    // timestamp and body are then refused only as not JSON (400), not as unsigned (401).
+    // timestamp and body are then refused only for the missing time, not as badly signed.
     let rfc_sig = vectors[0]["signature_hex"].as_str().unwrap();
-    let (status, _) = post(app, &[("x-signature-ed25519", rfc_sig), ("x-signature-timestamp", "")], b"").await;
-    assert_eq!(status, 400);
+    let (status, err) = post(app, &[("x-signature-ed25519", rfc_sig), ("x-signature-timestamp", "")], b"").await;
+    assert_eq!((status, err["error"]["code"].clone()), (401, json!("malformed_timestamp")), "{err}");
 
     // Refused without storing anything.
     let before = inbox_count(app).await;
     let click = click_body("1100000000000000001", "token-http-1");
-    let ts = "1700000000";
+    let now = now_secs().to_string();
+    let next = (now_secs() + 1).to_string();
+    let ts = now.as_str();
     let good = sign(&ours, ts, &click);
     let mut flipped = hex::decode(&good).unwrap();
     flipped[0] ^= 0x80;
@@ -109,7 +120,7 @@ async fn the_endpoint_verifies_answers_ping_and_acknowledges_clicks() {
         ("a wrong signature", vec![("x-signature-ed25519", &flipped), ("x-signature-timestamp", ts)], &click),
         ("the wrong key", vec![("x-signature-ed25519", &by_other_key), ("x-signature-timestamp", ts)], &click),
         ("a tampered body", vec![("x-signature-ed25519", &good), ("x-signature-timestamp", ts)], &tampered),
-        ("another timestamp", vec![("x-signature-ed25519", &good), ("x-signature-timestamp", "1700000001")], &click),
+        ("another timestamp", vec![("x-signature-ed25519", &good), ("x-signature-timestamp", &next)], &click),
         ("no signature", vec![("x-signature-timestamp", ts)], &click),
         ("no timestamp", vec![("x-signature-ed25519", &good)], &click),
         ("garbage", vec![("x-signature-ed25519", "nothex"), ("x-signature-timestamp", ts)], &click),
@@ -172,4 +183,40 @@ fn click_body(id: &str, token: &str) -> Vec<u8> {
     d["message"] = json!({"id": "1100000000000000009", "channel_id": GENERAL});
     d["data"] = json!({"custom_id": "old:button", "component_type": 2});
     serde_json::to_vec(&d).unwrap()
+}
+
+#[tokio::test]
+async fn signed_interactions_older_than_five_minutes_are_refused() {
+    let vectors = fixture(RFC8032)["vectors"].clone();
+    let ours = key(vectors[0]["secret_key_seed_hex"].as_str().unwrap());
+    let discord = FakeDiscord::start().await;
+    let rig = Rig::start_on(discord, vec![], |cfg| {
+        cfg.channels.discord.as_mut().unwrap().public_key = Some(vectors[0]["public_key_hex"].as_str().unwrap().into());
+    })
+    .await;
+    let app = &rig.app;
+    let before = inbox_count(app).await;
+    let now = now_secs();
+    // Correctly signed, otherwise valid clicks, signed at these times: (case, seconds from now).
+    let cases: [(&str, i64); 4] = [
+        ("30 days old", -30 * 86_400),
+        ("6 minutes old", -360),
+        ("10 minutes in the future", 600),
+        ("a 1970 timestamp", -now + 5),
+    ];
+    for (n, (what, offset)) in cases.into_iter().enumerate() {
+        let click = click_body(&format!("12000000000000000{n:02}"), &format!("token-old-{n}"));
+        let (status, err) = signed_at(app, &ours, now + offset, &click).await;
+        assert_eq!((status, err["error"]["code"].clone()), (401, json!("stale_timestamp")), "{what}: {err}");
+    }
+    assert_eq!(inbox_count(app).await, before, "a stale interaction was stored");
+    // Inside the window (a little clock skew either way) the same kind of click is taken.
+    for (n, offset) in [-240_i64, 60].into_iter().enumerate() {
+        let id = format!("13000000000000000{n:02}");
+        rig.discord.expect_interaction(&id, &format!("token-fresh-{n}"), GENERAL);
+        let (status, ack) = signed_at(app, &ours, now + offset, &click_body(&id, &format!("token-fresh-{n}"))).await;
+        assert_eq!((status, ack["type"].clone()), (200, json!(6)), "{offset}s: {ack}");
+    }
+    assert_eq!(inbox_count(app).await, before + 2);
+    rig.stop().await;
 }

@@ -44,6 +44,14 @@ fn hook_validation() {
         (format!("{cmd}matcher = \"\"\n"), vec![], vec!["hooks[0].matcher"]),
         (cmd.into(), vec![("BUTLER_HOOKS__0__TIMEOUT_SECS", "0")], vec!["hooks[0].timeout_secs"]),
         (format!("{cmd}{http}"), vec![("BUTLER_HOOKS__1__URL", "gopher://x")], vec!["hooks[1].url"]),
+        // `sandbox` is for command hooks; `network` only with it.
+        (format!("{cmd}sandbox = true\n"), vec![], vec![]),
+        (format!("{cmd}sandbox = true\nnetwork = true\n"), vec![], vec![]),
+        (format!("{cmd}sandbox = false\nnetwork = false\n"), vec![], vec![]),
+        (format!("{http}sandbox = true\n"), vec![], vec!["hooks[0].sandbox"]),
+        (format!("{cmd}network = true\n"), vec![], vec!["hooks[0].network"]),
+        (cmd.into(), vec![("BUTLER_HOOKS__0__NETWORK", "true")], vec!["hooks[0].network"]),
+        (cmd.into(), vec![("BUTLER_HOOKS__0__SANDBOX", "true"), ("BUTLER_HOOKS__0__NETWORK", "true")], vec![]),
     ];
     for (text, vars, expected) in cases {
         let got = problems(&text, &vars).unwrap_or_else(|e| panic!("{text}\n{vars:?}: {e}"));
@@ -61,6 +69,10 @@ fn hook_keys_parse_with_their_defaults_and_overrides() {
     assert_eq!((hook.matcher.as_str(), hook.timeout_secs, hook.block_on_failure), ("shell", 5, true));
     let defaults = parse_str(text, "hooks.toml", &no_env()).unwrap();
     assert_eq!((defaults.hooks[0].matcher.as_str(), defaults.hooks[0].block_on_failure), ("*", false));
+    // Hooks are the operator's own commands: unsandboxed unless asked.
+    assert_eq!((defaults.hooks[0].sandbox, defaults.hooks[0].network), (false, false));
+    let vars = [("BUTLER_HOOKS__0__SANDBOX", "true")];
+    assert!(parse_str(text, "hooks.toml", &Env::from_pairs(vars)).unwrap().hooks[0].sandbox);
     // Unknown keys and events are errors that name them.
     for (bad, fragment) in [("timeout = 5\n", "timeout"), ("event = \"pre_tool\"\n", "pre_tool")] {
         let text = format!("[[hooks]]\ntype = \"command\"\ncommand = \"x\"\n{bad}");

@@ -2,6 +2,8 @@
 //! `/bin/sh` processes) and HTTP hooks (a local axum server), and the validation of the
 //! configuration. Named `hookrun` because `tests/hooks` holds the webhook triggers.
 //!
+//! Sandboxed command hooks need `bwrap` (tests/run installs it).
+//!
 //! These tests must never assert wall-clock speed (the machine is shared and noisy): a hook that
 //! must not hang is only bounded by a generous limit, and concurrency is shown by a handshake.
 //! They never reach the network beyond 127.0.0.1, and every file a hook writes is in a temp dir.
@@ -13,6 +15,7 @@ mod command;
 mod config;
 mod http;
 mod outcome;
+mod sandbox;
 
 use butler::config::{HookConfig, HookEvent, HookKind};
 use butler::hooks::{HookOutcome, Hooks};
@@ -33,6 +36,8 @@ pub fn cmd(event: HookEvent, command: &str) -> HookConfig {
         matcher: "*".into(),
         timeout_secs: 5,
         block_on_failure: false,
+        sandbox: false,
+        network: false,
     }
 }
 
@@ -46,6 +51,8 @@ pub trait HookExt {
     fn blocking(self, block_on_failure: bool) -> Self;
     fn timeout(self, secs: u64) -> Self;
     fn matcher(self, glob: &str) -> Self;
+    /// `sandbox = true`, with `network` as given.
+    fn sandboxed(self, network: bool) -> Self;
 }
 
 impl HookExt for HookConfig {
@@ -59,6 +66,11 @@ impl HookExt for HookConfig {
     }
     fn matcher(mut self, glob: &str) -> Self {
         self.matcher = glob.to_string();
+        self
+    }
+    fn sandboxed(mut self, network: bool) -> Self {
+        self.sandbox = true;
+        self.network = network;
         self
     }
 }

@@ -49,6 +49,21 @@ pub fn sha256_hex(body: &[u8]) -> String {
     hex::encode(Sha256::digest(body))
 }
 
+/// The event id of a GitHub-scheme request to `source`: the body's SHA-256 (the delivery id
+/// header is not signed, so it never names the event).
+pub fn event_id(source: &str, body: &[u8]) -> String {
+    format!("hook:{source}:{}", sha256_hex(body))
+}
+
+/// The event id of a Butler-scheme request to `source` signed at `timestamp`: the SHA-256 of
+/// the signed text `"<timestamp>.<body>"`.
+pub fn butler_event_id(source: &str, timestamp: i64, body: &[u8]) -> String {
+    let mut signed = timestamp.to_string().into_bytes();
+    signed.push(b'.');
+    signed.extend_from_slice(body);
+    format!("hook:{source}:{}", sha256_hex(&signed))
+}
+
 pub fn now_secs() -> i64 {
     SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_secs() as i64
 }

@@ -43,10 +43,10 @@ action = "drop"
     assert_eq!(rows.iter().map(|r| r.status.as_str()).collect::<Vec<_>>(), ["done", "dropped"]);
     let texts = web_texts(&t, "alerts", 1).await;
     assert_eq!(texts, ["dana-k pushed to acme-labs/rocket: Add a regression test for clock jumps (9e8d7c6)"]);
-    let d = decision(&t, "hook:github:push-main-1").await;
+    let d = decision(&t, &event_id("github", &fixture("push"))).await;
     assert_eq!(d.decision, "notify");
     assert_eq!(d.reason, "rule 1: body.ref = refs/heads/main, headers.x-github-event = push -> web:alerts");
-    let d = decision(&t, "hook:github:push-dev-1").await;
+    let d = decision(&t, &event_id("github", &dev)).await;
     assert_eq!((d.decision.as_str(), d.reason.as_str()), ("drop", "rule 2: headers.x-github-event = push"));
     // Nothing more arrives for the dev push.
     tokio::time::sleep(Duration::from_millis(300)).await;
@@ -93,7 +93,7 @@ instructions = "Triage this new issue: say what it is about and which label fits
     // The conversation exists for the page, owned by the target user; the decision says why.
     let conv = t.app.store.conversation_get("web:alice-github").await.unwrap().expect("conversation");
     assert_eq!(conv.owner, "web:alice");
-    let d = decision(&t, "hook:github:issue-58").await;
+    let d = decision(&t, &event_id("github", &fixture("issues_opened"))).await;
     assert_eq!(d.decision, "agent");
     assert_eq!(
         d.reason,
@@ -138,8 +138,11 @@ conversation = "web:mallory-gh"
 
     let rows = settled(&t, 3).await;
     let ok = &rows[0];
-    assert_eq!((ok.id.as_str(), ok.status.as_str()), ("hook:ci:run-ok", "dropped"));
-    let d = decision(&t, "hook:ci:run-ok").await;
+    assert_eq!(
+        (ok.id.as_str(), ok.status.as_str()),
+        (event_id("ci", &fixture("workflow_run_success")).as_str(), "dropped")
+    );
+    let d = decision(&t, &event_id("ci", &fixture("workflow_run_success"))).await;
     assert_eq!(d.decision, "drop");
     assert_eq!(d.reason, "rule 1: body.workflow_run.conclusion = success, headers.x-github-event = workflow_run");
     assert_eq!(ok.error.as_deref(), Some(d.reason.as_str()));
@@ -149,7 +152,7 @@ conversation = "web:mallory-gh"
         ["CI FAILURE on main: https://github.com/acme-labs/rocket/actions/runs/14781299120"]
     );
     // An agent target the access rules do not allow is dropped, and no model call is made.
-    let d = decision(&t, "hook:ci:issue-x").await;
+    let d = decision(&t, &event_id("ci", &fixture("issues_opened"))).await;
     assert_eq!(d.decision, "drop");
     assert!(d.reason.ends_with("; web:mallory may not use Butler"), "{}", d.reason);
     assert_eq!(llm.request_count(), 0);
@@ -184,13 +187,18 @@ async fn the_classifier_decides_what_no_rule_does_and_is_cached() {
     let req = llm.last_request().unwrap();
     assert!(req.last_user_text().contains("Countdown freezes after the laptop wakes up"));
     assert_eq!(req.body["max_tokens"].as_u64().or(req.body["max_completion_tokens"].as_u64()), Some(8));
-    assert_eq!(decision(&t, "hook:github:cls-1").await.reason, "no rule matched; classifier: notify -> web:classified");
+    assert_eq!(
+        decision(&t, &event_id("github", &issue)).await.reason,
+        "no rule matched; classifier: notify -> web:classified"
+    );
 
-    // The same event delivered again under another delivery id: decided from the cache.
-    assert_eq!(post_github(&t, "github", "issues", "cls-2", &issue).await.status, 202);
+    // The same event in other bytes (compact JSON, so another event id): decided from the cache.
+    let compact = serde_json::to_vec(&fixture_json("issues_opened")).unwrap();
+    assert_ne!(compact, issue);
+    assert_eq!(post_github(&t, "github", "issues", "cls-2", &compact).await.status, 202);
     assert_eq!(web_texts(&t, "classified", 2).await.len(), 2);
     assert_eq!(
-        decision(&t, "hook:github:cls-2").await.reason,
+        decision(&t, &event_id("github", &compact)).await.reason,
         "no rule matched; classifier (cached): notify -> web:classified"
     );
     // A rule still comes first: no model call for a push.
@@ -224,16 +232,17 @@ async fn a_classifier_failure_falls_back_to_the_source_default() {
             "github issues opened on acme-labs/rocket: Dark mode for the launch board",
         ]
     );
-    let server = decision(&t, "hook:github:err-1").await.reason;
+    let server = decision(&t, &event_id("github", &fixture("issues_opened"))).await.reason;
     assert!(server.starts_with("no rule matched; classifier failed (") && server.contains("HTTP 500"), "{server}");
     assert!(server.ends_with("; source default notify -> web:classified"), "{server}");
-    let vague = decision(&t, "hook:github:err-2").await.reason;
+    let vague = decision(&t, &event_id("github", &other)).await.reason;
     assert!(vague.contains("\"Probably worth a look\" is not drop, notify or agent"), "{vague}");
-    // Failures are not cached: the same event asks again.
+    // Failures are not cached: the same event (in other bytes, so not a duplicate) asks again.
     llm.on(CLASSIFIER_NEEDLE, Reply::text("drop"));
-    assert_eq!(post_github(&t, "github", "issues", "err-3", &other).await.status, 202);
+    let pretty = serde_json::to_vec_pretty(&serde_json::from_slice::<serde_json::Value>(&other).unwrap()).unwrap();
+    assert_eq!(post_github(&t, "github", "issues", "err-3", &pretty).await.status, 202);
     settled(&t, 3).await;
-    assert_eq!(decision(&t, "hook:github:err-3").await.reason, "no rule matched; classifier: drop");
+    assert_eq!(decision(&t, &event_id("github", &pretty)).await.reason, "no rule matched; classifier: drop");
     assert_eq!(llm.request_count(), 3);
     t.stop().await;
 }

@@ -30,19 +30,21 @@ async fn good_github_and_butler_signatures_are_accepted() {
     let t = app(TWO_SOURCES).await;
     let push = fixture("push");
     let a = post_github(&t, "github", "push", "0b1c7e52-2763-11f0-9a9e-5bd3c1c5a3d7", &push).await;
-    assert_eq!((a.status, &a.json["event_id"]), (202, &json!("hook:github:0b1c7e52-2763-11f0-9a9e-5bd3c1c5a3d7")));
+    let gh_id = event_id("github", &push);
+    assert_eq!((a.status, &a.json["event_id"]), (202, &json!(gh_id)));
     assert_eq!(a.json["duplicate"], false);
 
     let body = br#"{"service":"api","version":"2025.05.02-3","status":"deployed"}"#;
-    let b =
-        post(&t, "deploys", &butler_headers(BUTLER_SECRET, now_secs(), Some("deploy-771"), body), body.to_vec()).await;
-    assert_eq!((b.status, &b.json["event_id"]), (202, &json!("hook:deploys:deploy-771")));
+    let ts = now_secs();
+    let b = post(&t, "deploys", &butler_headers(BUTLER_SECRET, ts, Some("deploy-771"), body), body.to_vec()).await;
+    let deploy_id = butler_event_id("deploys", ts, body);
+    assert_eq!((b.status, &b.json["event_id"]), (202, &json!(deploy_id)));
 
     let rows = settled(&t, 2).await;
     let ids: Vec<&str> = rows.iter().map(|r| r.id.as_str()).collect();
-    assert_eq!(ids, ["hook:github:0b1c7e52-2763-11f0-9a9e-5bd3c1c5a3d7", "hook:deploys:deploy-771"]);
+    assert_eq!(ids, [gh_id.as_str(), deploy_id.as_str()]);
     assert!(rows.iter().all(|r| r.status == "dropped"), "{rows:?}");
-    let d = decision(&t, "hook:deploys:deploy-771").await;
+    let d = decision(&t, &deploy_id).await;
     assert_eq!((d.decision.as_str(), d.reason.as_str()), ("drop", "no rule matched; source default drop"));
     t.stop().await;
 }
@@ -167,7 +169,7 @@ async fn oversized_bodies_get_a_json_413_and_store_nothing() {
     body.extend_from_slice(b"\"}");
     assert_eq!(post_github(&t, "github", "ping", "small-1", &body).await.status, 202);
     let rows = settled(&t, 1).await;
-    assert_eq!(rows.iter().map(|r| r.id.as_str()).collect::<Vec<_>>(), ["hook:github:small-1"]);
+    assert_eq!(rows.iter().map(|r| r.id.as_str()).collect::<Vec<_>>(), [event_id("github", &body)]);
     t.stop().await;
 }
 
@@ -207,20 +209,24 @@ async fn redeliveries_and_reposts_are_stored_once() {
     assert_eq!((&first.json["duplicate"], &again.json["duplicate"]), (&json!(false), &json!(true)));
     assert_eq!(first.json["event_id"], again.json["event_id"]);
 
-    // No delivery id: the same body posted twice (signed at different times) is one event, named
-    // by the SHA-256 of the body.
+    // The same signed request re-posted without a delivery id is the same event: the id is
+    // the SHA-256 of what was signed, "<timestamp>.<body>".
     let body = br#"{"service":"billing","version":"41","status":"deployed"}"#;
     let now = now_secs();
     let one = post(&t, "deploys", &butler_headers(BUTLER_SECRET, now - 5, None, body), body.to_vec()).await;
-    let two = post(&t, "deploys", &butler_headers(BUTLER_SECRET, now, None, body), body.to_vec()).await;
-    let id = format!("hook:deploys:{}", sha256_hex(body));
+    let two = post(&t, "deploys", &butler_headers(BUTLER_SECRET, now - 5, None, body), body.to_vec()).await;
+    let id = butler_event_id("deploys", now - 5, body);
     assert_eq!((one.status, &one.json["event_id"]), (202, &json!(id)));
     assert_eq!((two.status, &two.json["event_id"], &two.json["duplicate"]), (202, &json!(id), &json!(true)));
+    // The same body signed at another time is another request, so another event.
+    let three = post(&t, "deploys", &butler_headers(BUTLER_SECRET, now, None, body), body.to_vec()).await;
+    let later = butler_event_id("deploys", now, body);
+    assert_eq!((three.status, &three.json["event_id"], &three.json["duplicate"]), (202, &json!(later), &json!(false)));
 
     tokio::time::sleep(Duration::from_millis(200)).await;
-    let rows = settled(&t, 2).await;
+    let rows = settled(&t, 3).await;
     let ids: Vec<&str> = rows.iter().map(|r| r.id.as_str()).collect();
-    assert_eq!(ids, ["hook:github:5d1e7a40-2763-11f0-8c1f-0e4d8a1b9f01", id.as_str()]);
+    assert_eq!(ids, [event_id("github", &push).as_str(), id.as_str(), later.as_str()]);
     t.stop().await;
 }
 
@@ -236,37 +242,83 @@ rate_limit_per_minute = 60
     .await;
     let send = |i: usize| {
         let body = format!(r#"{{"service":"api","build":{i}}}"#).into_bytes();
-        let headers = butler_headers(BUTLER_SECRET, now_secs(), Some(&format!("build-{i}")), &body);
-        (headers, body)
+        let ts = now_secs();
+        let headers = butler_headers(BUTLER_SECRET, ts, Some(&format!("build-{i}")), &body);
+        (headers, body, ts)
     };
     // A burst of 60 is allowed; the bucket refills one a second, so keep going until refused.
     let mut accepted = 0;
     let mut refused = None;
     for i in 0..200 {
-        let (headers, body) = send(i);
-        let a = post(&t, "deploys", &headers, body).await;
+        let (headers, body, ts) = send(i);
+        let a = post(&t, "deploys", &headers, body.clone()).await;
         match a.status {
             202 => accepted += 1,
             429 => {
-                refused = Some((i, a));
+                refused = Some((headers, body, ts, a));
                 break;
             }
             s => panic!("unexpected {s}: {}", a.json),
         }
     }
-    let (i, a) = refused.expect("the limit was never reached");
+    let (headers, body, ts, a) = refused.expect("the limit was never reached");
     assert!(accepted >= 60, "only {accepted} accepted before a 429");
     assert_eq!(a.json["error"]["code"], "rate_limited");
     let wait: u64 = a.retry_after.as_deref().expect("Retry-After").parse().unwrap();
     assert!((1..=2).contains(&wait), "Retry-After {wait}");
     tokio::time::sleep(Duration::from_millis(200)).await;
-    let refused_id = format!("hook:deploys:build-{i}");
+    let refused_id = butler_event_id("deploys", ts, &body);
     assert!(hook_inbox(&t).await.iter().all(|r| r.id != refused_id), "a refused request was stored");
 
     tokio::time::sleep(Duration::from_secs(wait) + Duration::from_millis(100)).await;
-    let (headers, body) = send(i);
+    // The same signed request, sent again once the bucket has a token (still inside the window).
     let a = post(&t, "deploys", &headers, body).await;
     assert_eq!((a.status, &a.json["event_id"]), (202, &json!(refused_id)));
     settled(&t, accepted + 1).await;
+    t.stop().await;
+}
+
+#[tokio::test]
+async fn a_signed_request_reposted_under_other_delivery_ids_is_one_notification() {
+    let t = app(r#"
+[[triggers]]
+name = "deploys"
+secret = "butler-hook-secret-88a2e0"
+signature = "butler"
+default = "notify"
+target = "web:deploys"
+
+[[triggers]]
+name = "github"
+secret = "gh-webhook-secret-4f1d9c"
+signature = "github"
+default = "notify"
+target = "web:github"
+"#)
+    .await;
+    // A captured Butler-scheme request: the delivery id header is not signed, so an attacker
+    // may change it at will; the signed (timestamp, body) stays the same.
+    let body = br#"{"service":"api","version":"7","status":"deployed"}"#;
+    let ts = now_secs();
+    let id = butler_event_id("deploys", ts, body);
+    for (n, delivery) in ["orig-1", "replay-2", "replay-3", "replay-4", "replay-5", "replay-6"].iter().enumerate() {
+        let a = post(&t, "deploys", &butler_headers(BUTLER_SECRET, ts, Some(delivery), body), body.to_vec()).await;
+        assert_eq!((a.status, &a.json["event_id"]), (202, &json!(id)), "post {n}: {}", a.json);
+        assert_eq!(a.json["duplicate"], json!(n > 0), "post {n}");
+    }
+    // GitHub's scheme has no timestamp: the body names the event, whatever X-GitHub-Delivery says.
+    let push = fixture("push");
+    for (n, delivery) in ["gh-1", "gh-2", "gh-3", "gh-4", "gh-5", "gh-6"].iter().enumerate() {
+        let a = post_github(&t, "github", "push", delivery, &push).await;
+        assert_eq!((a.status, &a.json["event_id"]), (202, &json!(event_id("github", &push))), "{}", a.json);
+        assert_eq!(a.json["duplicate"], json!(n > 0), "github post {n}");
+    }
+    let rows = settled(&t, 2).await;
+    assert_eq!(rows.len(), 2, "{rows:?}");
+    assert_eq!(web_texts(&t, "deploys", 1).await.len(), 1);
+    assert_eq!(web_texts(&t, "github", 1).await.len(), 1);
+    // Nothing more arrives later.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!((t.messages("deploys").await.len(), t.messages("github").await.len()), (1, 1));
     t.stop().await;
 }

@@ -8,7 +8,10 @@ mod approvals;
 mod chat;
 mod cli;
 mod crash;
+mod inbox;
 mod lifecycle;
+mod secrets;
+mod streams;
 
 use serde_json::Value;
 

@@ -12,6 +12,7 @@ mod access;
 mod approvals;
 mod audit;
 mod connect;
+mod dead_letter;
 mod fixtures;
 mod inbox;
 mod memory;
@@ -81,6 +82,8 @@ contract! {
     inbox_claims_in_order_by_channel => crate::inbox::claims_in_order_by_channel,
     inbox_concurrent_claims_never_overlap => crate::inbox::concurrent_claims_never_overlap,
     inbox_finish_retry_recover => crate::inbox::finish_retry_recover,
+    inbox_nul_text_is_stored_sanitized => crate::dead_letter::nul_text_is_stored_sanitized,
+    inbox_dead_letters_list_count_requeue_release => crate::dead_letter::dead_letters_list_count_requeue_release,
     session_open_race_returns_one_session => crate::sessions::open_race_returns_one_session,
     session_close_then_open_keeps_transcript => crate::sessions::close_then_open_keeps_transcript,
     transcript_order_and_tool_calls_round_trip => crate::sessions::transcript_round_trip,

@@ -70,7 +70,8 @@ async fn webhook_mode_checks_the_secret_and_answers_redeliveries_once() {
     for bad in [None, Some("wrong"), Some(""), Some("s3cret-Token_4"), Some("s3cret-Token_42x")] {
         let (status, body) = post(&tg, bad, &update).await;
         assert_eq!(status, 401, "{bad:?}");
-        assert!(body["error"].as_str().unwrap().contains("Secret-Token"), "{body}");
+        assert_eq!(body["error"]["code"], "invalid_secret", "{body}");
+        assert!(body["error"]["message"].as_str().unwrap().contains("Secret-Token"), "{body}");
     }
     assert_eq!(inbox_count(&tg.app).await, 0, "nothing stored for a bad secret");
     let (status, _) = post(&tg, Some(SECRET), &serde_json::json!({"not": "an update"})).await;

@@ -67,6 +67,19 @@ fn validation_names_the_key() {
         ("[tools.http_request]\nallowed_hosts = [\"169.254.169.254\"]", Some("tools.http_request.allowed_hosts[0]")),
         ("[tools.http_request]\nallowed_hosts = [\"192.168.1.10\"]", Some("tools.http_request.allowed_hosts[0]")),
         ("[tools.http_request]\nallowed_hosts = [\"192.168.1.10\"]\nallow_private_addresses = true", None),
+        // Host names the guard never fetches are refused at load too, whatever the spelling.
+        (
+            "[tools.http_request]\nallowed_hosts = [\"api.github.com\", \"metadata.google.internal\"]",
+            Some("tools.http_request.allowed_hosts[1]"),
+        ),
+        (
+            "[tools.http_request]\nallowed_hosts = [\"Metadata.Google.Internal\"]\nallow_private_addresses = true",
+            Some("tools.http_request.allowed_hosts[0]"),
+        ),
+        ("[tools.http_request]\nallowed_hosts = [\"metadata.goog\"]", Some("tools.http_request.allowed_hosts[0]")),
+        ("[tools.http_request]\nallowed_hosts = [\"*.internal\"]", Some("tools.http_request.allowed_hosts[0]")),
+        ("[tools.http_request]\nallowed_hosts = [\"localhost\"]", Some("tools.http_request.allowed_hosts[0]")),
+        ("[tools.http_request]\nallowed_hosts = [\"metadata.example.com\"]", None),
         (
             "[tools.send_message]\ntargets = [\"telegram:-1\", \"slack:C1/t\", \"telegram:-1\"]",
             Some("tools.send_message.targets[2]"),

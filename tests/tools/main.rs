@@ -15,6 +15,7 @@ mod config;
 mod files;
 mod http;
 mod net;
+mod sandbox;
 mod send;
 mod shell;
 mod web;

@@ -9,7 +9,7 @@ use serde_json::json;
 use std::time::{Duration, Instant};
 
 fn shell(timeout_secs: u64, max_output_bytes: usize) -> Shell {
-    Shell::new(&ShellConfig { enabled: true, timeout_secs, max_output_bytes })
+    Shell::new(&ShellConfig { enabled: true, timeout_secs, max_output_bytes, ..ShellConfig::default() })
 }
 
 /// Processes whose command line contains `marker` (other than this test process).

@@ -164,7 +164,7 @@ async fn bad_input_is_refused_and_changes_nothing() {
         body: String::new(),
         auth: None,
         status: 400,
-        code: "invalid_request",
+        code: "invalid_query",
     });
     cases.push(Case {
         name: "unknown endpoint",

@@ -1,6 +1,6 @@
 //! The web chat and the pipeline behind it, end to end: the HTTP API (good and bad input),
-//! sessions and the agent turn through the real store and the scripted fake LLM, and the page in
-//! headless Chromium.
+//! sessions and the agent turn through the real store and the scripted fake LLM, the page in
+//! headless Chromium, the server's connection and body limits, and the JSON shape of every error.
 
 #[path = "../support/mod.rs"]
 mod support;
@@ -9,4 +9,7 @@ mod agent;
 mod api;
 mod backends;
 mod browser;
+mod error_shapes;
+mod limits;
+mod poison;
 mod sessions;

@@ -10,11 +10,16 @@
 
 mod channel;
 mod chunk;
+mod clock;
 mod event;
+pub mod limit;
 mod outbound;
 pub mod signature;
+mod storable;
 
 pub use channel::{Accepted, Caps, Channel, ChannelError, Ingress, IngressError, TextFormat};
 pub use chunk::{chunk_text, ChunkLimit};
+pub use clock::now_ms;
 pub use event::{Actor, ConversationKind, ConversationRef, EventBody, EventId, Identity, InboundEvent};
 pub use outbound::{Button, ButtonStyle, MessageRef, Outbound, PrivateTo};
+pub use storable::{storable_text, REPLACEMENT};

@@ -5,23 +5,29 @@
 //! and then answered with a deferred update (type 6) in the response itself, well within
 //! Discord's 3 seconds.
 //!
-//! A request that fails verification gets 401 and nothing is stored; bad JSON gets 400. Errors
+//! A request that fails verification gets 401 and nothing is stored, and so does a signed one
+//! whose `X-Signature-Timestamp` is more than 5 minutes from the server's clock (a replay of a
+//! captured interaction; the interaction id dedup in the inbox catches one inside the window);
+//! bad JSON gets 400. Errors
 //! are `{"error": {"code", "message"}}` like the rest of Butler's API. This module must never
 //! store or acknowledge anything before the signature is checked.
 
 use crate::inbound::{self, Interaction, APPLICATION_COMMAND, AUTOCOMPLETE, MESSAGE_COMPONENT, MODAL_SUBMIT, PING};
 use crate::Inner;
 use axum::body::Bytes;
-use axum::extract::State;
-use axum::http::{HeaderMap, StatusCode};
+use axum::extract::{ConnectInfo, State};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
-use axum::{Json, Router};
-use butler_channel::{Ingress, IngressError};
+use axum::{Extension, Json, Router};
+use butler_channel::limit::{self, Refusals};
+use butler_channel::{signature, Ingress, IngressError};
 use ed25519_dalek::{Signature, VerifyingKey};
 use serde_json::json;
 use serenity::builder::{CreateAutocompleteResponse, CreateInteractionResponse, CreateInteractionResponseMessage};
+use std::net::SocketAddr;
 use std::sync::Arc;
+use std::time::Instant;
 
 /// Where Discord posts interactions.
 pub const PATH: &str = "/channels/discord/interactions";
@@ -49,38 +55,79 @@ pub fn verify(key: &VerifyingKey, timestamp: &[u8], body: &[u8], signature_hex: 
 struct Endpoint {
     key: VerifyingKey,
     ingress: Arc<dyn Ingress>,
+    /// Requests that failed verification, per peer address.
+    refusals: Arc<Refusals>,
 }
 
 /// The endpoint's route, when the config names a public key.
 pub(crate) fn routes(inner: &Inner, ingress: Arc<dyn Ingress>) -> Option<Router> {
     let key = inner.public_key?;
-    Some(Router::new().route(PATH, post(handle)).with_state(Endpoint { key, ingress }))
+    Some(Router::new().route(PATH, post(handle)).with_state(Endpoint {
+        key,
+        ingress,
+        refusals: Arc::new(Refusals::default()),
+    }))
 }
 
 fn error(status: StatusCode, code: &str, message: impl Into<String>) -> Response {
     (status, Json(json!({"error": {"code": code, "message": message.into()}}))).into_response()
 }
 
+fn now_secs() -> i64 {
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+    i64::try_from(now.as_secs()).unwrap_or(i64::MAX)
+}
+
 fn answer(response: CreateInteractionResponse) -> Response {
     Json(response).into_response()
 }
 
-async fn handle(State(ep): State<Endpoint>, headers: HeaderMap, body: Bytes) -> Response {
+/// A refused request: 401 with `code`, or 429 once its address sent too many; one aggregated
+/// WARN line per address a minute.
+fn refuse(ep: &Endpoint, peer: Option<Extension<ConnectInfo<SocketAddr>>>, code: &str, message: &str) -> Response {
+    let peer = limit::source_key(peer.map(|Extension(ConnectInfo(a))| a));
+    let refusal = ep.refusals.refuse(&peer, Instant::now());
+    if let Some(refused) = refusal.log {
+        tracing::warn!(
+            %peer, reason = code, refused,
+            "Discord interactions refused: verification failed (one line per address a minute)"
+        );
+    }
+    match refusal.retry_after {
+        Some(wait) => {
+            let secs = limit::retry_after_secs(wait);
+            let message = format!("too many requests that failed verification from this address; retry after {secs}s");
+            let mut resp = error(StatusCode::TOO_MANY_REQUESTS, "rate_limited", message);
+            resp.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(secs));
+            resp
+        }
+        None => error(StatusCode::UNAUTHORIZED, code, message),
+    }
+}
+
+async fn handle(
+    State(ep): State<Endpoint>,
+    peer: Option<Extension<ConnectInfo<SocketAddr>>>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
     let header = |name: &str| headers.get(name).map(|v| v.as_bytes());
     let (Some(signature), Some(timestamp)) = (header("x-signature-ed25519"), header("x-signature-timestamp")) else {
-        return error(
-            StatusCode::UNAUTHORIZED,
-            "missing_signature",
-            "X-Signature-Ed25519 and X-Signature-Timestamp are required",
-        );
+        return refuse(&ep, peer, "missing_signature", "X-Signature-Ed25519 and X-Signature-Timestamp are required");
     };
     let signature = String::from_utf8_lossy(signature);
     if !verify(&ep.key, timestamp, &body, &signature) {
-        tracing::info!("a Discord interaction with a bad signature was refused");
-        return error(
-            StatusCode::UNAUTHORIZED,
-            "invalid_signature",
-            "the signature does not match the application's public key",
+        return refuse(&ep, peer, "invalid_signature", "the signature does not match the application's public key");
+    }
+    // The timestamp is signed, so only a holder of the key learns that a request was merely
+    // stale. Old interactions are refused: a captured one must not work again days later.
+    let ts = std::str::from_utf8(timestamp).ok().map(str::trim);
+    if let Err(why) = signature::timestamp(ts).and_then(|ts| signature::fresh(ts, now_secs())) {
+        return refuse(
+            &ep,
+            peer,
+            why.code(),
+            "X-Signature-Timestamp must be Unix seconds within 5 minutes of the server's clock",
         );
     }
     let i: Interaction = match serde_json::from_slice(&body) {

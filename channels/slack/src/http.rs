@@ -3,25 +3,29 @@
 //! clicks, form field `payload=`), `POST /channels/slack/commands` (slash commands).
 //!
 //! Each request is verified first (v0 signature over the raw body, 5-minute window): a failure
-//! is a JSON 401 and nothing is stored. Then the request is mapped and stored, and answered 200
+//! is a JSON 401 (429 once one address sent too many, with one aggregated WARN line per
+//! address a minute) and nothing is stored. Then the request is mapped and stored, and answered 200
 //! only after the ingress said the event is durable; 503 when it could not be stored (Slack
 //! retries), 400 with `X-Slack-No-Retry: 1` for a body that will never make sense. Retries
 //! (`X-Slack-Retry-Num`) need nothing special: the event id is the same, the inbox drops it.
 //!
 //! This module must never log or return a body, a signature or the signing secret.
 
-use crate::receive::{now_ms, Refusal, Reply};
+use crate::receive::{Refusal, Reply};
 use crate::verify::verify;
 use crate::Shared;
 use axum::body::Bytes;
-use axum::extract::State;
-use axum::http::{HeaderMap, HeaderValue, StatusCode};
+use axum::extract::{ConnectInfo, State};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
-use axum::{Json, Router};
-use butler_channel::Ingress;
+use axum::{Extension, Json, Router};
+use butler_channel::limit::{self, Refusals};
+use butler_channel::{now_ms, Ingress};
 use serde_json::json;
+use std::net::SocketAddr;
 use std::sync::Arc;
+use std::time::Instant;
 
 pub const EVENTS_PATH: &str = "/channels/slack/events";
 pub const INTERACTIVE_PATH: &str = "/channels/slack/interactive";
@@ -32,11 +36,16 @@ struct Ctx {
     shared: Arc<Shared>,
     ingress: Arc<dyn Ingress>,
     secret: Arc<str>,
+    /// Requests that failed the signature check, per peer address.
+    refusals: Arc<Refusals>,
 }
+
+/// The peer address the server recorded, if any.
+type Peer = Option<Extension<ConnectInfo<SocketAddr>>>;
 
 /// The three endpoints, verified with `secret`.
 pub fn routes(shared: Arc<Shared>, ingress: Arc<dyn Ingress>, secret: &str) -> Router {
-    let ctx = Ctx { shared, ingress, secret: secret.into() };
+    let ctx = Ctx { shared, ingress, secret: secret.into(), refusals: Arc::new(Refusals::default()) };
     Router::new()
         .route(EVENTS_PATH, post(events))
         .route(INTERACTIVE_PATH, post(interactive))
@@ -53,11 +62,31 @@ fn error(status: StatusCode, code: &str, message: &str) -> Response {
     resp
 }
 
-/// The refusal for a request that is not from Slack, or None when it is.
-fn check(ctx: &Ctx, headers: &HeaderMap, body: &[u8], what: &str) -> Option<Response> {
+/// The refusal for a request that is not from Slack, or None when it is: 401, or 429 once
+/// its address sent too many; one aggregated WARN line per address a minute.
+fn check(ctx: &Ctx, peer: Peer, headers: &HeaderMap, body: &[u8], what: &str) -> Option<Response> {
     verify(ctx.secret.as_bytes(), headers, body, now_ms().div_euclid(1000)).err().map(|why| {
-        tracing::warn!(endpoint = what, reason = why.code(), "Slack request refused: signature check failed");
-        let mut resp = error(StatusCode::UNAUTHORIZED, why.code(), crate::verify::explain(why));
+        let peer = limit::source_key(peer.map(|Extension(ConnectInfo(a))| a));
+        let refusal = ctx.refusals.refuse(&peer, Instant::now());
+        if let Some(refused) = refusal.log {
+            tracing::warn!(
+                endpoint = what, %peer, reason = why.code(), refused,
+                "Slack requests refused: signature check failed (one line per address a minute)"
+            );
+        }
+        let mut resp = match refusal.retry_after {
+            Some(wait) => {
+                let secs = limit::retry_after_secs(wait);
+                let mut resp = error(
+                    StatusCode::TOO_MANY_REQUESTS,
+                    "rate_limited",
+                    &format!("too many requests with a bad signature from this address; retry after {secs}s"),
+                );
+                resp.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(secs));
+                resp
+            }
+            None => error(StatusCode::UNAUTHORIZED, why.code(), crate::verify::explain(why)),
+        };
         resp.headers_mut().remove("x-slack-no-retry");
         resp
     })
@@ -74,8 +103,8 @@ fn answer(result: Result<Reply, Refusal>) -> Response {
     }
 }
 
-async fn events(State(ctx): State<Ctx>, headers: HeaderMap, body: Bytes) -> Response {
-    if let Some(resp) = check(&ctx, &headers, &body, "events") {
+async fn events(State(ctx): State<Ctx>, peer: Peer, headers: HeaderMap, body: Bytes) -> Response {
+    if let Some(resp) = check(&ctx, peer, &headers, &body, "events") {
         return resp;
     }
     if let Some(n) = headers.get("x-slack-retry-num").and_then(|v| v.to_str().ok()) {
@@ -85,8 +114,8 @@ async fn events(State(ctx): State<Ctx>, headers: HeaderMap, body: Bytes) -> Resp
     answer(ctx.shared.on_events(&*ctx.ingress, &body).await)
 }
 
-async fn interactive(State(ctx): State<Ctx>, headers: HeaderMap, body: Bytes) -> Response {
-    if let Some(resp) = check(&ctx, &headers, &body, "interactive") {
+async fn interactive(State(ctx): State<Ctx>, peer: Peer, headers: HeaderMap, body: Bytes) -> Response {
+    if let Some(resp) = check(&ctx, peer, &headers, &body, "interactive") {
         return resp;
     }
     let payload = match crate::interact::form_payload(&body) {
@@ -96,8 +125,8 @@ async fn interactive(State(ctx): State<Ctx>, headers: HeaderMap, body: Bytes) ->
     answer(ctx.shared.on_interaction(&*ctx.ingress, payload.as_bytes()).await)
 }
 
-async fn commands(State(ctx): State<Ctx>, headers: HeaderMap, body: Bytes) -> Response {
-    if let Some(resp) = check(&ctx, &headers, &body, "commands") {
+async fn commands(State(ctx): State<Ctx>, peer: Peer, headers: HeaderMap, body: Bytes) -> Response {
+    if let Some(resp) = check(&ctx, peer, &headers, &body, "commands") {
         return resp;
     }
     let cmd = match serde_urlencoded::from_bytes(&body) {

@@ -10,9 +10,9 @@ use crate::inbound::{events_api, Inbound};
 use crate::interact::{command, interaction, Command};
 use crate::render::escape;
 use crate::Shared;
-use butler_channel::{Accepted, ConversationKind, InboundEvent, Ingress, IngressError};
+use butler_channel::{now_ms, Accepted, ConversationKind, InboundEvent, Ingress, IngressError};
 use serde_json::{json, Value};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 /// How long a users.info lookup may delay an acknowledgement.
 const NAME_LOOKUP: Duration = Duration::from_millis(1500);
@@ -31,10 +31,6 @@ pub enum Refusal {
     Unavailable,
     /// Malformed: Slack should not retry (HTTP 400; acknowledged over Socket Mode).
     Bad(String),
-}
-
-pub fn now_ms() -> i64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
 }
 
 impl Shared {

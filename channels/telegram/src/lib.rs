@@ -36,8 +36,8 @@ pub const MAX_LEN: usize = 4096;
 /// Telegram's limit on callback data, in bytes.
 pub const MAX_CALLBACK_DATA: usize = 64;
 
-/// How updates arrive.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// How updates arrive. Its Debug form masks the webhook secret.
+#[derive(Clone, PartialEq, Eq)]
 pub enum Mode {
     /// `getUpdates` long polling with this server-side timeout.
     Polling { timeout: Duration },
@@ -46,8 +46,21 @@ pub enum Mode {
     Webhook { url: String, secret: String },
 }
 
-/// Everything the adapter needs, mapped from `[channels.telegram]` by the root's glue.
-#[derive(Clone, Debug)]
+/// What a secret prints as in Debug output.
+const MASK: &str = "********";
+
+impl std::fmt::Debug for Mode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Polling { timeout } => f.debug_struct("Polling").field("timeout", timeout).finish(),
+            Self::Webhook { url, .. } => f.debug_struct("Webhook").field("url", url).field("secret", &MASK).finish(),
+        }
+    }
+}
+
+/// Everything the adapter needs, mapped from `[channels.telegram]` by the root's glue. Its
+/// Debug form masks the bot token (and the mode's webhook secret).
+#[derive(Clone)]
 pub struct Settings {
     pub token: String,
     /// The Bot API server (`https://api.telegram.org`, a self-hosted one, or a test fake).
@@ -56,6 +69,18 @@ pub struct Settings {
     /// The command menu registered with setMyCommands: (command without `/`, description).
     pub commands: Vec<(String, String)>,
     pub limits: Limits,
+}
+
+impl std::fmt::Debug for Settings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Settings")
+            .field("token", &MASK)
+            .field("api_url", &self.api_url)
+            .field("mode", &self.mode)
+            .field("commands", &self.commands.len())
+            .field("limits", &self.limits)
+            .finish()
+    }
 }
 
 /// Why the channel could not start (or `butler doctor`'s getMe failed).
@@ -183,5 +208,26 @@ impl Channel for TelegramChannel {
 
     async fn run(&self, ingress: Arc<dyn Ingress>, cancel: CancellationToken) -> Result<(), ChannelError> {
         self.receive(ingress, cancel).await
+    }
+}
+
+#[cfg(test)]
+mod debug_tests {
+    use super::*;
+
+    #[test]
+    fn debug_output_masks_the_token_and_the_webhook_secret() {
+        let mode = Mode::Webhook { url: "https://bot.example/hook".into(), secret: "canary-hook-5e1f".into() };
+        let settings = Settings {
+            token: "123:canary-token-9d2c".into(),
+            api_url: "https://api.telegram.org".into(),
+            mode: mode.clone(),
+            commands: vec![],
+            limits: Limits { per_chat: Duration::from_secs(1), per_second: 30 },
+        };
+        for text in [format!("{mode:?}"), format!("{settings:?}"), format!("{settings:#?}")] {
+            assert!(!text.contains("canary"), "{text}");
+            assert!(text.contains("https://bot.example/hook") && text.contains(MASK), "{text}");
+        }
     }
 }

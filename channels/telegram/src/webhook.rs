@@ -1,21 +1,26 @@
 //! `POST /channels/telegram/webhook`, mounted in Butler's one HTTP server in webhook mode.
 //!
 //! The `X-Telegram-Bot-Api-Secret-Token` header is compared in constant time; a wrong or
-//! missing one gets 401 with a JSON error and nothing is stored. A good request is answered 200
-//! only after the ingress made the update durable (or it is not an event), and 503 when the
-//! ingress is unavailable, so Telegram delivers it again. It must never answer 200 for an
+//! missing one gets 401 with a JSON error (`{"error": {"code", "message"}}`, like all of
+//! Butler's API) and nothing is stored; once one address sent too many such requests they get
+//! 429, and the WARN line is written once per address a minute with a count. A good request is answered 200 only after the ingress
+//! made the update durable (or it is not an event), and 503 when the ingress is unavailable,
+//! so Telegram delivers it again. It must never answer 200 for an
 //! update that was not stored.
 
 use crate::normalize::event;
 use crate::TelegramChannel;
-use axum::extract::State;
-use axum::http::{HeaderMap, StatusCode};
+use axum::extract::{ConnectInfo, State};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
-use axum::{Json, Router};
+use axum::{Extension, Json, Router};
+use butler_channel::limit::{self, Refusals};
 use butler_channel::{Ingress, IngressError};
 use constant_time::ct_eq;
+use std::net::SocketAddr;
 use std::sync::Arc;
+use std::time::Instant;
 
 /// The route's path in Butler's server.
 pub const WEBHOOK_PATH: &str = "/channels/telegram/webhook";
@@ -26,6 +31,8 @@ struct Hook {
     channel: Arc<TelegramChannel>,
     ingress: Arc<dyn Ingress>,
     secret: String,
+    /// Requests with a missing or wrong secret, per peer address.
+    refusals: Refusals,
 }
 
 /// The webhook route for `channel` (its secret from the settings); empty in polling mode.
@@ -33,22 +40,48 @@ pub fn routes(channel: Arc<TelegramChannel>, ingress: Arc<dyn Ingress>) -> Route
     let crate::Mode::Webhook { secret, .. } = channel.settings.mode.clone() else {
         return Router::new();
     };
-    let state = Arc::new(Hook { channel, ingress, secret });
+    let state = Arc::new(Hook { channel, ingress, secret, refusals: Refusals::default() });
     Router::new().route(WEBHOOK_PATH, post(receive)).with_state(state)
 }
 
-fn error(status: StatusCode, message: &str) -> Response {
-    (status, Json(serde_json::json!({ "error": message }))).into_response()
+/// An error in the shape of the rest of Butler's API: `{"error": {"code", "message"}}`.
+fn error(status: StatusCode, code: &str, message: &str) -> Response {
+    (status, Json(serde_json::json!({"error": {"code": code, "message": message}}))).into_response()
 }
 
-async fn receive(State(hook): State<Arc<Hook>>, headers: HeaderMap, body: axum::body::Bytes) -> Response {
+/// A request with a missing or wrong secret: 401, or 429 once its address sent too many; one
+/// aggregated WARN line per address a minute.
+fn refuse(hook: &Hook, peer: Option<Extension<ConnectInfo<SocketAddr>>>) -> Response {
+    let peer = limit::source_key(peer.map(|Extension(ConnectInfo(a))| a));
+    let refusal = hook.refusals.refuse(&peer, Instant::now());
+    if let Some(refused) = refusal.log {
+        tracing::warn!(%peer, refused, "Telegram webhook requests refused: wrong secret (one line per address a minute)");
+    }
+    match refusal.retry_after {
+        Some(wait) => {
+            let secs = limit::retry_after_secs(wait);
+            let message = format!("too many requests with a wrong secret from this address; retry after {secs}s");
+            let mut resp = error(StatusCode::TOO_MANY_REQUESTS, "rate_limited", &message);
+            resp.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(secs));
+            resp
+        }
+        None => error(StatusCode::UNAUTHORIZED, "invalid_secret", "missing or wrong X-Telegram-Bot-Api-Secret-Token"),
+    }
+}
+
+async fn receive(
+    State(hook): State<Arc<Hook>>,
+    peer: Option<Extension<ConnectInfo<SocketAddr>>>,
+    headers: HeaderMap,
+    body: axum::body::Bytes,
+) -> Response {
     let given = headers.get(SECRET_HEADER).map(|v| v.as_bytes()).unwrap_or_default();
     if hook.secret.is_empty() || !ct_eq(given, hook.secret.as_bytes()) {
-        return error(StatusCode::UNAUTHORIZED, "missing or wrong X-Telegram-Bot-Api-Secret-Token");
+        return refuse(&hook, peer);
     }
     let update: teloxide::types::Update = match serde_json::from_slice(&body) {
         Ok(u) => u,
-        Err(e) => return error(StatusCode::BAD_REQUEST, &format!("not a Telegram update: {e}")),
+        Err(e) => return error(StatusCode::BAD_REQUEST, "invalid_request", &format!("not a Telegram update: {e}")),
     };
     let Some(ev) = event(&update, &hook.channel.me) else {
         return StatusCode::OK.into_response();
@@ -61,7 +94,7 @@ async fn receive(State(hook): State<Arc<Hook>>, headers: HeaderMap, body: axum::
         }
         Err(e) => {
             tracing::warn!(update = update.id.0, error = %e, "could not store a webhook update; Telegram will redeliver");
-            error(StatusCode::SERVICE_UNAVAILABLE, "could not store the update; try again")
+            error(StatusCode::SERVICE_UNAVAILABLE, "unavailable", "could not store the update; try again")
         }
     }
 }

@@ -1,9 +1,10 @@
-//! Turning a verified request into an [`InboundEvent`]: the stable id (delivery id header or a
-//! SHA-256 of the body), the selected headers, and a one-line summary for logs and transcripts.
+//! Turning a verified request into an [`InboundEvent`]: the stable id (a SHA-256 of the signed
+//! bytes, never the unsigned delivery id header), the selected headers, and a one-line summary for logs and transcripts.
 //!
 //! Only headers on the [`KEPT_HEADERS`] list are copied into the event: signatures, cookies and
 //! authorization headers must never be stored.
 
+use crate::verify::{Scheme, BUTLER_TIMESTAMP};
 use crate::CHANNEL;
 use axum::http::HeaderMap;
 use butler_channel::{Actor, ConversationKind, ConversationRef, EventBody, EventId, Identity, InboundEvent};
@@ -51,6 +52,28 @@ pub fn delivery_id(headers: &HeaderMap) -> Result<Option<String>, &'static str> 
 /// re-post of the same body is recognised as a repeat.
 pub fn content_hash(body: &[u8]) -> String {
     hex::encode(Sha256::digest(body))
+}
+
+/// The part of the event id that names one signed request, from the signed bytes only (the
+/// delivery id header is not signed, so it never counts):
+/// - Butler's scheme: hex SHA-256 of `"<X-Butler-Timestamp>.<raw body>"`, one event per
+///   (timestamp, body); a replay inside the 5-minute window is a duplicate, later it is stale.
+/// - GitHub's scheme has no timestamp: hex SHA-256 of the raw body, so a body is one event for
+///   as long as the inbox keeps it (GitHub's redeliveries repeat the body byte for byte).
+///
+/// Call it only after the signature was verified (the timestamp header is then present).
+pub fn event_key(scheme: Scheme, headers: &HeaderMap, body: &[u8]) -> String {
+    match scheme {
+        Scheme::Github => content_hash(body),
+        Scheme::Butler => {
+            let ts = headers.get(BUTLER_TIMESTAMP).and_then(|v| v.to_str().ok()).map_or("", str::trim);
+            let mut h = Sha256::new();
+            h.update(ts.as_bytes());
+            h.update(b".");
+            h.update(body);
+            hex::encode(h.finalize())
+        }
+    }
 }
 
 /// The kept headers as a JSON object of lowercase name -> text.

@@ -3,9 +3,11 @@
 //! A request is checked in this order, and each failure is a JSON error
 //! (`{"error": {"code", "message"}}`) with nothing stored: another method -> 405, unknown
 //! source -> 404, body over the server's limit -> 413, missing or bad signature (HMAC-SHA256
-//! over the raw body bytes, constant-time) -> 401, over the source's rate limit (only signed
-//! requests count) -> 429 with `Retry-After`, a body that is not JSON or an unusable delivery
-//! id -> 400. A good request becomes an
+//! over the raw body bytes, constant-time) -> 401 (or 429 once one address sent too many such
+//! requests, with one aggregated WARN line per address a minute), over the source's rate limit
+//! (only signed requests count) -> 429 with `Retry-After`, a body that is not JSON or an unusable delivery
+//! id -> 400. The event id comes from the signed bytes only (see [`event_key`]): with Butler's
+//! scheme one event per (timestamp, body), with GitHub's one per body. A good request becomes an
 //! [`InboundEvent`](butler_channel::InboundEvent) with `EventBody::Trigger` and is handed to
 //! [`Ingress::accept`]; the answer is 202 only after that returned `Ok` (a repeat is 202 too),
 //! 503 when the ingress cannot store it.
@@ -15,24 +17,25 @@
 //! (drop, notify, agent turn) is triage's job, not this crate's.
 
 mod event;
-mod limit;
 mod verify;
 
-pub use event::{content_hash, DELIVERY_HEADERS, KEPT_HEADERS};
+pub use event::{content_hash, event_key, DELIVERY_HEADERS, KEPT_HEADERS};
 pub use verify::{verify, Rejection, Scheme, BUTLER_SIGNATURE, BUTLER_TIMESTAMP, GITHUB_SIGNATURE, TOLERANCE_SECS};
 
 use axum::body::Bytes;
 use axum::extract::rejection::{BytesRejection, PathRejection};
-use axum::extract::{Path, State};
+use axum::extract::{ConnectInfo, Path, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
-use axum::{Json, Router};
-use butler_channel::{Accepted, Ingress, IngressError};
+use axum::{Extension, Json, Router};
+use butler_channel::limit;
+use butler_channel::{now_ms, Accepted, Ingress, IngressError};
 use serde_json::{json, Value};
 use std::collections::HashMap;
+use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use std::time::Instant;
 
 /// The channel name of trigger events: identities and conversations are `hook:<source>`.
 pub const CHANNEL: &str = "hook";
@@ -68,6 +71,8 @@ struct Entry {
 struct Hooks {
     sources: HashMap<String, Entry>,
     ingress: Arc<dyn Ingress>,
+    /// Requests that failed the signature check, per peer address.
+    refusals: limit::Refusals,
 }
 
 /// The router for `POST /hooks/{name}`. The body size limit is the server's
@@ -77,9 +82,11 @@ pub fn routes(sources: Vec<Source>, ingress: Arc<dyn Ingress>) -> Router {
         .into_iter()
         .map(|s| (s.name.clone(), Entry { bucket: limit::Bucket::new(s.rate_limit_per_minute), source: s }))
         .collect();
-    Router::new()
-        .route("/hooks/{name}", post(receive).fallback(only_post))
-        .with_state(Arc::new(Hooks { sources, ingress }))
+    Router::new().route("/hooks/{name}", post(receive).fallback(only_post)).with_state(Arc::new(Hooks {
+        sources,
+        ingress,
+        refusals: limit::Refusals::default(),
+    }))
 }
 
 /// A JSON error in the shape the rest of Butler's API uses.
@@ -115,12 +122,9 @@ async fn only_post() -> Response {
     resp
 }
 
-fn now_ms() -> i64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
-}
-
 async fn receive(
     State(hooks): State<Arc<Hooks>>,
+    peer: Option<Extension<ConnectInfo<SocketAddr>>>,
     name: Result<Path<String>, PathRejection>,
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
@@ -144,7 +148,24 @@ async fn receive(
     })?;
     let now = now_ms();
     if let Err(why) = verify(source.scheme, source.secret.as_bytes(), &headers, &body, now.div_euclid(1000)) {
-        tracing::warn!(source = %name, reason = why.code(), "webhook request refused: signature check failed");
+        let peer = limit::source_key(peer.map(|Extension(ConnectInfo(a))| a));
+        let refusal = hooks.refusals.refuse(&peer, Instant::now());
+        if let Some(refused) = refusal.log {
+            tracing::warn!(
+                source = %name, %peer, reason = why.code(), refused,
+                "webhook requests refused: signature check failed (one line per address a minute)"
+            );
+        }
+        if let Some(wait) = refusal.retry_after {
+            let secs = limit::retry_after_secs(wait);
+            let mut err = HookError::new(
+                StatusCode::TOO_MANY_REQUESTS,
+                "rate_limited",
+                format!("too many requests with a bad signature from this address; retry after {secs}s"),
+            );
+            err.retry_after = Some(secs);
+            return Err(err);
+        }
         return Err(HookError::new(StatusCode::UNAUTHORIZED, why.code(), verify::explain(why)));
     }
     if let Err(wait) = entry.bucket.take(Instant::now()) {
@@ -170,9 +191,10 @@ async fn receive(
             ),
         )
     })?;
-    let delivery =
-        event::delivery_id(&headers).map_err(|m| HookError::new(StatusCode::BAD_REQUEST, "invalid_delivery_id", m))?;
-    let key = delivery.unwrap_or_else(|| content_hash(&body));
+    // The delivery id is checked (it is kept with the event) but never names the event: it is
+    // not signed, so a captured request re-posted under another id must stay one event.
+    event::delivery_id(&headers).map_err(|m| HookError::new(StatusCode::BAD_REQUEST, "invalid_delivery_id", m))?;
+    let key = event::event_key(source.scheme, &headers, &body);
     let prefix = match source.scheme {
         Scheme::Github => "github",
         Scheme::Butler => source.name.as_str(),

@@ -145,6 +145,8 @@ fn full_config() -> Config {
         matcher: "shell".into(),
         timeout_secs: 5,
         block_on_failure: true,
+        sandbox: false,
+        network: false,
     }];
     c
 }

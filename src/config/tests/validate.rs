@@ -18,6 +18,10 @@ fn validation_errors_name_the_key() {
         ("[server]\nlisten = \"[::1]:8080\"", None),
         ("[server]\nmax_body_bytes = 1023", Some("server.max_body_bytes")),
         ("[server]\nmax_body_bytes = 1024", None),
+        ("[server]\nheader_timeout_secs = 0", Some("server.header_timeout_secs")),
+        ("[server]\nbody_timeout_secs = 0", Some("server.body_timeout_secs")),
+        ("[server]\nmax_connections = 0", Some("server.max_connections")),
+        ("[server]\nmax_connections = 1\nheader_timeout_secs = 1\nbody_timeout_secs = 1", None),
         ("[database]\nurl = \"mysql://u:pw-db@h/db\"", Some("database.url")),
         ("[database]\nurl = \"data/butler.db\"", Some("database.url")),
         ("[database]\nurl = \"postgres://u:p@h/db\"", None),
@@ -57,6 +61,7 @@ fn validation_errors_name_the_key() {
         ("[limits]\nsession_mailbox = 0", Some("limits.session_mailbox")),
         ("[limits]\nsession_idle_secs = 0", Some("limits.session_idle_secs")),
         ("[limits]\nhistory_messages = 0", Some("limits.history_messages")),
+        ("[limits]\nmax_event_attempts = 0", Some("limits.max_event_attempts")),
     ];
     for (text, want) in cases {
         let config = parse(text, &[]).unwrap_or_else(|e| panic!("{text}: {e}"));

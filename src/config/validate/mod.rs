@@ -50,6 +50,9 @@ impl Config {
         if self.server.max_body_bytes < 1024 {
             p.add("server.max_body_bytes", "must be at least 1024 (bytes); the default is 1048576");
         }
+        positive(p, "server.header_timeout_secs", self.server.header_timeout_secs);
+        positive(p, "server.body_timeout_secs", self.server.body_timeout_secs);
+        positive(p, "server.max_connections", self.server.max_connections);
     }
 
     fn check_stores(&self, p: &mut Problems) {
@@ -176,6 +179,7 @@ impl Config {
         positive(p, "limits.session_mailbox", l.session_mailbox);
         positive(p, "limits.session_idle_secs", l.session_idle_secs);
         positive(p, "limits.history_messages", l.history_messages);
+        positive(p, "limits.max_event_attempts", l.max_event_attempts);
     }
 }
 
@@ -228,7 +232,9 @@ impl Config {
 
 impl Config {
     /// `[[hooks]]`: a command for command hooks, an http(s) URL for HTTP hooks (and not the key
-    /// of the other type), a timeout in 1..=3600 seconds and a non-empty matcher.
+    /// of the other type), a timeout in 1..=3600 seconds, a non-empty matcher, `sandbox` only
+    /// on command hooks and `network` only with `sandbox`. (Whether `bwrap` is there is checked
+    /// when Butler starts, by `crate::hooks`.)
     fn check_hooks(&self, p: &mut Problems) {
         use super::HookKind;
         for (i, h) in self.hooks.iter().enumerate() {
@@ -259,6 +265,16 @@ impl Config {
             }
             if h.matcher.trim().is_empty() {
                 p.add(key("matcher"), "must not be empty; use a tool name, a glob such as file_*, or * for every tool");
+            }
+            if h.sandbox && h.kind != HookKind::Command {
+                p.add(key("sandbox"), "is only for type = \"command\" (an HTTP hook starts no process); remove it");
+            }
+            if h.network && !h.sandbox {
+                p.add(
+                    key("network"),
+                    "only applies with sandbox = true (an unsandboxed command always has the network); \
+                     set sandbox = true or remove it",
+                );
             }
         }
     }
@@ -453,7 +469,8 @@ fn is_simple_name(name: &str) -> bool {
 
 impl Config {
     /// `[tools]`: a workspace directory, limits above 0, well-formed `allowed_hosts` (and no
-    /// local address the guard would always refuse), no duplicate send_message targets.
+    /// address or host name the guard would always refuse, such as `metadata.google.internal`),
+    /// no duplicate send_message targets.
     fn check_tools(&self, p: &mut Problems) {
         let t = &self.tools;
         if t.workspace_dir.trim().is_empty() {
@@ -467,11 +484,15 @@ impl Config {
         positive(p, "tools.shell.max_output_bytes", t.shell.max_output_bytes);
         positive(p, "tools.files.max_read_bytes", t.files.max_read_bytes);
         positive(p, "tools.files.max_write_bytes", t.files.max_write_bytes);
-        use crate::tools::builtin::net::{check_host_pattern, classify, AddrClass};
+        use crate::tools::builtin::net::{check_host_pattern, classify, refused_host_pattern, AddrClass};
         for (i, host) in t.http_request.allowed_hosts.iter().enumerate() {
             let key = format!("tools.http_request.allowed_hosts[{i}]");
             if let Err(why) = check_host_pattern(host) {
                 p.add(key, why);
+                continue;
+            }
+            if let Some(what) = refused_host_pattern(host) {
+                p.add(key, format!("`{host}` is {what}; tools never reach it, so it cannot be allowed"));
                 continue;
             }
             let ip = host.trim_start_matches('[').trim_end_matches(']').parse::<std::net::IpAddr>();

@@ -21,6 +21,7 @@
 mod access;
 mod approvals;
 mod audit;
+mod dead_letter;
 mod error;
 mod inbox;
 mod memory;
@@ -73,6 +74,7 @@ pub(crate) use channel_sql;
 macro_rules! impl_store {
     ($store:ty, $db:ty) => {
         $crate::store::sql::inbox::impl_inbox!($store, $db);
+        $crate::store::sql::dead_letter::impl_dead_letter!($store, $db);
         $crate::store::sql::sessions::impl_sessions!($store, $db);
         $crate::store::sql::turn::impl_turn!($store, $db);
         $crate::store::sql::outbox::impl_outbox!($store, $db);

@@ -136,6 +136,17 @@ fn blocked_name(host: &str) -> Option<&'static str> {
     None
 }
 
+/// Why a host pattern of `allowed_hosts` names only hosts the guard never fetches (cloud
+/// metadata names, this machine, local-network zones), or None. A `*.zone` pattern counts when
+/// every name below the zone is refused. For config validation, so the operator hears at load.
+pub fn refused_host_pattern(pattern: &str) -> Option<&'static str> {
+    let host = normalize_host(pattern);
+    match host.strip_prefix("*.") {
+        Some(zone) => blocked_name(&format!("x.{zone}")),
+        None => blocked_name(&host),
+    }
+}
+
 /// Says `true` to make an address count as public (tests only).
 pub type PublicOverride = Arc<dyn Fn(IpAddr) -> bool + Send + Sync>;
 

@@ -1,30 +1,36 @@
 //! `shell`: runs a command with `sh -c` in the user's own workspace directory. Off unless
 //! `[tools.shell] enabled = true`; always mutating.
 //!
-//! The command must never see Butler's environment (API keys, tokens, database URLs): the
-//! environment is cleared and only a fixed PATH, HOME (the workspace), LANG and TERM are set.
+//! The command must never see Butler's environment (API keys, tokens, database URLs), its
+//! processes or its files: the environment is cleared and only a fixed PATH, HOME (the
+//! workspace), LANG and TERM are set, and the command runs in the bubblewrap sandbox of
+//! `crate::tools::sandbox` (unless `[tools.shell] sandbox = "none"`). Words in the command are
+//! not what keeps it in: the sandbox is. Without the sandbox it asked for, it never runs.
 //! It runs in its own process group, and the whole group is killed on timeout, when the turn is
 //! stopped, when the call is dropped, and after the command exits (nothing it started may keep
 //! running). Output is captured up to `max_output_bytes`.
 
 use super::plain::{mask_text, workspace_abs};
 use crate::config::ShellConfig;
+use crate::tools::sandbox::{Sandbox, SandboxError};
 use crate::tools::{parse_args, Action, Risk, Tool, ToolCtx, ToolError, ToolSpec};
 use async_trait::async_trait;
 use serde::Deserialize;
 use serde_json::{json, Value};
-use std::process::Stdio;
+use std::ffi::OsStr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncReadExt};
 
 /// The only PATH a command gets.
-pub const SAFE_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
+pub use crate::tools::sandbox::SAFE_PATH;
 
 pub struct Shell {
     spec: ToolSpec,
     timeout: Duration,
     max_output: usize,
+    /// The sandbox, or why it is not available (then every call fails with that).
+    sandbox: Result<Sandbox, String>,
 }
 
 impl Shell {
@@ -47,6 +53,7 @@ impl Shell {
             },
             timeout: Duration::from_secs(cfg.timeout_secs),
             max_output: cfg.max_output_bytes,
+            sandbox: Sandbox::from_config(cfg).map_err(|e: SandboxError| e.to_string()),
         }
     }
 }
@@ -155,20 +162,14 @@ impl Tool for Shell {
             .await
             .map_err(|e| ToolError::Failed(format!("your workspace is not available: {e}")))?;
 
-        let mut cmd = tokio::process::Command::new("/bin/sh");
-        cmd.arg("-c")
-            .arg(&args.command)
-            .current_dir(&workspace)
-            .env_clear()
-            .env("PATH", SAFE_PATH)
-            .env("HOME", &workspace)
-            .env("LANG", "C.UTF-8")
-            .env("TERM", "dumb")
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .process_group(0)
-            .kill_on_drop(true);
+        let sandbox = self.sandbox.as_ref().map_err(|why| ToolError::Failed(why.clone()))?;
+        let env = [
+            ("PATH", OsStr::new(SAFE_PATH)),
+            ("HOME", workspace.as_os_str()),
+            ("LANG", OsStr::new("C.UTF-8")),
+            ("TERM", OsStr::new("dumb")),
+        ];
+        let mut cmd = sandbox.command("/bin/sh", &[OsStr::new("-c"), OsStr::new(&args.command)], &workspace, &env);
         let mut child = cmd.spawn().map_err(|e| ToolError::Failed(format!("could not start the shell: {e}")))?;
         let mut killer = GroupKiller(child.id().and_then(|id| i32::try_from(id).ok()));
 

@@ -1,0 +1,118 @@
+//! How a failed try of an inbound event ends: retried later with a growing delay, or, after
+//! `[limits] max_event_attempts` tries, set aside as `failed` (a dead letter) with one notice
+//! to the sender.
+//!
+//! This must never retry an event without bound, and never tell a sender twice: the notice has
+//! the stable outbox key `<event id>:failed`, so running the dead-lettering again is a no-op.
+
+use crate::metrics::METRICS;
+use crate::outbox::Deliverer;
+use crate::store::{InboxStatus, NewOutbox, Store, StoreError};
+use crate::triage::{HOOK_CHANNEL, SYSTEM_CHANNEL};
+use butler_channel::InboundEvent;
+
+/// The delay before the next try after try number `attempts` failed: 1 s, 2 s, 4 s, ...
+/// doubling up to 5 minutes.
+pub fn backoff_ms(attempts: i32) -> i64 {
+    const FIRST_MS: i64 = 1_000;
+    const MAX_MS: i64 = 300_000;
+    let doublings = attempts.saturating_sub(1).clamp(0, 20) as u32;
+    FIRST_MS.saturating_mul(1_i64 << doublings).min(MAX_MS)
+}
+
+/// The outbox key of the one notice telling a sender that their event was given up on.
+pub fn failed_key(event_id: &str) -> String {
+    format!("{event_id}:failed")
+}
+
+/// Whether try number `attempts` is past the cap (the event must be set aside, not run).
+pub fn exhausted(attempts: i32, max_attempts: u32) -> bool {
+    i64::from(attempts) > i64::from(max_attempts)
+}
+
+/// Ends a failed try of `event` (try number `attempts`): retried after [`backoff_ms`], or, at
+/// `max_attempts`, marked `failed` and the sender told once.
+pub async fn retry_or_fail(
+    store: &dyn Store,
+    deliverer: &Deliverer,
+    event: &InboundEvent,
+    attempts: i32,
+    max_attempts: u32,
+    error: &str,
+) -> Result<(), StoreError> {
+    if i64::from(attempts) < i64::from(max_attempts) {
+        let delay = backoff_ms(attempts);
+        tracing::warn!(event = %event.id, attempts, delay_ms = delay, error, "event failed; will retry");
+        return store.inbox_retry(&event.id.0, delay, Some(error)).await;
+    }
+    dead_letter(store, deliverer, event, attempts, error).await
+}
+
+/// Marks `event` `failed` and tells its sender once (not for triggers and system events, which
+/// have no one to tell). Safe to run again.
+pub async fn dead_letter(
+    store: &dyn Store,
+    deliverer: &Deliverer,
+    event: &InboundEvent,
+    attempts: i32,
+    error: &str,
+) -> Result<(), StoreError> {
+    tracing::error!(
+        event = %event.id,
+        channel = %event.conversation.channel,
+        attempts,
+        error,
+        "event failed for good; see `butler inbox list --failed`"
+    );
+    let channel = event.channel();
+    if channel != HOOK_CHANNEL && channel != SYSTEM_CHANNEL {
+        let notice = NewOutbox {
+            private_to: None,
+            key: failed_key(&event.id.0),
+            conversation: event.conversation.to_string(),
+            text: format!(
+                "⚠️ Sorry, I could not process this message (tried {attempts} times). It was set aside for \
+                 Butler's owner to look at."
+            ),
+            buttons: vec![],
+            reply_to: event.quote_target(),
+        };
+        let row = store.outbox_enqueue(&notice).await?;
+        deliverer.hand_over(row);
+    }
+    let error = format!("gave up after {attempts} tries: {error}");
+    store.inbox_finish(&event.id.0, InboxStatus::Failed, Some(&error)).await?;
+    METRICS.events_failed.inc();
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_grows_and_is_capped() {
+        let table = [
+            (0, 1_000),
+            (1, 1_000),
+            (2, 2_000),
+            (3, 4_000),
+            (4, 8_000),
+            (8, 128_000),
+            (9, 256_000),
+            (10, 300_000),
+            (1_000, 300_000),
+        ];
+        for (attempts, want) in table {
+            assert_eq!(backoff_ms(attempts), want, "after try {attempts}");
+        }
+    }
+
+    #[test]
+    fn exhausted_only_past_the_cap() {
+        let table = [(1, 5, false), (5, 5, false), (6, 5, true), (2, 1, true), (1, 1, false)];
+        for (attempts, max, want) in table {
+            assert_eq!(exhausted(attempts, max), want, "try {attempts} of {max}");
+        }
+    }
+}

@@ -1,0 +1,220 @@
+//! The rules of the house (issue 14, point 8): reads the source of `src/` as text and fails when
+//! its imports break the rules that ARCHITECTURE.md's "Rules of the house" table states. It must
+//! never link or call the butler crate: it reads files below `env!("CARGO_MANIFEST_DIR")/src`.
+//!
+//! What counts as an import (file A imports file B):
+//! - a leaf of a `use` tree in A (nested braces, `self`, `as`, globs, `pub use`, `pub(crate) use`,
+//!   over several lines), or a path in A's code (`crate::store::now_ms()`, `super::X`,
+//!   `$crate::store::Store` in a macro body, `child::f()` for a module A declares, `alias::X`
+//!   for a module A imported with `use crate::store;`), that resolves to an item of B;
+//! - resolution: `crate`/`$crate` is the crate root, `self` A's module, each `super` one module
+//!   up; a module path maps to `src/a/b.rs` or `src/a/b/mod.rs` (`mod.rs`, `lib.rs` are their
+//!   module's own file; `src/main.rs` is the binary, where `butler::` is the crate root); an item
+//!   path names the deepest module prefix that is a file, and when that file does not define the
+//!   item but re-exports it (`pub use x::Item`, `pub use x::*`), the re-export is followed to the
+//!   file that does define it: `crate::store::InboxRow` is an import of `src/store/records.rs`;
+//! - a bare module import (`use crate::store;`) is no edge by itself; what is used through it is;
+//! - test code is not looked at: files below `src/**/tests/`, and every `#[cfg(test)]` item
+//!   (`mod tests { .. }`, `mod tests;`, a test-only `use` or fn).
+//!
+//! THE RE-EXPORT RULE: a `pub use` / `pub(crate) use` / `pub(super) use` in file A whose path
+//! points into A's own submodules (`pub use records::*;` in `src/store/mod.rs`,
+//! `pub use load::{..}` in `src/config/mod.rs`) is a facade, not an import edge: it is what
+//! `mod.rs` is for, and users of the re-exported item are resolved to its real home anyway.
+//! Everything else a `mod.rs` does counts: a `mod.rs` that calls `child::run()` imports the child,
+//! and a child that names `super::X` where X is defined in `mod.rs` imports `mod.rs`; both at
+//! once is a circle. So a `mod.rs` either holds shared items its children use, or composes its
+//! children, not both. (Counting the facade lines too would tie every `mod.rs` that defines an
+//! item to each child that uses it; the test prints that figure as `cycles_with_reexports`.)
+//!
+//! The rules: (a) no circle of imports among files (strongly connected components); (b) no file
+//! of `src/triage` or `src/ingress` imports `src/agent`; (c) no file of `src/config` imports a
+//! component; (d) fewer than 5 imports (distinct file pairs) run from a lower layer of `LAYERS` up
+//! to a higher one.
+
+mod graph;
+mod parse;
+mod parser_tests;
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use graph::{Edge, Graph, Kind};
+
+/// The layers of the house, bottom (0) to top: a file may import its own layer and the layers
+/// below; an import of a higher layer is "upward". Modules named here that do not exist yet are
+/// the homes the refactor of issue 14 creates (`clock`, `ids`).
+pub const LAYERS: &[(&str, u8, &str)] = &[
+    ("config", 0, "plain data: parsing, defaults, env overrides, masking"),
+    ("metrics", 0, "counters and histograms"),
+    ("clock", 0, "now_ms, the one wall clock"),
+    ("ids", 0, "channel names (system, hook, web), event id and reply key formats"),
+    ("llm", 1, "model providers, chat types, prices"),
+    ("store", 2, "the Store traits, rows, SQLite and Postgres"),
+    ("schedule", 3, "fire times, missed-run plans, claims; hands events to the ingress"),
+    ("tools", 4, "the Tool trait, registry, built-in tools"),
+    ("permissions", 5, "policy, hard deny list, approval rules"),
+    ("hooks", 5, "command and HTTP hooks around tool calls"),
+    ("agent", 6, "the turn loop; owns the progress trait"),
+    ("memory", 6, "the archivist, memory export/import"),
+    ("outbox", 7, "delivery, streaming; implements the agent's progress trait"),
+    ("session", 8, "session keys, actors, one turn at a time"),
+    ("triage", 9, "who, what, where to: commands, clicks, triggers, scheduled events"),
+    ("ingress", 10, "the inbox and the dispatcher"),
+    ("http", 11, "the router, health, JSON errors"),
+    ("web", 11, "the web chat channel and its API"),
+    ("channels", 11, "config glue to the channel crates"),
+    ("app", 12, "composition root"),
+    ("cli", 13, "the butler commands"),
+    ("main", 13, "the binary"),
+    ("lib", 13, "the crate root's module list"),
+];
+
+/// Components config must never import (rule c).
+const NOT_FOR_CONFIG: &[&str] = &[
+    "permissions",
+    "tools",
+    "schedule",
+    "store",
+    "agent",
+    "triage",
+    "ingress",
+    "session",
+    "outbox",
+    "llm",
+    "hooks",
+    "memory",
+    "web",
+    "http",
+    "channels",
+    "cli",
+    "app",
+];
+
+/// The top-level module a file belongs to (`lib` for `src/lib.rs`, `main` for `src/main.rs`).
+pub fn top(g: &Graph, file: usize) -> String {
+    let f = &g.files[file];
+    if f.rel == "src/main.rs" {
+        return "main".into();
+    }
+    f.module.first().cloned().unwrap_or_else(|| "lib".into())
+}
+
+fn layer(name: &str) -> Option<u8> {
+    LAYERS.iter().find(|l| l.0 == name).map(|l| l.1)
+}
+
+/// The edges the rules look at: everything but facade re-exports (see the top of this file).
+fn counts(e: &Edge) -> bool {
+    e.kind != Kind::Reexport
+}
+
+fn describe(g: &Graph, es: &[&Edge]) -> String {
+    let f = &g.files[es[0].from].rel;
+    let t = &g.files[es[0].to].rel;
+    let items: Vec<String> = es.iter().map(|e| format!("{} (line {})", e.item, e.line)).collect();
+    format!("{f} -> {t}: {}", items.join(", "))
+}
+
+#[test]
+fn rules_of_the_house() {
+    let g = Graph::load(Path::new(env!("CARGO_MANIFEST_DIR")));
+    assert!(g.files.len() > 20, "found only {} files below src/", g.files.len());
+    let pairs = g.pairs(&counts);
+    let mut problems = Vec::new();
+
+    let unknown: Vec<String> = (0..g.files.len())
+        .filter(|f| layer(&top(&g, *f)).is_none())
+        .map(|f| format!("{} (module `{}`)", g.files[f].rel, top(&g, f)))
+        .collect();
+    if !unknown.is_empty() {
+        problems.push(format!("modules missing from LAYERS: {}", unknown.join(", ")));
+    }
+
+    // (a) circles
+    let circles = g.circles(&counts);
+    for (n, c) in circles.iter().enumerate() {
+        let names: Vec<&str> = c.iter().map(|f| g.files[*f].rel.as_str()).collect();
+        let mut msg = format!("circle {}: {} files: {}", n + 1, c.len(), names.join(" "));
+        for ((from, to), es) in &pairs {
+            if c.contains(from) && c.contains(to) {
+                msg.push_str(&format!("\n      {}", describe(&g, es)));
+            }
+        }
+        problems.push(msg);
+    }
+
+    // (b) triage and ingress never import the agent; (c) config imports no component
+    for ((from, to), es) in &pairs {
+        let (ft, tt) = (top(&g, *from), top(&g, *to));
+        if (ft == "triage" || ft == "ingress") && tt == "agent" {
+            problems.push(format!("{ft} imports the agent: {}", describe(&g, es)));
+        }
+        if ft == "config" && NOT_FOR_CONFIG.contains(&tt.as_str()) {
+            problems.push(format!("config imports {tt}: {}", describe(&g, es)));
+        }
+    }
+
+    // (d) upward imports
+    let mut upward = Vec::new();
+    for ((from, to), es) in &pairs {
+        let (ft, tt) = (top(&g, *from), top(&g, *to));
+        if let (Some(lf), Some(lt)) = (layer(&ft), layer(&tt)) {
+            if lf < lt {
+                upward.push(format!("{ft}({lf}) -> {tt}({lt}): {}", describe(&g, es)));
+            }
+        }
+    }
+    for u in &upward {
+        println!("house: upward {u}");
+    }
+    if upward.len() >= 5 {
+        problems.push(format!(
+            "{} upward imports (the house allows fewer than 5):\n      {}",
+            upward.len(),
+            upward.join("\n      ")
+        ));
+    }
+
+    // Point 1 ("a type and its impl live in one file"), reported, not yet enforced: an inherent
+    // impl in another file than the type's definition (method calls are invisible to this
+    // reader, so such a split can hide a circle).
+    let mut spread = Vec::new();
+    for (f, file) in g.files.iter().enumerate() {
+        for ty in &file.parsed.inherent_impls {
+            if file.parsed.defs.contains(ty) {
+                continue;
+            }
+            let homes: Vec<&str> = (0..g.files.len())
+                .filter(|h| *h != f && top(&g, *h) == top(&g, f) && g.files[*h].parsed.defs.contains(ty))
+                .map(|h| g.files[h].rel.as_str())
+                .collect();
+            if !homes.is_empty() {
+                spread.push(format!("impl {ty} in {} (defined in {})", file.rel, homes.join(", ")));
+            }
+        }
+    }
+    for s in &spread {
+        println!("house: spread {s}");
+    }
+    let with_reexports = g.circles(&|_| true);
+    let mutual = pairs.keys().filter(|(a, b)| a < b && pairs.contains_key(&(*b, *a))).count();
+    let mut by_top: BTreeMap<(String, String), usize> = BTreeMap::new();
+    for (from, to) in pairs.keys() {
+        *by_top.entry((top(&g, *from), top(&g, *to))).or_default() += 1;
+    }
+    println!(
+        "house: files={} edges={} cycles={} upward={} (files_in_cycles={}, mutual_pairs={mutual}, \
+         cycles_with_reexports={} over {} files, module_pairs={}, spread_impls={})",
+        g.files.len(),
+        pairs.len(),
+        circles.len(),
+        upward.len(),
+        circles.iter().map(Vec::len).sum::<usize>(),
+        with_reexports.len(),
+        with_reexports.iter().map(Vec::len).sum::<usize>(),
+        by_top.keys().filter(|(a, b)| a != b).count(),
+        spread.len(),
+    );
+    assert!(problems.is_empty(), "the rules of the house are broken:\n  - {}", problems.join("\n  - "));
+}

@@ -1,0 +1,297 @@
+//! Connection limits (issue 13, point 2): slowloris, silent and idle keep-alive connections are
+//! closed after `[server] header_timeout_secs`; a declared oversize body gets 413 before it is
+//! sent, a slow body 408; with `[server] max_connections` reached `/healthz` and `/readyz`
+//! still answer and the API says 503; the real binary raises its open-file limit, logs it and
+//! keeps its connections below it. Timeouts are checked as bounds, never as speeds.
+
+use crate::support::app::{config, TestApp};
+use crate::support::proc::{Deployment, Server};
+use serde_json::Value;
+use std::net::SocketAddr;
+use std::time::Duration;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+/// How long a test waits for something that a 1 s timeout should cause.
+const BOUND: Duration = Duration::from_secs(10);
+
+fn addr(app: &TestApp) -> SocketAddr {
+    app.app.addr.expect("listening")
+}
+
+/// True when the server closes `read` within `within` (EOF or reset); whatever it sends before
+/// closing is skipped.
+async fn closed_within(read: &mut (impl AsyncReadExt + Unpin), within: Duration) -> bool {
+    let mut buf = [0u8; 1024];
+    tokio::time::timeout(within, async {
+        loop {
+            match read.read(&mut buf).await {
+                Ok(0) | Err(_) => return,
+                Ok(_) => continue,
+            }
+        }
+    })
+    .await
+    .is_ok()
+}
+
+/// Reads one HTTP/1.1 response (head and a `Content-Length` body) within [`BOUND`].
+async fn read_response(s: &mut TcpStream) -> (u16, String, Value) {
+    tokio::time::timeout(BOUND, async {
+        let mut buf = Vec::new();
+        let mut chunk = [0u8; 4096];
+        let head_end = loop {
+            if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+                break i + 4;
+            }
+            let n = s.read(&mut chunk).await.expect("read");
+            assert!(n > 0, "closed before a response: {:?}", String::from_utf8_lossy(&buf));
+            buf.extend_from_slice(&chunk[..n]);
+        };
+        let head = String::from_utf8_lossy(&buf[..head_end]).to_lowercase();
+        let status = head.split(' ').nth(1).and_then(|s| s.parse().ok()).expect("a status");
+        let len: usize = head
+            .lines()
+            .find_map(|l| l.strip_prefix("content-length:"))
+            .map(|v| v.trim().parse().unwrap())
+            .unwrap_or(0);
+        while buf.len() < head_end + len {
+            let n = s.read(&mut chunk).await.expect("read body");
+            assert!(n > 0, "closed in the body");
+            buf.extend_from_slice(&chunk[..n]);
+        }
+        let body = serde_json::from_slice(&buf[head_end..head_end + len]).unwrap_or(Value::Null);
+        (status, head, body)
+    })
+    .await
+    .expect("a response in time")
+}
+
+#[derive(Clone, Copy, Debug)]
+enum Client {
+    /// Connects and sends nothing.
+    Silent,
+    /// Sends a partial request head, then one byte every 200 ms, forever.
+    Slowloris,
+    /// One complete request, then waits idle on the kept-alive connection.
+    KeptAlive,
+}
+
+#[tokio::test]
+async fn slow_silent_and_idle_connections_are_closed_after_the_header_timeout() {
+    let (mut cfg, dir) = config(None);
+    cfg.server.header_timeout_secs = 1;
+    let app = TestApp::start(cfg, Some(dir)).await;
+    for client in [Client::Silent, Client::Slowloris, Client::KeptAlive] {
+        let mut s = TcpStream::connect(addr(&app)).await.unwrap();
+        match client {
+            Client::Silent => {}
+            Client::Slowloris => {
+                s.write_all(b"GET /healthz HTTP/1.1\r\nHost: butler\r\nX-Slow: ").await.unwrap();
+            }
+            Client::KeptAlive => {
+                s.write_all(b"GET /healthz HTTP/1.1\r\nHost: butler\r\n\r\n").await.unwrap();
+                let (status, head, _) = read_response(&mut s).await;
+                assert_eq!(status, 200, "{client:?}");
+                assert!(!head.contains("connection: close"), "{client:?}: kept alive: {head}");
+            }
+        }
+        let (mut read, mut write) = s.into_split();
+        let drip = matches!(client, Client::Slowloris).then(|| {
+            tokio::spawn(async move {
+                while write.write_all(b"a").await.is_ok() {
+                    tokio::time::sleep(Duration::from_millis(200)).await;
+                }
+            })
+        });
+        assert!(closed_within(&mut read, BOUND).await, "{client:?}: still open {BOUND:?} after a 1 s timeout");
+        if let Some(d) = drip {
+            d.abort();
+        }
+    }
+    // The server still serves.
+    assert_eq!(app.http.get(app.url("/healthz")).send().await.unwrap().status(), 200);
+    app.stop().await;
+}
+
+/// One raw request: its head and the first bytes of its body.
+struct BodyCase {
+    name: &'static str,
+    head: String,
+    sent: Vec<u8>,
+    status: u16,
+    code: &'static str,
+}
+
+fn declared(name: &'static str, path: &str, length: usize, status: u16, code: &'static str) -> BodyCase {
+    BodyCase {
+        name,
+        head: format!(
+            "POST {path} HTTP/1.1\r\nHost: butler\r\nContent-Type: application/json\r\nContent-Length: {length}\r\n\r\n"
+        ),
+        sent: b"{\"".to_vec(),
+        status,
+        code,
+    }
+}
+
+#[tokio::test]
+async fn oversize_and_slow_bodies_are_refused_without_waiting_for_them() {
+    let (mut cfg, dir) = config(None);
+    cfg.server.max_body_bytes = 4096;
+    cfg.server.body_timeout_secs = 1;
+    let app = TestApp::start(cfg, Some(dir)).await;
+    let mut chunked = format!("{:x}\r\n", 5000).into_bytes();
+    chunked.extend(std::iter::repeat_n(b'x', 5000));
+    chunked.extend_from_slice(b"\r\n");
+    let cases = vec![
+        declared("declared oversize, web API", "/api/v1/messages", 100_000, 413, "body_too_large"),
+        declared("declared oversize, hooks", "/hooks/github", 10_000_000, 413, "body_too_large"),
+        declared("declared oversize, unknown route", "/nothing/here", 4097, 413, "body_too_large"),
+        declared("slow body", "/api/v1/messages", 40, 408, "request_timeout"),
+        BodyCase {
+            name: "chunked past the limit",
+            head: "POST /hooks/github HTTP/1.1\r\nHost: butler\r\nContent-Type: application/json\r\n\
+                   Transfer-Encoding: chunked\r\n\r\n"
+                .into(),
+            sent: chunked,
+            status: 413,
+            code: "body_too_large",
+        },
+    ];
+    for c in cases {
+        let mut s = TcpStream::connect(addr(&app)).await.unwrap();
+        s.write_all(c.head.as_bytes()).await.unwrap();
+        s.write_all(&c.sent).await.unwrap();
+        // The rest of the body is never sent: the answer must not wait for it.
+        let (status, head, body) = read_response(&mut s).await;
+        assert_eq!(status, c.status, "{}: {head} {body}", c.name);
+        assert!(head.contains("content-type: application/json"), "{}: {head}", c.name);
+        assert_eq!(body["error"]["code"], c.code, "{}: {body}", c.name);
+        assert!(body["error"]["message"].as_str().is_some_and(|m| !m.is_empty()), "{}: {body}", c.name);
+    }
+    // A body within the limits still goes through.
+    assert_eq!(app.post("c1", "local", "hello").await.0, 202);
+    app.stop().await;
+}
+
+/// A client with no pooled connections, so each request opens its own.
+fn fresh_client() -> reqwest::Client {
+    reqwest::Client::builder().pool_max_idle_per_host(0).timeout(Duration::from_secs(5)).build().unwrap()
+}
+
+async fn status_of(base: &str, path: &str) -> Option<(u16, Value)> {
+    let r = fresh_client().get(format!("{base}{path}")).send().await.ok()?;
+    let status = r.status().as_u16();
+    Some((status, r.json().await.unwrap_or(Value::Null)))
+}
+
+/// Polls `path` until it answers `want`, up to `within`.
+async fn until_status(base: &str, path: &str, want: u16, within: Duration) -> Option<(u16, Value)> {
+    let deadline = tokio::time::Instant::now() + within;
+    loop {
+        let got = status_of(base, path).await;
+        if got.as_ref().is_some_and(|(s, _)| *s == want) || tokio::time::Instant::now() > deadline {
+            return got;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+async fn idle_connections(addr: SocketAddr, n: usize) -> Vec<TcpStream> {
+    let mut held = Vec::with_capacity(n);
+    for _ in 0..n {
+        held.push(TcpStream::connect(addr).await.expect("connect"));
+    }
+    held
+}
+
+#[tokio::test]
+async fn health_answers_while_the_connection_cap_is_reached() {
+    let (mut cfg, dir) = config(None);
+    cfg.server.max_connections = 20;
+    cfg.server.header_timeout_secs = 60;
+    let app = TestApp::start(cfg, Some(dir)).await;
+    let held = idle_connections(addr(&app), 20).await;
+    for path in ["/healthz", "/readyz"] {
+        let got = status_of(&app.base, path).await;
+        assert_eq!(got.map(|g| g.0), Some(200), "{path} with the cap reached");
+    }
+    let (status, body) = status_of(&app.base, "/api/v1/info").await.expect("an answer over the cap");
+    assert_eq!((status, &body["error"]["code"]), (503, &Value::from("overloaded")), "{body}");
+    drop(held);
+    let got = until_status(&app.base, "/api/v1/info", 200, BOUND).await;
+    assert_eq!(got.map(|g| g.0), Some(200), "the API again once the idle connections left");
+    app.stop().await;
+}
+
+/// `text` without ANSI colour sequences (`ESC [ ... m`).
+fn plain(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' {
+            for d in chars.by_ref() {
+                if d == 'm' {
+                    break;
+                }
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// Sets the child's open-file limit (soft, hard) before it runs.
+fn with_fd_limit(cmd: &mut std::process::Command, soft: u64, hard: u64) {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: the closure only calls setrlimit, which is async-signal-safe.
+    unsafe {
+        cmd.pre_exec(move || {
+            let lim = libc::rlimit { rlim_cur: soft as libc::rlim_t, rlim_max: hard as libc::rlim_t };
+            if libc::setrlimit(libc::RLIMIT_NOFILE, &lim) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+}
+
+#[tokio::test]
+async fn the_binary_raises_its_fd_limit_and_keeps_connections_below_it() {
+    // This test holds more sockets than a soft limit of 1024 might allow.
+    butler::http::raise_fd_limit();
+    let dep = Deployment::new("");
+    let text = std::fs::read_to_string(&dep.config).unwrap();
+    std::fs::write(
+        &dep.config,
+        text.replace("shutdown_grace_secs = 10", "shutdown_grace_secs = 2\nheader_timeout_secs = 60"),
+    )
+    .unwrap();
+    let log = dep.dir.path().join("serve-limits.log");
+    let mut cmd = dep.command(&["serve"]);
+    cmd.stdout(std::process::Stdio::null()).stderr(std::fs::File::create(&log).unwrap());
+    with_fd_limit(&mut cmd, 128, 256);
+    let mut server = Server { child: cmd.spawn().expect("spawn butler serve"), log };
+    server.wait_ready(&dep.base()).await;
+    let logged = plain(&server.log_text());
+    let line = logged.lines().find(|l| l.contains("fd_limit")).unwrap_or_else(|| panic!("no fd_limit line:\n{logged}"));
+    let cap = 256 - butler::http::FD_HEADROOM as usize - butler::http::HEALTH_RESERVE;
+    assert!(line.contains("soft=256 hard=256 was=128"), "{line}");
+    assert!(line.contains(&format!("max_connections={cap}")), "{line}");
+
+    // More idle connections than the process has file descriptors.
+    let addr: SocketAddr = format!("127.0.0.1:{}", dep.port).parse().unwrap();
+    let held = idle_connections(addr, 300).await;
+    let got = until_status(&dep.base(), "/healthz", 200, BOUND).await;
+    assert_eq!(got.map(|g| g.0), Some(200), "/healthz with 300 idle connections; log:\n{}", server.log_text());
+    let got = status_of(&dep.base(), "/api/v1/info").await;
+    assert_eq!(got.map(|g| g.0), Some(503), "the API over the cap");
+    drop(held);
+    let got = until_status(&dep.base(), "/api/v1/info", 200, BOUND).await;
+    assert_eq!(got.map(|g| g.0), Some(200), "the API once the connections left");
+    let logged = server.log_text();
+    assert!(!logged.contains("Too many open files"), "{logged}");
+    assert!(server.terminate(Duration::from_secs(20)).await.success());
+}
