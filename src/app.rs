@@ -2,18 +2,19 @@
 //! them in order. This is the only place that knows all the parts; it must stay free of
 //! business logic.
 
-use crate::agent::Agent;
+use crate::agent::{Agent, AgentParts};
 use crate::config::Config;
 use crate::hooks::Hooks;
 use crate::http::{self, Health};
 use crate::ingress::{Dispatcher, InboxIngress};
 use crate::llm::Provider;
+use crate::mcp::McpManager;
 use crate::outbox::{Channels, Deliverer, DeliveryConfig};
 use crate::permissions::Policy;
 use crate::session::{SessionDeps, Sessions};
-use crate::store::{self, Store, StoreError};
-use crate::tools::{Tool, Tools};
-use crate::triage::{Access, Triage, Triggers};
+use crate::store::{self, ApprovalStore, Store, StoreError};
+use crate::tools::Tool;
+use crate::triage::{Access, Triage, TriageParts, Triggers};
 use crate::web;
 use butler_channel::{Channel, Identity, Ingress};
 use std::net::SocketAddr;
@@ -59,7 +60,7 @@ pub enum AppError {
 
 /// Turns approvals nobody answered in time into expiry events (denials), through the same
 /// ingress as everything else, so any replica can pick them up and each counts once.
-async fn expire_approvals(store: Arc<dyn Store>, ingress: Arc<dyn Ingress>, cancel: CancellationToken) {
+async fn expire_approvals(store: Arc<dyn ApprovalStore>, ingress: Arc<dyn Ingress>, cancel: CancellationToken) {
     let mut tick = tokio::time::interval(Duration::from_secs(2));
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
@@ -84,6 +85,24 @@ async fn expire_approvals(store: Arc<dyn Store>, ingress: Arc<dyn Ingress>, canc
     }
 }
 
+/// The checks of the config sections whose rules belong to a component, for
+/// [`crate::config::load`] and [`check_config`]: config sits below the components and cannot
+/// call them itself.
+pub const CONFIG_CHECKS: crate::config::OwnerChecks = crate::config::OwnerChecks {
+    permissions: crate::permissions::check_config,
+    tools: crate::tools::check_config,
+    schedules: crate::schedule::check_config,
+    mcp: crate::mcp::check_config,
+    skills: crate::skills::check_config,
+};
+
+/// Every check of `cfg`: config's own sections and the components' (`[permissions]`, `[tools]`,
+/// `[[schedules]]`), all problems at once in the order of the sections, as
+/// [`crate::config::ConfigError::Invalid`] with origin `config`.
+pub fn check_config(cfg: &Config) -> Result<(), crate::config::ConfigError> {
+    cfg.validate_with(&CONFIG_CHECKS)
+}
+
 /// Files no tool may touch: the config file and the SQLite database with its journals.
 fn protected_paths(cfg: &Config, config_path: Option<&std::path::Path>) -> Vec<std::path::PathBuf> {
     let mut out: Vec<std::path::PathBuf> = config_path.map(|p| p.to_path_buf()).into_iter().collect();
@@ -105,193 +124,72 @@ pub struct App {
     pub ingress: Arc<dyn Ingress>,
     pub sessions: Sessions,
     pub llm: Arc<dyn Provider>,
+    /// The MCP servers, started in the background; stopped after the sessions.
+    pub mcp: Arc<McpManager>,
     /// Where the HTTP server listens, when it runs.
     pub addr: Option<SocketAddr>,
     deliverer: Arc<Deliverer>,
     ready: Arc<AtomicBool>,
     grace: Duration,
-    /// Stops intake: HTTP, channel receivers, the dispatcher.
-    intake: CancellationToken,
-    intake_tasks: TaskTracker,
-    /// Stops the delivery loop (after the sessions have drained).
-    delivery: CancellationToken,
-    delivery_tasks: TaskTracker,
+    /// Intake: HTTP, channel receivers, the dispatcher, the scheduler; stopped first.
+    intake: Tasks,
+    /// The delivery loop, stopped after the sessions have drained.
+    delivery: Tasks,
     /// Best-effort background work (the archivist); stopped last.
-    background: TaskTracker,
-    background_stop: CancellationToken,
+    background: Tasks,
+}
+
+/// Tasks that stop together: the token that tells them to stop, the tracker to wait for them.
+#[derive(Default)]
+struct Tasks {
+    cancel: CancellationToken,
+    tracker: TaskTracker,
+}
+
+impl Tasks {
+    /// Tells the tasks to stop and waits until all have ended.
+    async fn stop(&self) {
+        self.cancel.cancel();
+        self.tracker.close();
+        self.tracker.wait().await;
+    }
 }
 
 impl App {
+    /// Builds everything along the path of one message and starts it: the store, the channels
+    /// and the ingress they hand events to, the deliverer, the agent and the sessions that run
+    /// it, triage; then delivery, intake (dispatcher, approval reaper, scheduler, receivers) and
+    /// last the HTTP server. Ready once all of it runs.
     pub async fn start(opts: AppOptions) -> Result<Self, AppError> {
         let cfg = opts.config;
-        if cfg.tools.shell.enabled {
-            // The shell never runs without the isolation it was configured with.
-            let sandbox = crate::tools::sandbox::Sandbox::from_config(&cfg.tools.shell)?;
-            tracing::info!(
-                sandbox = sandbox.bwrap().map_or("none".into(), |p| p.display().to_string()),
-                network = cfg.tools.shell.network,
-                "shell tool on"
-            );
-        }
-        // Nor does a hook with `sandbox = true`.
-        let hooks = Arc::new(Hooks::try_new(&cfg.hooks)?);
-        let store = store::connect(cfg.database.url.expose(), cfg.database.max_connections).await?;
-        store.migrate().await?;
+        let hooks = check_isolation(&cfg)?;
+        let store = open_store(&cfg).await?;
         let llm = crate::llm::from_config(&cfg.llm);
 
         let wake = Arc::new(Notify::new());
         let ingress: Arc<dyn Ingress> = Arc::new(InboxIngress::new(store.clone(), wake.clone()));
-        let platforms = crate::channels::build(&cfg, ingress.clone(), opts.http).await?;
+        let ChannelSet { out: channels, names, routes, hub } =
+            build_channels(&cfg, &store, &ingress, opts.http, opts.extra_channels).await?;
 
-        let web_auth = web::WebAuth::from_config(&cfg.channels.web);
-        let hub = Arc::new(web::WebHub::default());
-        let mut channels = Channels::default();
-        let web_on = opts.http && cfg.channels.web.enabled;
-        if web_on {
-            channels.add(Arc::new(web::WebChannel::new(store.clone(), hub.clone())));
-        }
-        for ch in platforms.channels.into_iter().chain(opts.extra_channels) {
-            channels.add(ch);
-        }
-        let mut names = channels.names();
-        if opts.http && cfg!(feature = "webhook") && !cfg.triggers.is_empty() {
-            // Trigger events arrive on the `hook` channel (POST /hooks/{name}); it sends nothing.
-            names.push("hook".into());
-        }
-        // Without Redis this is the only process for these channels: whatever a dead process
-        // left half-done is ours to redo.
-        let recovered = store.inbox_recover(&names).await?;
-        if recovered > 0 {
-            tracing::info!(recovered, "resuming events interrupted by an earlier stop");
-        }
-
-        let mut tools = Tools::builtin(&cfg);
-        for t in opts.extra_tools {
-            tools.add(t);
-        }
         let deliverer = Deliverer::new(store.clone(), channels.clone(), DeliveryConfig::default());
-        let agent = Agent {
-            store: store.clone(),
-            llm: llm.clone(),
-            tools,
-            limits: cfg.limits.clone(),
-            max_tokens: cfg.llm.max_tokens,
-            prices: crate::agent::Prices::from_config(&cfg.llm),
-            recall_limit: cfg.memory.recall_limit,
-            workspace_root: cfg.tools.workspace_dir.clone().into(),
-            policy: Arc::new(
-                Policy::new(&cfg.permissions, protected_paths(&cfg, opts.config_path.as_deref()))
-                    .with_workspace_root(&cfg.tools.workspace_dir),
-            ),
-            hooks,
-            deliverer: deliverer.clone(),
-            context_window: cfg.llm.context_window,
-            auto_recall: cfg.memory.enabled && cfg.memory.recall,
-            recall_budget_tokens: cfg.memory.recall_budget_tokens,
-        };
-        let background = TaskTracker::new();
-        let background_stop = CancellationToken::new();
-        let archivist = (cfg.memory.enabled && cfg.memory.archivist).then(|| {
-            crate::memory::Archivist::start(
-                store.clone(),
-                llm.clone(),
-                crate::agent::Prices::from_config(&cfg.llm),
-                &background,
-                background_stop.clone(),
-            )
-        });
-        let sessions = Sessions::new(SessionDeps {
-            agent,
-            channels: channels.clone(),
-            deliverer: deliverer.clone(),
-            agent_cfg: cfg.agent.clone(),
-            limits: cfg.limits.clone(),
-            archivist,
-        });
-        let mut local = vec![Identity::new("cli", "local")];
-        if web_auth.is_local() {
-            local.push(Identity::new(web::CHANNEL, web::LOCAL_USER));
-        }
-        if cfg.channels.web.token.is_some() {
-            local.push(Identity::new(web::CHANNEL, "owner"));
-        }
-        if cfg.access.policy == crate::config::AccessPolicy::Open {
-            tracing::warn!("[access] policy = \"open\": anyone who can reach Butler can use it");
-        }
-        let access = Arc::new(Access::new(&cfg.access, local, &cfg.agent.timezone));
-        let triggers = Arc::new(Triggers::new(&cfg.triggers, store.clone(), llm.clone(), access.clone()));
-        let schedules = Arc::new(crate::schedule::Schedules::new(&cfg.schedules, store.clone(), access.clone()));
-        let triage = Triage {
-            store: store.clone(),
-            access,
-            sessions: sessions.clone(),
-            triggers,
-            model: llm.model().to_string(),
-            timezone: cfg.agent.timezone.clone(),
-            deliverer: deliverer.clone(),
-            schedules: schedules.clone(),
-        };
+        // The servers join as they become ready; start-up never waits for one.
+        let mcp = McpManager::start(&cfg.mcp);
+        let agent = build_agent(&cfg, &store, &llm, &deliverer, hooks, opts.extra_tools, opts.config_path.as_deref());
+        let agent = agent.with_tool_source(mcp.clone());
+        let background = Tasks::default();
+        let archivist = start_archivist(&cfg, &store, &llm, &background);
+        let sessions = build_sessions(&cfg, agent, &channels, &deliverer, archivist);
+        let (triage, schedules) = build_triage(&cfg, &store, &llm, &sessions, &deliverer);
 
-        let intake = CancellationToken::new();
-        let intake_tasks = TaskTracker::new();
-        let delivery = CancellationToken::new();
-        let delivery_tasks = TaskTracker::new();
-        delivery_tasks.spawn(deliverer.clone().run(delivery.clone()));
-
-        let dispatcher = Dispatcher {
-            store: store.clone(),
-            triage,
-            deliverer: deliverer.clone(),
-            wake,
-            channels: names,
-            worker: format!("{}-{}", std::process::id(), uuid::Uuid::new_v4().simple()),
-            max_attempts: cfg.limits.max_event_attempts,
-        };
-        intake_tasks.spawn(Arc::new(dispatcher).run(intake.clone()));
-        intake_tasks.spawn(expire_approvals(store.clone(), ingress.clone(), intake.clone()));
-        if opts.http {
-            intake_tasks.spawn(schedules.run(ingress.clone(), intake.clone()));
-        }
-        for ch in channels.iter() {
-            let (ch, ingress, cancel) = (ch.clone(), ingress.clone(), intake.clone());
-            intake_tasks.spawn(async move {
-                if let Err(e) = ch.run(ingress, cancel).await {
-                    tracing::error!(channel = ch.name(), error = %e, "channel receiver stopped");
-                }
-            });
-        }
+        let delivery = start_delivery(&deliverer);
+        let dispatcher = build_dispatcher(&cfg, &store, triage, &deliverer, wake, names);
+        let intake = start_intake(dispatcher, &store, &ingress, &channels, opts.http.then_some(schedules));
 
         let ready = Arc::new(AtomicBool::new(false));
         let mut addr = None;
         if opts.http {
-            let listener = tokio::net::TcpListener::bind(&cfg.server.listen)
-                .await
-                .map_err(|source| AppError::Bind { addr: cfg.server.listen.clone(), source })?;
-            addr = listener.local_addr().ok();
-            let extra = if web_on {
-                web::routes(web::WebState {
-                    store: store.clone(),
-                    ingress: ingress.clone(),
-                    hub,
-                    auth: web_auth,
-                    info: web::PageInfo {
-                        llm_configured: !cfg.llm.model.is_empty(),
-                        provider: llm.name().to_string(),
-                        model: llm.model().to_string(),
-                    },
-                    shutdown: intake.clone(),
-                    owners: Default::default(),
-                })
-            } else {
-                axum::Router::new()
-            };
-            #[cfg(feature = "webhook")]
-            let extra = extra.merge(butler_webhook::routes(webhook_sources(&cfg.triggers), ingress.clone()));
-            let extra = extra.merge(platforms.routes);
-            let health = Health { store: store.clone(), ready: ready.clone() };
-            let router = http::router(health, extra, &cfg.server);
-            let limits = http::ServeLimits::from_config(&cfg.server);
-            intake_tasks.spawn(http::serve(listener, router, limits, intake.clone()));
+            let extra = http_routes(&cfg, &store, &llm, &ingress, hub, routes, &intake.cancel);
+            addr = serve_http(&cfg, &store, extra, &ready, &intake).await?;
         }
         ready.store(true, Ordering::Release);
         Ok(Self {
@@ -304,11 +202,9 @@ impl App {
             ready,
             grace: Duration::from_secs(cfg.server.shutdown_grace_secs),
             intake,
-            intake_tasks,
             delivery,
-            delivery_tasks,
             background,
-            background_stop,
+            mcp,
         })
     }
 
@@ -317,22 +213,294 @@ impl App {
     pub async fn shutdown(self) {
         tracing::info!("shutting down");
         self.ready.store(false, Ordering::Release);
-        self.intake.cancel();
-        self.intake_tasks.close();
-        self.intake_tasks.wait().await;
+        self.intake.stop().await;
         let started = tokio::time::Instant::now();
         self.sessions.shutdown(self.grace).await;
-        self.delivery.cancel();
-        self.delivery_tasks.close();
-        self.delivery_tasks.wait().await;
-        self.background_stop.cancel();
-        self.background.close();
-        self.background.wait().await;
+        // No turn uses a server any more: stop them all (whole process groups).
+        self.mcp.stop().await;
+        self.delivery.stop().await;
+        self.background.stop().await;
         let left = self.grace.saturating_sub(started.elapsed()).max(Duration::from_secs(2));
         self.deliverer.clone().flush(left).await;
         self.store.close().await;
         tracing::info!("stopped");
     }
+}
+
+/// Refuses to start the shell tool or a hook with `sandbox = true` without the isolation
+/// configured for it; builds the hooks.
+fn check_isolation(cfg: &Config) -> Result<Arc<Hooks>, AppError> {
+    if cfg.tools.shell.enabled {
+        // The shell never runs without the isolation it was configured with.
+        let sandbox = crate::tools::sandbox::Sandbox::from_config(&cfg.tools.shell)?;
+        tracing::info!(
+            sandbox = sandbox.bwrap().map_or("none".into(), |p| p.display().to_string()),
+            network = cfg.tools.shell.network,
+            "shell tool on"
+        );
+    }
+    // Nor does a hook with `sandbox = true`.
+    Ok(Arc::new(Hooks::try_new(&cfg.hooks)?))
+}
+
+/// Connects to the database and applies pending migrations.
+async fn open_store(cfg: &Config) -> Result<Arc<dyn Store>, AppError> {
+    let store = store::connect(cfg.database.url.expose(), cfg.database.max_connections).await?;
+    store.migrate().await?;
+    Ok(store)
+}
+
+/// The channels of this process.
+struct ChannelSet {
+    /// Where replies go out: the web chat, the platforms and the extra channels.
+    out: Channels,
+    /// The channels whose inbox events this process handles (and `hook`, for triggers).
+    names: Vec<String>,
+    /// The platforms' HTTP routes (webhooks, interactivity endpoints).
+    routes: axum::Router,
+    /// The web chat's open pages, when the web chat is on.
+    hub: Option<Arc<web::WebHub>>,
+}
+
+/// Builds the platform channels, the web chat and the extra channels, and takes back what a
+/// dead process left half-done on them.
+async fn build_channels(
+    cfg: &Config,
+    store: &Arc<dyn Store>,
+    ingress: &Arc<dyn Ingress>,
+    http: bool,
+    extra: Vec<Arc<dyn Channel>>,
+) -> Result<ChannelSet, AppError> {
+    let platforms = crate::channels::build(cfg, ingress.clone(), http).await?;
+    let hub = (http && cfg.channels.web.enabled).then(|| Arc::new(web::WebHub::default()));
+    let mut out = Channels::default();
+    if let Some(hub) = &hub {
+        out.add(Arc::new(web::WebChannel::new(store.clone(), hub.clone())));
+    }
+    for ch in platforms.channels.into_iter().chain(extra) {
+        out.add(ch);
+    }
+    let mut names = out.names();
+    if http && cfg!(feature = "webhook") && !cfg.triggers.is_empty() {
+        // Trigger events arrive on the `hook` channel (POST /hooks/{name}); it sends nothing.
+        names.push(crate::ids::HOOK_CHANNEL.into());
+    }
+    // Without Redis this is the only process for these channels: whatever a dead process
+    // left half-done is ours to redo.
+    let recovered = store.inbox_recover(&names).await?;
+    if recovered > 0 {
+        tracing::info!(recovered, "resuming events interrupted by an earlier stop");
+    }
+    Ok(ChannelSet { out, names, routes: platforms.routes, hub })
+}
+
+/// The agent: the built-in tools the config turns on and the extra ones, the permission policy
+/// (no tool may touch the config file or the database), the hooks.
+fn build_agent(
+    cfg: &Config,
+    store: &Arc<dyn Store>,
+    llm: &Arc<dyn Provider>,
+    deliverer: &Arc<Deliverer>,
+    hooks: Arc<Hooks>,
+    extra_tools: Vec<Arc<dyn Tool>>,
+    config_path: Option<&std::path::Path>,
+) -> Agent {
+    let mut tools = crate::tools::builtin_tools(cfg);
+    for t in extra_tools {
+        tools.add(t);
+    }
+    Agent::new(
+        cfg,
+        AgentParts {
+            store: store.clone(),
+            llm: llm.clone(),
+            tools,
+            policy: Arc::new(
+                Policy::new(&cfg.permissions, protected_paths(cfg, config_path))
+                    .with_workspace_root(&cfg.tools.workspace_dir),
+            ),
+            hooks,
+            nudge: deliverer.clone(),
+        },
+    )
+}
+
+/// The archivist (when memory and the archivist are on), a background task that stops last.
+fn start_archivist(
+    cfg: &Config,
+    store: &Arc<dyn Store>,
+    llm: &Arc<dyn Provider>,
+    background: &Tasks,
+) -> Option<Arc<crate::memory::Archivist>> {
+    (cfg.memory.enabled && cfg.memory.archivist).then(|| {
+        crate::memory::Archivist::start(
+            store.clone(),
+            llm.clone(),
+            crate::llm::Prices::from_config(&cfg.llm),
+            &background.tracker,
+            background.cancel.clone(),
+        )
+    })
+}
+
+/// The sessions: one actor per conversation, each running the agent's turns.
+fn build_sessions(
+    cfg: &Config,
+    agent: Agent,
+    channels: &Channels,
+    deliverer: &Arc<Deliverer>,
+    archivist: Option<Arc<crate::memory::Archivist>>,
+) -> Sessions {
+    Sessions::new(SessionDeps::new(
+        agent,
+        channels.clone(),
+        deliverer.clone(),
+        cfg.agent.clone(),
+        cfg.limits.clone(),
+        archivist,
+    ))
+}
+
+/// Who may use Butler (the terminal, and the web chat's owner in local or single-token mode,
+/// are known without pairing), the webhook triggers, the scheduled jobs, and triage over them.
+fn build_triage(
+    cfg: &Config,
+    store: &Arc<dyn Store>,
+    llm: &Arc<dyn Provider>,
+    sessions: &Sessions,
+    deliverer: &Arc<Deliverer>,
+) -> (Triage, Arc<crate::schedule::Schedules>) {
+    let mut local = vec![Identity::new("cli", "local")];
+    if web::WebAuth::from_config(&cfg.channels.web).is_local() {
+        local.push(Identity::new(crate::ids::WEB_CHANNEL, web::LOCAL_USER));
+    }
+    if cfg.channels.web.token.is_some() {
+        local.push(Identity::new(crate::ids::WEB_CHANNEL, "owner"));
+    }
+    if cfg.access.policy == crate::config::AccessPolicy::Open {
+        tracing::warn!("[access] policy = \"open\": anyone who can reach Butler can use it");
+    }
+    let access = Arc::new(Access::new(&cfg.access, local, &cfg.agent.timezone));
+    let triggers = Arc::new(Triggers::new(&cfg.triggers, store.clone(), llm.clone(), access.clone()));
+    let schedules = Arc::new(crate::schedule::Schedules::new(&cfg.schedules, store.clone(), access.clone()));
+    let triage = Triage::new(TriageParts {
+        store: store.clone(),
+        access,
+        sessions: sessions.clone(),
+        triggers,
+        model: llm.model().to_string(),
+        timezone: cfg.agent.timezone.clone(),
+        deliverer: deliverer.clone(),
+        schedules: schedules.clone(),
+    });
+    (triage, schedules)
+}
+
+/// Starts delivery: the outbox worker sends committed replies until it is stopped.
+fn start_delivery(deliverer: &Arc<Deliverer>) -> Tasks {
+    let delivery = Tasks::default();
+    delivery.tracker.spawn(deliverer.clone().run(delivery.cancel.clone()));
+    delivery
+}
+
+/// The dispatcher: claims this process's inbox events in order and hands them to triage.
+fn build_dispatcher(
+    cfg: &Config,
+    store: &Arc<dyn Store>,
+    triage: Triage,
+    deliverer: &Arc<Deliverer>,
+    wake: Arc<Notify>,
+    names: Vec<String>,
+) -> Dispatcher {
+    Dispatcher::new(
+        store.clone(),
+        triage,
+        deliverer.clone(),
+        wake,
+        names,
+        format!("{}-{}", std::process::id(), uuid::Uuid::new_v4().simple()),
+        cfg.limits.max_event_attempts,
+    )
+}
+
+/// Starts intake: the dispatcher, the approval reaper, the scheduler (when given) and every
+/// channel's receiver.
+fn start_intake(
+    dispatcher: Dispatcher,
+    store: &Arc<dyn Store>,
+    ingress: &Arc<dyn Ingress>,
+    channels: &Channels,
+    schedules: Option<Arc<crate::schedule::Schedules>>,
+) -> Tasks {
+    let intake = Tasks::default();
+    let (tasks, stop) = (&intake.tracker, &intake.cancel);
+    tasks.spawn(Arc::new(dispatcher).run(stop.clone()));
+    tasks.spawn(expire_approvals(store.clone(), ingress.clone(), stop.clone()));
+    if let Some(schedules) = schedules {
+        tasks.spawn(schedules.run(ingress.clone(), stop.clone()));
+    }
+    for ch in channels.iter() {
+        let (ch, ingress, cancel) = (ch.clone(), ingress.clone(), stop.clone());
+        tasks.spawn(async move {
+            if let Err(e) = ch.run(ingress, cancel).await {
+                tracing::error!(channel = ch.name(), error = %e, "channel receiver stopped");
+            }
+        });
+    }
+    intake
+}
+
+/// The routes served besides health and metrics: the web chat (when on), the webhooks, the
+/// platforms' endpoints.
+fn http_routes(
+    cfg: &Config,
+    store: &Arc<dyn Store>,
+    llm: &Arc<dyn Provider>,
+    ingress: &Arc<dyn Ingress>,
+    hub: Option<Arc<web::WebHub>>,
+    platform_routes: axum::Router,
+    shutdown: &CancellationToken,
+) -> axum::Router {
+    let extra = if let Some(hub) = hub {
+        web::routes(web::WebState {
+            store: store.clone(),
+            ingress: ingress.clone(),
+            hub,
+            auth: web::WebAuth::from_config(&cfg.channels.web),
+            info: web::PageInfo {
+                llm_configured: !cfg.llm.model.is_empty(),
+                provider: llm.name().to_string(),
+                model: llm.model().to_string(),
+            },
+            shutdown: shutdown.clone(),
+            owners: Default::default(),
+        })
+    } else {
+        axum::Router::new()
+    };
+    #[cfg(feature = "webhook")]
+    let extra = extra.merge(butler_webhook::routes(webhook_sources(&cfg.triggers), ingress.clone()));
+    extra.merge(platform_routes)
+}
+
+/// Binds `[server] listen` and serves HTTP (health, metrics and `extra`) as an intake task;
+/// returns the address it listens on.
+async fn serve_http(
+    cfg: &Config,
+    store: &Arc<dyn Store>,
+    extra: axum::Router,
+    ready: &Arc<AtomicBool>,
+    intake: &Tasks,
+) -> Result<Option<SocketAddr>, AppError> {
+    let listener = tokio::net::TcpListener::bind(&cfg.server.listen)
+        .await
+        .map_err(|source| AppError::Bind { addr: cfg.server.listen.clone(), source })?;
+    let addr = listener.local_addr().ok();
+    let health = Health { store: store.clone(), ready: ready.clone() };
+    let router = http::router(health, extra, &cfg.server);
+    let limits = http::ServeLimits::from_config(&cfg.server);
+    intake.tracker.spawn(http::serve(listener, router, limits, intake.cancel.clone()));
+    Ok(addr)
 }
 
 /// The `[[triggers]]` sources as the webhook crate sees them.

@@ -7,9 +7,11 @@
 //! - [`session`]: one actor per session, bounded mailbox, one turn at a time.
 //! - [`agent`]: the turn loop; [`llm`] the model providers; [`tools`] what it can do;
 //!   [`permissions`] whether a call may run, must ask, or is denied; [`hooks`] around calls.
+//!   [`mcp`] tools from MCP servers.
 //! - [`outbox`]: persisted replies, delivery, streaming by editing in place.
 //! - [`store`]: the one `Store` trait over SQLite and Postgres.
 //! - [`config`], [`http`], [`metrics`], [`app`] (the composition root), [`cli`].
+//! - [`clock`] (`now_ms`) and [`ids`] (Butler's own channel and source names): the bottom.
 //!
 //! Channel adapters live in their own crates (`channels/*`) and meet the core only through
 //! `butler_channel`; only [`app`] may name a channel crate.
@@ -18,17 +20,21 @@ pub mod agent;
 pub mod app;
 pub mod channels;
 pub mod cli;
+pub mod clock;
 pub mod config;
 pub mod hooks;
 pub mod http;
+pub mod ids;
 pub mod ingress;
 pub mod llm;
+pub mod mcp;
 pub mod memory;
 pub mod metrics;
 pub mod outbox;
 pub mod permissions;
 pub mod schedule;
 pub mod session;
+pub mod skills;
 pub mod store;
 pub mod tools;
 pub mod triage;

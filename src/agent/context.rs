@@ -7,11 +7,12 @@ use crate::store::{NewMessage, Role};
 use std::collections::HashSet;
 
 /// Result text for a tool call whose result was never recorded.
-pub const INTERRUPTED: &str = "(no result: the turn was interrupted before this tool call finished; it was not re-run)";
+pub(super) const INTERRUPTED: &str =
+    "(no result: the turn was interrupted before this tool call finished; it was not re-run)";
 
 /// Tool results missing after the last assistant message with tool calls (a turn cut off
 /// between recording its calls and their results).
-pub fn dangling_results(history: &[NewMessage]) -> Vec<NewMessage> {
+pub(super) fn dangling_results(history: &[NewMessage]) -> Vec<NewMessage> {
     let Some(pos) = history.iter().rposition(|m| m.role() == Role::Assistant) else { return vec![] };
     let answered: HashSet<&str> = history[pos + 1..].iter().filter_map(|m| m.tool_call_id.as_deref()).collect();
     history[pos]
@@ -24,7 +25,7 @@ pub fn dangling_results(history: &[NewMessage]) -> Vec<NewMessage> {
 
 /// The model's view of `history`: starts at a user message, every tool call followed by exactly
 /// one result, group speakers named.
-pub fn build_messages(history: &[NewMessage]) -> Vec<ChatMessage> {
+pub(super) fn build_messages(history: &[NewMessage]) -> Vec<ChatMessage> {
     let start = history.iter().position(|m| m.role() == Role::User).unwrap_or(history.len());
     let mut out = Vec::with_capacity(history.len() - start);
     let mut open_calls: Vec<String> = Vec::new();

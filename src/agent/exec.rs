@@ -12,14 +12,14 @@ use tokio::task::JoinSet;
 use tracing::{info_span, Instrument};
 
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ToolResult {
+pub(super) struct ToolResult {
     pub call_id: String,
     pub content: String,
     pub is_error: bool,
 }
 
 /// Cuts `text` to at most `max` characters, saying how much was left out.
-pub fn truncate_result(text: String, max: usize) -> String {
+pub(super) fn truncate_result(text: String, max: usize) -> String {
     let total = text.chars().count();
     if total <= max {
         return text;
@@ -43,14 +43,19 @@ fn panic_message(e: tokio::task::JoinError) -> String {
 
 /// A call ready to run: looked up, arguments parsed and validated, permitted.
 #[derive(Clone)]
-pub struct Ready {
+pub(super) struct Ready {
     pub call: ToolCall,
     pub tool: Arc<dyn Tool>,
     pub args: Value,
 }
 
 /// Runs every call concurrently and returns one result per call, in the given order.
-pub async fn run_calls(ctx: &ToolCtx, calls: Vec<Ready>, timeout: Duration, max_chars: usize) -> Vec<ToolResult> {
+pub(super) async fn run_calls(
+    ctx: &ToolCtx,
+    calls: Vec<Ready>,
+    timeout: Duration,
+    max_chars: usize,
+) -> Vec<ToolResult> {
     let mut results: Vec<Option<ToolResult>> = vec![None; calls.len()];
     let mut set = JoinSet::new();
     let mut index_of = std::collections::HashMap::new();
@@ -109,7 +114,7 @@ pub async fn run_calls(ctx: &ToolCtx, calls: Vec<Ready>, timeout: Duration, max_
 }
 
 /// Looks the tool up, parses and validates its arguments.
-pub fn prepare(tools: &Tools, call: &ToolCall) -> Result<(Arc<dyn Tool>, Value), ToolError> {
+pub(super) fn prepare(tools: &Tools, call: &ToolCall) -> Result<(Arc<dyn Tool>, Value), ToolError> {
     let tool = tools.get(&call.name).ok_or_else(|| {
         ToolError::Failed(format!("unknown tool `{}`; available: {}", call.name, tools.names().join(", ")))
     })?;

@@ -11,15 +11,17 @@
 mod approve;
 mod context;
 mod exec;
+mod input;
+mod progress;
 mod prompt;
+mod state;
+mod storable;
 mod turn;
 mod window;
 
-pub use approve::{approval_id, approval_key, args_hash, decision_audit, may_decide, outcome_text};
-pub use context::{build_messages, dangling_results};
-pub use exec::{prepare, run_calls, truncate_result, Ready, ToolResult};
-pub use prompt::system_prompt;
-pub use turn::{
-    explain, reply_key, Agent, NullObserver, Prices, Start, TurnError, TurnInput, TurnObserver, TurnOutcome, QUIET,
-};
-pub use window::{estimate, shrink, SessionState};
+pub(crate) use input::{Start, TurnError, TurnInput, TurnOutcome};
+pub(crate) use progress::{Nudge, NullObserver, TurnObserver};
+pub(crate) use prompt::system_prompt;
+pub use turn::Agent;
+pub(crate) use turn::AgentParts;
+pub(crate) use window::SessionState;

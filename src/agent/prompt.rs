@@ -4,7 +4,7 @@
 
 use butler_channel::ConversationKind;
 
-pub fn system_prompt(name: &str, instructions: Option<&str>, channel: &str, kind: ConversationKind) -> String {
+pub(crate) fn system_prompt(name: &str, instructions: Option<&str>, channel: &str, kind: ConversationKind) -> String {
     let place = match kind {
         ConversationKind::Direct => format!("a private conversation on {channel}"),
         ConversationKind::Group => format!(

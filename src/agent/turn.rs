@@ -1,197 +1,72 @@
 //! The turn loop: model -> tools -> model ... -> final reply, with limits, stop and resume.
+//!
+//! [`Agent::run`] is "the path of one message" in five steps: `begin` (the user message, or the
+//! transcript repaired after a crash, or the approved call of a resumed turn), `loop_until_answer`
+//! (model call, shrink or compact on overflow, tool round, again), `settle` (how the turn ended:
+//! an answer, a stop, a limit, a failure, approvals to wait for), `final_reply` (what is stored
+//! and what is delivered) and `build_commit`. Nothing here may send to a channel or wait for a
+//! person.
 
-use super::approve::{approval_notice, outcome_text, Resumed};
-use super::window::shrink;
-use super::{dangling_results, SessionState};
-use crate::config::LimitsConfig;
+use super::approve::{Resumed, ToolRound};
+use super::context::dangling_results;
+use super::input::{Start, TurnError, TurnInput, TurnOutcome};
+use super::progress::{Nudge, TurnObserver};
+use super::state::{add_usage, done_only, final_reply, read_stream, Ending, FinalReply, Progress, Settled, Turn};
+use super::storable;
+use super::window::{shrink, SessionState, Window};
+use crate::config::{Config, LimitsConfig};
 use crate::hooks::Hooks;
-use crate::llm::{Assembled, ChatRequest, LlmError, Provider, StreamEvent, Usage};
+use crate::llm::{Assembled, ChatRequest, LlmError, Prices, Provider};
+use crate::permissions::approval::{approval_notice, decision_audit, outcome_text};
 use crate::permissions::Policy;
 use crate::store::{
-    ApprovalDecision, ApprovalRow, ApprovalStatus, InboxStatus, NewMessage, NewOutbox, OutboxRow, Role, Store,
-    StoreError, TurnCommit, UsageRecord, UserRow,
+    reply_key, ApprovalDecision, ApprovalRow, ApprovalStatus, InboxStatus, NewMessage, NewOutbox, OutboxRow, Role,
+    Store, StoreError, TurnCommit, UsageRecord,
 };
-use crate::tools::{ToolCtx, Tools};
+use crate::tools::{ToolCtx, ToolSource, Tools};
 use butler_channel::{ConversationKind, InboundEvent};
-use futures::StreamExt;
 use std::sync::Arc;
-use tokio_util::sync::CancellationToken;
 
-/// Sees a turn's progress, to stream it to the user. Called often; must not block.
-pub trait TurnObserver: Send {
-    /// The whole reply text so far (not a delta).
-    fn text(&mut self, full: &str);
-    /// Tools now running (empty when none).
-    fn tools(&mut self, names: &[String]);
-}
-
-/// USD per million tokens, by kind.
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
-pub struct Prices {
-    pub input: f64,
-    pub output: f64,
-    pub cache_read: f64,
-    pub cache_write: f64,
-}
-
-impl Prices {
-    pub fn from_config(cfg: &crate::config::LlmConfig) -> Self {
-        Self {
-            input: cfg.input_price_per_mtok,
-            output: cfg.output_price_per_mtok,
-            cache_read: cfg.cache_read_price_per_mtok,
-            cache_write: cfg.cache_write_price_per_mtok,
-        }
-    }
-
-    /// The cost of `u` in USD. Providers report cached input separately from `input_tokens`.
-    pub fn cost(&self, u: &Usage) -> f64 {
-        (u.input_tokens as f64 * self.input
-            + u.output_tokens as f64 * self.output
-            + u.cache_read_tokens as f64 * self.cache_read
-            + u.cache_write_tokens as f64 * self.cache_write)
-            / 1e6
-    }
-
-    /// What one model call of `kind` cost, as the usage ledger stores it; `iterations` and
-    /// `context_tokens` are 1 and 0 and a turn sets its own.
-    pub fn record(&self, kind: &str, ids: [&str; 3], model: &str, u: &Usage) -> UsageRecord {
-        let [user_id, session_id, event_id] = ids;
-        UsageRecord {
-            user_id: user_id.to_string(),
-            session_id: session_id.to_string(),
-            event_id: event_id.to_string(),
-            model: model.to_string(),
-            // The whole prompt, cached or not.
-            input_tokens: (u.input_tokens + u.cache_read_tokens + u.cache_write_tokens) as i64,
-            output_tokens: u.output_tokens as i64,
-            cost_usd: self.cost(u),
-            iterations: 1,
-            kind: kind.into(),
-            context_tokens: 0,
-        }
-    }
-}
-
-/// An observer for channels that cannot show progress.
-pub struct NullObserver;
-
-impl TurnObserver for NullObserver {
-    fn text(&mut self, _full: &str) {}
-    fn tools(&mut self, _names: &[String]) {}
-}
-
-/// Everything a turn needs that outlives it.
+/// Everything a turn needs that outlives it. Built once by [`Agent::new`].
 #[derive(Clone)]
 pub struct Agent {
+    /// Read by the session actor (session rows, the inbox) as well.
+    pub(crate) store: Arc<dyn Store>,
+    llm: Arc<dyn Provider>,
+    /// The built-in tools; each turn adds what `tool_source` offers then.
+    tools: Tools,
+    tool_source: Option<Arc<dyn ToolSource>>,
+    limits: LimitsConfig,
+    max_tokens: u32,
+    prices: Prices,
+    recall_limit: usize,
+    /// Users' workspaces live below this directory, one per user id.
+    workspace_root: std::path::PathBuf,
+    policy: Arc<Policy>,
+    /// Run by the session actor (session start and end) as well.
+    pub(crate) hooks: Arc<Hooks>,
+    /// Nudged when an approval request's message was edited, so the edit goes out at once.
+    nudge: Arc<dyn Nudge>,
+    /// The model's context window in tokens (the request budget derives from it).
+    context_window: u32,
+    /// Recall relevant memories into each turn's user message.
+    auto_recall: bool,
+    recall_budget_tokens: usize,
+}
+
+/// The services an [`Agent`] calls, besides what it reads from the config.
+pub(crate) struct AgentParts {
     pub store: Arc<dyn Store>,
     pub llm: Arc<dyn Provider>,
     pub tools: Tools,
-    pub limits: LimitsConfig,
-    pub max_tokens: u32,
-    pub prices: Prices,
-    pub recall_limit: usize,
-    /// Users' workspaces live below this directory, one per user id.
-    pub workspace_root: std::path::PathBuf,
     pub policy: Arc<Policy>,
     pub hooks: Arc<Hooks>,
-    /// Nudged when an approval request's message was edited, so the edit goes out at once.
-    pub deliverer: Arc<crate::outbox::Deliverer>,
-    /// The model's context window in tokens (the request budget derives from it).
-    pub context_window: u32,
-    /// Recall relevant memories into each turn's user message.
-    pub auto_recall: bool,
-    pub recall_budget_tokens: usize,
-}
-
-/// How a turn begins.
-#[derive(Clone, Debug)]
-pub enum Start {
-    /// A new message (or the re-run of one cut off by a crash).
-    Message,
-    /// A person answered an approval the session's turn was waiting for; `pending_left` other
-    /// calls of that round still wait.
-    Resume { approval: Box<ApprovalRow>, pending_left: usize },
-}
-
-pub struct TurnInput<'a> {
-    pub session: &'a mut SessionState,
-    pub event: &'a InboundEvent,
-    pub user: &'a UserRow,
-    /// `/stop`: end at the next safe point and say so.
-    pub stop: CancellationToken,
-    /// Shutdown past the grace period: stop now, commit nothing (the event is retried later).
-    pub abort: CancellationToken,
-    /// False when the event was claimed before (a retry or a re-run after a crash): only then
-    /// can its message already be in the transcript.
-    pub first_attempt: bool,
-    pub start: Start,
-    pub session_key: &'a str,
-    /// The channel shows buttons (otherwise approval requests say which command answers them).
-    pub buttons: bool,
-    /// A heartbeat: deliver the answer only if it is not exactly [`QUIET`].
-    pub quiet: bool,
-}
-
-/// What a heartbeat turn answers when nothing is worth saying (then nothing is delivered).
-pub const QUIET: &str = "NOTHING_TO_REPORT";
-
-#[derive(Debug, PartialEq)]
-pub enum TurnOutcome {
-    /// The turn ended; commit it with [`Agent::commit`] once streaming has stopped.
-    Finished(Box<TurnCommit>),
-    /// Aborted by shutdown; nothing committed, the event must be retried.
-    Parked,
-}
-
-#[derive(Debug, thiserror::Error)]
-pub enum TurnError {
-    /// The store failed: the event stays in the inbox and is retried; the transcript holds
-    /// whatever was recorded, and the retry resumes from there.
-    #[error(transparent)]
-    Store(#[from] StoreError),
-}
-
-/// The idempotency key of the reply to an event.
-pub fn reply_key(event_id: &str) -> String {
-    format!("{event_id}:reply")
-}
-
-/// Why the loop ended, when it did not end with a plain answer.
-enum Ending {
-    Answer,
-    Stopped,
-    Limit,
-    Failed(LlmError),
-    /// Calls wait for a person's approval: the turn parks.
-    Waiting(Vec<ApprovalRow>),
-    /// A duplicate resume: nothing to do.
-    Stale,
-}
-
-struct Progress {
-    /// Text shown so far in this turn, across model calls.
-    shown: String,
-    usage: Usage,
-    iterations: u32,
-    /// Estimated tokens of the last request sent.
-    context_tokens: usize,
-    /// The turn's user message until it is stored.
-    unsaved_user: Option<NewMessage>,
-}
-
-impl Progress {
-    fn join(&self, more: &str) -> String {
-        match (self.shown.is_empty(), more.is_empty()) {
-            (true, _) => more.to_string(),
-            (_, true) => self.shown.clone(),
-            _ => format!("{}\n\n{more}", self.shown),
-        }
-    }
+    /// Woken when an approval request's message was edited (the outbox's deliverer).
+    pub nudge: Arc<dyn Nudge>,
 }
 
 /// What the user sees for a model failure.
-pub fn explain(e: &LlmError) -> String {
+fn explain(e: &LlmError) -> String {
     match e {
         LlmError::NotConfigured => {
             "⚠️ Butler has no language model configured yet. Set OPENAI_API_KEY (and optionally \
@@ -204,19 +79,82 @@ pub fn explain(e: &LlmError) -> String {
 }
 
 impl Agent {
+    /// An agent calling `parts`, with the limits, prices, memory recall and context window of `cfg`.
+    pub(crate) fn new(cfg: &Config, parts: AgentParts) -> Self {
+        let AgentParts { store, llm, tools, policy, hooks, nudge } = parts;
+        Self {
+            store,
+            llm,
+            tools,
+            tool_source: None,
+            limits: cfg.limits.clone(),
+            max_tokens: cfg.llm.max_tokens,
+            prices: Prices::from_config(&cfg.llm),
+            recall_limit: cfg.memory.recall_limit,
+            workspace_root: cfg.tools.workspace_dir.clone().into(),
+            policy,
+            hooks,
+            nudge,
+            context_window: cfg.llm.context_window,
+            auto_recall: cfg.memory.enabled && cfg.memory.recall,
+            recall_budget_tokens: cfg.memory.recall_budget_tokens,
+        }
+    }
+
+    /// Each turn also offers the tools `source` has at its start (the MCP servers'), after the
+    /// built-ins, which keep their names.
+    pub(crate) fn with_tool_source(mut self, source: Arc<dyn ToolSource>) -> Self {
+        self.tool_source = Some(source);
+        self
+    }
+
+    /// The tool-round part of the agent (policy, hooks, the turn's tools, limits).
+    fn round<'a>(&'a self, tools: &'a Tools) -> ToolRound<'a> {
+        ToolRound {
+            store: &*self.store,
+            tools,
+            policy: &self.policy,
+            hooks: &self.hooks,
+            limits: &self.limits,
+        }
+    }
+
+    /// The context-window part of the agent (request building, recall, compaction).
+    fn window(&self) -> Window<'_> {
+        Window {
+            store: &*self.store,
+            llm: &*self.llm,
+            hooks: &self.hooks,
+            prices: &self.prices,
+            context_window: self.context_window,
+            max_tokens: self.max_tokens,
+            recall_limit: self.recall_limit,
+            auto_recall: self.auto_recall,
+            recall_budget_tokens: self.recall_budget_tokens,
+        }
+    }
+
     /// Runs one turn for `input.event`. Progress (tool rounds) is persisted as it happens; the
     /// ending is returned for the caller to commit.
     #[tracing::instrument(skip_all, fields(event = %input.event.id, session = %input.session.row.id))]
-    pub async fn run(&self, input: TurnInput<'_>, obs: &mut dyn TurnObserver) -> Result<TurnOutcome, TurnError> {
+    pub(crate) async fn run(&self, input: TurnInput<'_>, obs: &mut dyn TurnObserver) -> Result<TurnOutcome, TurnError> {
+        let mut turn = self.begin(input).await?;
+        let (ending, last_text) = self.loop_until_answer(&mut turn, obs).await?;
+        let note = match self.settle(ending) {
+            Settled::Done(outcome) => return Ok(outcome),
+            Settled::Waiting(asks) => return Ok(self.waiting(turn, asks)),
+            Settled::Stale => return Ok(TurnOutcome::Finished(Box::new(done_only(turn.event)))),
+            Settled::Reply(note) => note,
+        };
+        let reply = final_reply(&turn, note, last_text);
+        Ok(TurnOutcome::Finished(Box::new(self.build_commit(turn, reply))))
+    }
+
+    /// Sets a turn up: its tool context, then the user message (or the transcript repaired
+    /// after a crash) and the memories it recalls, or, for a resumed turn, the answered call.
+    async fn begin<'a>(&self, input: TurnInput<'a>) -> Result<Turn<'a>, StoreError> {
         let TurnInput { session, event, user, stop, abort, first_attempt, start, session_key, buttons, quiet } = input;
         let sid = session.row.id.clone();
-        let mut progress = Progress {
-            shown: String::new(),
-            usage: Usage::default(),
-            iterations: 0,
-            context_tokens: 0,
-            unsaved_user: None,
-        };
         let tool_ctx = ToolCtx {
             user: user.clone(),
             identity: event.actor.identity.clone(),
@@ -228,20 +166,40 @@ impl Agent {
             recall_limit: self.recall_limit,
             workspace: self.workspace_root.join(&user.id),
         };
-        let mut skip_model = None;
-        let mut recall = None;
+        // This turn's tools: the built-ins and what the source offers now.
+        let tools = self.tools.with_source(self.tool_source.as_deref());
+        let mut turn = Turn {
+            session,
+            event,
+            user,
+            sid,
+            stop,
+            abort,
+            session_key,
+            buttons,
+            quiet,
+            tool_ctx,
+            defs: tools.defs(),
+            tools,
+            progress: Progress::default(),
+            recall: None,
+            skip_model: None,
+            compacted: false,
+        };
         match start {
             Start::Message => {
-                let fresh = self.start_or_resume(session, event, first_attempt, &mut progress).await?;
+                let fresh = self.start_or_resume(turn.session, event, first_attempt, &mut turn.progress).await?;
                 if fresh {
-                    recall = self.recall_block(&tool_ctx.memory_scope(), event.text().unwrap_or_default()).await?;
+                    let text = event.text().unwrap_or_default();
+                    turn.recall = self.window().recall_block(&turn.tool_ctx.memory_scope(), text).await?;
                 }
             }
             Start::Resume { approval, pending_left } => {
-                let (results, resumed) = self.resume_call(&tool_ctx, &session.history, &approval, pending_left).await?;
-                let msgs = results.into_iter().map(|r| NewMessage::tool(r.call_id, r.content, r.is_error)).collect();
-                self.append(session, &mut progress, msgs).await?;
-                skip_model = match resumed {
+                let history = &turn.session.history;
+                let (results, resumed) =
+                    self.round(&turn.tools).resume_call(&turn.tool_ctx, history, &approval, pending_left).await?;
+                self.append(turn.session, &mut turn.progress, storable::tool_messages(results)).await?;
+                turn.skip_model = match resumed {
                     Resumed::Continue => None,
                     Resumed::Waiting => Some(Ending::Waiting(vec![])),
                     Resumed::Stopped => Some(Ending::Stopped),
@@ -249,171 +207,168 @@ impl Agent {
                 };
             }
         }
-        let defs = self.tools.defs();
-        let budget = self.budget();
-        let mut compacted = false;
+        Ok(turn)
+    }
 
-        let (ending, last_text) = loop {
-            if let Some(ending) = skip_model.take() {
-                break (ending, String::new());
+    /// Asks the model, runs the tools it calls, and asks again, until it answers without tools
+    /// or something ends the turn. Returns the ending and the text of the last answer.
+    async fn loop_until_answer(
+        &self,
+        turn: &mut Turn<'_>,
+        obs: &mut dyn TurnObserver,
+    ) -> Result<(Ending, String), StoreError> {
+        loop {
+            if let Some(ending) = turn.skip_model.take() {
+                return Ok((ending, String::new()));
             }
-            if stop.is_cancelled() {
-                break (Ending::Stopped, String::new());
+            if turn.stop.is_cancelled() {
+                return Ok((Ending::Stopped, String::new()));
             }
-            if progress.iterations >= self.limits.max_iterations {
-                break (Ending::Limit, String::new());
+            if turn.progress.iterations >= self.limits.max_iterations {
+                return Ok((Ending::Limit, String::new()));
             }
-            progress.iterations += 1;
-            let mut req = ChatRequest {
-                system: session.row.system_prompt.clone(),
-                messages: self.request_messages(session, progress.unsaved_user.as_ref(), recall.as_deref()),
-                tools: defs.clone(),
-                max_tokens: Some(self.max_tokens),
+            turn.progress.iterations += 1;
+            let req = self.request(turn).await?;
+            let opened = tokio::select! {
+                r = self.llm.stream(&req) => r,
+                _ = turn.stop.cancelled() => return Ok((Ending::Stopped, String::new())),
+                _ = turn.abort.cancelled() => return Ok((Ending::Parked, String::new())),
             };
-            let mut size = shrink(&mut req, budget);
-            if size > budget && !compacted {
-                // Clearing and collapsing were not enough: one summary checkpoint, then measure again.
-                compacted = true;
-                if self.compact(session, &user.id).await? {
-                    req.messages = self.request_messages(session, progress.unsaved_user.as_ref(), recall.as_deref());
-                    size = shrink(&mut req, budget);
-                }
-            }
-            progress.context_tokens = size;
-            let mut stream = tokio::select! {
-                r = self.llm.stream(&req) => match r {
-                    Ok(s) => s,
-                    Err(LlmError::ContextTooLong(e)) if !compacted => {
-                        // The model's own limit was hit: one forced checkpoint, then one retry.
-                        compacted = true;
-                        if !self.compact(session, &user.id).await? {
-                            break (Ending::Failed(LlmError::ContextTooLong(e)), String::new());
-                        }
-                        progress.iterations -= 1;
-                        continue;
+            let stream = match opened {
+                Ok(s) => s,
+                Err(LlmError::ContextTooLong(e)) if !turn.compacted => {
+                    // The model's own limit was hit: one forced checkpoint, then one retry.
+                    turn.compacted = true;
+                    if !self.window().compact(turn.session, &turn.user.id).await? {
+                        return Ok((Ending::Failed(LlmError::ContextTooLong(e)), String::new()));
                     }
-                    Err(e) => break (Ending::Failed(e), String::new()),
-                },
-                _ = stop.cancelled() => break (Ending::Stopped, String::new()),
-                _ = abort.cancelled() => return self.park(),
-            };
-            let mut asm = Assembled::default();
-            let mut failed = None;
-            let mut stopped = false;
-            loop {
-                tokio::select! {
-                    ev = stream.next() => match ev {
-                        Some(Ok(ev)) => {
-                            asm.push(&ev);
-                            if let StreamEvent::Text(_) = ev {
-                                obs.text(&progress.join(&asm.text));
-                            }
-                        }
-                        Some(Err(e)) => { failed = Some(e); break; }
-                        None => break,
-                    },
-                    _ = stop.cancelled() => { stopped = true; break; }
-                    _ = abort.cancelled() => return self.park(),
+                    turn.progress.iterations -= 1;
+                    continue;
                 }
-            }
-            add_usage(&mut progress.usage, &asm.usage);
-            if let Some(e) = failed {
-                break (Ending::Failed(e), asm.text);
-            }
-            if stopped {
-                break (Ending::Stopped, asm.text);
+                Err(e) => return Ok((Ending::Failed(e), String::new())),
+            };
+            let (asm, cut) = read_stream(turn, stream, obs).await;
+            add_usage(&mut turn.progress.usage, &asm.usage);
+            if let Some(ending) = cut {
+                return Ok((ending, asm.text));
             }
             if asm.tool_calls.is_empty() {
-                break (Ending::Answer, asm.text);
+                return Ok((Ending::Answer, asm.text));
             }
-            // Record the calls before running them, so a crash mid-tools resumes correctly.
-            let calls = asm.tool_calls.clone();
-            let round = vec![NewMessage::assistant(asm.text.clone(), calls.clone())];
-            self.append(session, &mut progress, round).await?;
-            progress.shown = progress.join(&asm.text);
-            obs.tools(&calls.iter().map(|c| c.name.clone()).collect::<Vec<_>>());
-            let round = tokio::select! {
-                r = self.tool_round(&tool_ctx, event, session_key, &calls) => r?,
-                _ = abort.cancelled() => return self.park(),
-            };
-            obs.tools(&[]);
-            let msgs = round.results.into_iter().map(|r| NewMessage::tool(r.call_id, r.content, r.is_error)).collect();
-            self.append(session, &mut progress, msgs).await?;
-            if !round.asks.is_empty() {
-                break (Ending::Waiting(round.asks), String::new());
+            if let Some(ending) = self.tool_step(turn, asm, obs).await? {
+                return Ok((ending, String::new()));
             }
-        };
-        if let Ending::Stale = ending {
-            return Ok(TurnOutcome::Finished(Box::new(TurnCommit {
-                inbox_id: event.id.0.clone(),
-                inbox_status: InboxStatus::Done,
-                session_id: None,
-                messages: vec![],
-                reply: None,
-                usage: None,
-                approvals: vec![],
-                notices: vec![],
-            })));
         }
-        if let Ending::Waiting(asks) = ending {
-            return Ok(self.waiting(event, user, &sid, progress, asks, buttons));
-        }
+    }
 
-        let note = match &ending {
+    /// The next request: the session as the model sees it, shrunk to the budget, and (once per
+    /// turn) compacted into a summary checkpoint when shrinking is not enough.
+    async fn request(&self, turn: &mut Turn<'_>) -> Result<ChatRequest, StoreError> {
+        let window = self.window();
+        let budget = window.budget();
+        let unsaved = turn.progress.unsaved_user.as_ref();
+        let mut req = ChatRequest {
+            system: turn.session.row.system_prompt.clone(),
+            messages: window.request_messages(turn.session, unsaved, turn.recall.as_deref()),
+            tools: turn.defs.clone(),
+            max_tokens: Some(self.max_tokens),
+        };
+        let mut size = shrink(&mut req, budget);
+        if size > budget && !turn.compacted {
+            // Clearing and collapsing were not enough: one summary checkpoint, then measure again.
+            turn.compacted = true;
+            if window.compact(turn.session, &turn.user.id).await? {
+                let unsaved = turn.progress.unsaved_user.as_ref();
+                req.messages = window.request_messages(turn.session, unsaved, turn.recall.as_deref());
+                size = shrink(&mut req, budget);
+            }
+        }
+        turn.progress.context_tokens = size;
+        Ok(req)
+    }
+
+    /// Records the calls of an answer (before running them, so a crash mid-tools resumes
+    /// correctly), runs the round and records its results. `Some` when the turn cannot go on:
+    /// calls wait for a person, or shutdown.
+    async fn tool_step(
+        &self,
+        turn: &mut Turn<'_>,
+        asm: Assembled,
+        obs: &mut dyn TurnObserver,
+    ) -> Result<Option<Ending>, StoreError> {
+        let calls = asm.tool_calls;
+        let round = vec![NewMessage::assistant(asm.text.clone(), calls.clone())];
+        self.append(turn.session, &mut turn.progress, round).await?;
+        turn.progress.shown = turn.progress.join(&asm.text);
+        obs.tools(&calls.iter().map(|c| c.name.clone()).collect::<Vec<_>>());
+        let tools = self.round(&turn.tools);
+        let round = tokio::select! {
+            r = tools.tool_round(&turn.tool_ctx, turn.event, turn.session_key, &calls) => r?,
+            _ = turn.abort.cancelled() => return Ok(Some(Ending::Parked)),
+        };
+        obs.tools(&[]);
+        self.append(turn.session, &mut turn.progress, storable::tool_messages(round.results)).await?;
+        Ok((!round.asks.is_empty()).then_some(Ending::Waiting(round.asks)))
+    }
+
+    /// How the turn ended, as what is left to do: nothing more (parked), a commit of its own
+    /// (waiting for approvals, a duplicate), or a reply with an optional note.
+    fn settle(&self, ending: Ending) -> Settled {
+        let note = match ending {
+            Ending::Parked => {
+                tracing::info!("turn parked by shutdown");
+                return Settled::Done(TurnOutcome::Parked);
+            }
+            Ending::Stale => return Settled::Stale,
+            Ending::Waiting(asks) => return Settled::Waiting(asks),
             Ending::Answer => None,
             Ending::Stopped => Some("⏹ Stopped.".to_string()),
             Ending::Limit => Some(format!(
                 "⚠️ I stopped after {} steps without finishing (limit: [limits] max_iterations).",
                 self.limits.max_iterations
             )),
-            Ending::Failed(e) => Some(explain(e)),
-            Ending::Waiting(_) | Ending::Stale => None,
+            Ending::Failed(e) => {
+                tracing::warn!(error = %e, "model call failed");
+                Some(explain(&e))
+            }
         };
-        if let Ending::Failed(e) = &ending {
-            tracing::warn!(error = %e, "model call failed");
-        }
-        let final_text = match &note {
-            None => last_text.clone(),
-            Some(n) if last_text.is_empty() => n.clone(),
-            Some(n) => format!("{last_text}\n\n{n}"),
-        };
-        let mut reply = progress.join(&final_text).trim_end().to_string();
-        if reply.is_empty() {
-            reply = "(The model returned an empty answer.)".into();
-        }
-        // A heartbeat with nothing to say stays silent (its transcript and cost are still kept).
-        let silent = quiet && last_text.trim() == QUIET && matches!(ending, Ending::Answer);
-        let final_msg = NewMessage::assistant(final_text, vec![]);
-        let usage = self.usage(user, &sid, event, &progress);
-        let commit = TurnCommit {
-            inbox_id: event.id.0.clone(),
-            inbox_status: InboxStatus::Done,
-            session_id: Some(sid),
-            messages: progress.unsaved_user.take().into_iter().chain([final_msg]).collect(),
-            reply: (!silent).then(|| NewOutbox {
-                private_to: None,
-                key: reply_key(&event.id.0),
-                conversation: event.conversation.to_string(),
-                text: reply,
-                buttons: vec![],
-                reply_to: event.quote_target(),
-            }),
-            usage: Some(usage),
-            approvals: vec![],
-            notices: vec![],
-        };
+        Settled::Reply(note)
+    }
+
+    /// The finished turn's commit: its messages, its reply (unless silent), its usage.
+    fn build_commit(&self, mut turn: Turn<'_>, reply: FinalReply) -> TurnCommit {
+        let event = turn.event;
+        let final_msg = NewMessage::assistant(reply.stored, vec![]);
+        let usage = self.usage(&turn);
+        let progress = &mut turn.progress;
         tracing::info!(
             iterations = progress.iterations,
             input_tokens = progress.usage.input_tokens,
             output_tokens = progress.usage.output_tokens,
             "turn finished"
         );
-        Ok(TurnOutcome::Finished(Box::new(commit)))
+        TurnCommit {
+            inbox_id: event.id.0.clone(),
+            inbox_status: InboxStatus::Done,
+            session_id: Some(turn.sid),
+            messages: progress.unsaved_user.take().into_iter().chain([final_msg]).collect(),
+            reply: (!reply.silent).then(|| NewOutbox {
+                private_to: None,
+                key: reply_key(&event.id.0),
+                conversation: event.conversation.to_string(),
+                text: reply.shown,
+                buttons: vec![],
+                reply_to: event.quote_target(),
+            }),
+            usage: Some(usage),
+            approvals: vec![],
+            notices: vec![],
+        }
     }
 
     /// Commits a finished turn (after its streaming has stopped) and keeps the session's cached
     /// transcript in step with the store.
-    pub async fn commit(
+    pub(crate) async fn commit(
         &self,
         session: &mut SessionState,
         commit: &TurnCommit,
@@ -424,39 +379,33 @@ impl Agent {
         Ok(reply)
     }
 
-    fn usage(&self, user: &UserRow, sid: &str, event: &InboundEvent, progress: &Progress) -> UsageRecord {
-        let ids = [user.id.as_str(), sid, event.id.0.as_str()];
+    fn usage(&self, turn: &Turn<'_>) -> UsageRecord {
+        let progress = &turn.progress;
+        let ids = [turn.user.id.as_str(), turn.sid.as_str(), turn.event.id.0.as_str()];
         UsageRecord {
             iterations: progress.iterations as i32,
             context_tokens: progress.context_tokens as i64,
-            ..self.prices.record("turn", ids, self.llm.model(), &progress.usage)
+            ..UsageRecord::priced(&self.prices, "turn", ids, self.llm.model(), &progress.usage)
         }
     }
 
     /// A turn parking on approvals: what was said so far is delivered, the approval requests go
     /// out with their buttons, and the event is done; the answers resume the turn later.
-    fn waiting(
-        &self,
-        event: &InboundEvent,
-        user: &UserRow,
-        sid: &str,
-        mut progress: Progress,
-        asks: Vec<ApprovalRow>,
-        buttons: bool,
-    ) -> TurnOutcome {
-        let text = match (progress.shown.trim(), asks.is_empty()) {
+    fn waiting(&self, mut turn: Turn<'_>, asks: Vec<ApprovalRow>) -> TurnOutcome {
+        let event = turn.event;
+        let text = match (turn.progress.shown.trim(), asks.is_empty()) {
             ("", false) => "I need an approval before I go on.".to_string(),
             ("", true) => "Waiting for the other approvals.".to_string(),
             (shown, _) => shown.to_string(),
         };
         let asker = event.actor.name().to_string();
-        let notices = asks.iter().map(|a| approval_notice(a, &asker, buttons)).collect();
+        let notices = asks.iter().map(|a| approval_notice(a, &asker, turn.buttons)).collect();
         tracing::info!(approvals = asks.len(), "turn waits for approval");
         TurnOutcome::Finished(Box::new(TurnCommit {
             inbox_id: event.id.0.clone(),
             inbox_status: InboxStatus::Done,
-            session_id: Some(sid.to_string()),
-            messages: progress.unsaved_user.take().into_iter().collect(),
+            session_id: Some(turn.sid.clone()),
+            messages: turn.progress.unsaved_user.take().into_iter().collect(),
             reply: Some(NewOutbox {
                 private_to: None,
                 key: reply_key(&event.id.0),
@@ -465,7 +414,7 @@ impl Agent {
                 buttons: vec![],
                 reply_to: event.quote_target(),
             }),
-            usage: Some(self.usage(user, sid, event, &progress)),
+            usage: Some(self.usage(&turn)),
             approvals: asks,
             notices,
         }))
@@ -492,9 +441,9 @@ impl Agent {
                 ),
             };
             if let Some(row) = self.store.approval_decide(&approval.id, &decision).await? {
-                let audit = super::approve::decision_audit(&row, ApprovalStatus::Cancelled, None, &by);
+                let audit = decision_audit(&row, ApprovalStatus::Cancelled, None, &by);
                 self.store.audit_add(&audit).await?;
-                self.deliverer.wake();
+                self.nudge.wake();
             }
         }
         let msgs: Vec<NewMessage> = fixes
@@ -505,11 +454,6 @@ impl Agent {
         self.store.messages_append(&session.row.id, &msgs).await?;
         session.history.extend(msgs);
         Ok(())
-    }
-
-    fn park(&self) -> Result<TurnOutcome, TurnError> {
-        tracing::info!("turn parked by shutdown");
-        Ok(TurnOutcome::Parked)
     }
 
     /// Persists `msgs` (preceded by the turn's user message if that is not stored yet) and adds
@@ -579,11 +523,4 @@ impl Agent {
             }
         }
     }
-}
-
-fn add_usage(total: &mut Usage, u: &Usage) {
-    total.input_tokens += u.input_tokens;
-    total.output_tokens += u.output_tokens;
-    total.cache_read_tokens += u.cache_read_tokens;
-    total.cache_write_tokens += u.cache_write_tokens;
 }

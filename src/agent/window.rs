@@ -8,10 +8,10 @@
 //! deleted; checkpoints only change what is sent. Per-turn memory recall goes into the current
 //! user message, never into the system prompt.
 
-use super::turn::Agent;
 use crate::config::HookEvent;
-use crate::llm::{ChatMessage, ChatRequest};
-use crate::store::{now_ms, MemoryScope, NewMessage, Role, SessionRow, Store, StoreError, SummaryRow};
+use crate::hooks::Hooks;
+use crate::llm::{ChatMessage, ChatRequest, Prices, Provider};
+use crate::store::{now_ms, MemoryScope, NewMessage, Role, SessionRow, Store, StoreError, SummaryRow, UsageRecord};
 
 /// Messages at the end of the request that are never cleared or collapsed.
 const KEEP_RECENT: usize = 8;
@@ -22,7 +22,7 @@ const COLLAPSE_TO: usize = 400;
 /// A live session's state held by its actor: the stored row, the latest summary checkpoint and
 /// the messages after it (the most recent ones).
 #[derive(Clone, Debug)]
-pub struct SessionState {
+pub(crate) struct SessionState {
     pub row: SessionRow,
     pub history: Vec<NewMessage>,
     /// The seq of `history[0]` (messages are appended contiguously).
@@ -52,7 +52,7 @@ impl SessionState {
 }
 
 /// Estimated tokens of a request: about four characters a token, plus a little per message.
-pub fn estimate(req: &ChatRequest) -> usize {
+pub(super) fn estimate(req: &ChatRequest) -> usize {
     let chars: usize = req.system.len()
         + req.tools.iter().map(|t| t.name.len() + t.description.len() + t.parameters.to_string().len()).sum::<usize>()
         + req
@@ -71,7 +71,7 @@ pub fn estimate(req: &ChatRequest) -> usize {
 
 /// Cheap shrinking, in order, until `req` fits `budget`: clear old tool results, then collapse
 /// long old texts. The last [`KEEP_RECENT`] messages are never touched. Returns the estimate.
-pub fn shrink(req: &mut ChatRequest, budget: usize) -> usize {
+pub(super) fn shrink(req: &mut ChatRequest, budget: usize) -> usize {
     let mut size = estimate(req);
     let old = req.messages.len().saturating_sub(KEEP_RECENT);
     // Replaces `text`, keeping the estimate in step (about four characters a token).
@@ -109,7 +109,7 @@ pub fn shrink(req: &mut ChatRequest, budget: usize) -> usize {
 }
 
 /// The summary checkpoint as the first message of a request.
-pub fn summary_message(summary: &SummaryRow) -> ChatMessage {
+pub(super) fn summary_message(summary: &SummaryRow) -> ChatMessage {
     ChatMessage::User { content: format!("[Summary of the earlier conversation]\n{}", summary.text), name: None }
 }
 
@@ -145,7 +145,21 @@ fn transcript_text(summary: Option<&SummaryRow>, msgs: &[NewMessage]) -> String 
     out
 }
 
-impl Agent {
+/// What building a request and keeping it within the context window need of the agent.
+pub(super) struct Window<'a> {
+    pub(super) store: &'a dyn Store,
+    pub(super) llm: &'a dyn Provider,
+    pub(super) hooks: &'a Hooks,
+    pub(super) prices: &'a Prices,
+    /// The model's context window in tokens.
+    pub(super) context_window: u32,
+    pub(super) max_tokens: u32,
+    pub(super) recall_limit: usize,
+    pub(super) auto_recall: bool,
+    pub(super) recall_budget_tokens: usize,
+}
+
+impl Window<'_> {
     /// The model's view of the session: the checkpoint, then the messages (with the turn's
     /// unsaved user message, and the recall block in the current user message).
     pub(super) fn request_messages(
@@ -157,7 +171,7 @@ impl Agent {
         let mut view: Vec<NewMessage> = session.history.clone();
         view.extend(unsaved_user.cloned());
         let mut messages: Vec<ChatMessage> = session.summary.iter().map(summary_message).collect();
-        messages.extend(super::build_messages(&view));
+        messages.extend(super::context::build_messages(&view));
         if let Some(block) = recall {
             if let Some(ChatMessage::User { content, .. }) =
                 messages.iter_mut().rev().find(|m| matches!(m, ChatMessage::User { .. }))
@@ -218,7 +232,7 @@ impl Agent {
             tools: Vec::new().into(),
             max_tokens: Some(800),
         };
-        let asm = match crate::llm::complete(&*self.llm, &req).await {
+        let asm = match crate::llm::complete(self.llm, &req).await {
             Ok(asm) => asm,
             Err(e) => {
                 tracing::warn!(error = %e, "compaction summary failed");
@@ -233,7 +247,8 @@ impl Agent {
         self.store.summary_add(&session.row.id, up_to_seq, &text).await?;
         let event_id = format!("compaction:{}:{up_to_seq}", session.row.id);
         let ids = [user_id, session.row.id.as_str(), event_id.as_str()];
-        self.store.usage_add(&self.prices.record("compaction", ids, self.llm.model(), &asm.usage)).await?;
+        let usage = UsageRecord::priced(self.prices, "compaction", ids, self.llm.model(), &asm.usage);
+        self.store.usage_add(&usage).await?;
         session.history.drain(..cut);
         session.base_seq += cut as i64;
         session.summary = Some(SummaryRow { up_to_seq, text, created_ms: now_ms() });

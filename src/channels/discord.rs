@@ -5,7 +5,7 @@
 //!
 //! It must never hold platform logic, and never print the token.
 
-use super::{BuildError, Built, Check};
+use super::built::{BuildError, Built, Check};
 use crate::config::DiscordConfig;
 use butler_channel::{ChannelError, Ingress};
 use butler_discord::{Discord, Settings};

@@ -5,6 +5,7 @@
 //!
 //! It must never hold platform logic: mapping config to the crate's settings is all it does.
 
+mod built;
 #[cfg(feature = "discord")]
 mod discord;
 #[cfg(feature = "slack")]
@@ -12,25 +13,11 @@ mod slack;
 #[cfg(feature = "telegram")]
 mod telegram;
 
+pub use built::{BuildError, Built, Check};
+
 use crate::config::Config;
-use butler_channel::{Channel, Ingress};
+use butler_channel::Ingress;
 use std::sync::Arc;
-
-/// The platform channels the config asks for, and their HTTP routes.
-#[derive(Default)]
-pub struct Built {
-    pub channels: Vec<Arc<dyn Channel>>,
-    /// Webhook and interactivity endpoints, merged into Butler's one HTTP server.
-    pub routes: axum::Router,
-}
-
-/// A channel that could not be started (bad credentials, a platform that refused a call).
-#[derive(Debug, thiserror::Error)]
-#[error("the {channel} channel cannot start: {message}")]
-pub struct BuildError {
-    pub channel: &'static str,
-    pub message: String,
-}
 
 /// Builds every configured platform channel. `http` is false for `butler chat`, which runs
 /// no server and no platform channels.
@@ -55,9 +42,6 @@ pub async fn build(cfg: &Config, ingress: Arc<dyn Ingress>, http: bool) -> Resul
     let _ = (cfg, &ingress);
     Ok(built)
 }
-
-/// One `butler doctor` line: what was checked, and either what is fine or (problem, fix).
-pub type Check = (String, Result<String, (String, String)>);
 
 /// Checks the credentials of every configured platform channel.
 pub async fn doctor(cfg: &Config) -> Vec<Check> {

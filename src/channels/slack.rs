@@ -5,7 +5,7 @@
 //!
 //! It must never hold Slack logic or print a secret: mapping config to settings is all it does.
 
-use super::{BuildError, Built, Check};
+use super::built::{BuildError, Built, Check};
 use crate::config::SlackConfig;
 use butler_channel::Ingress;
 use butler_slack::{SlackChannel, SlackSettings};

@@ -4,7 +4,7 @@
 //!
 //! It must never hold Telegram logic or print a secret: mapping config to settings is all it does.
 
-use super::{BuildError, Built, Check};
+use super::built::{BuildError, Built, Check};
 use crate::config::{TelegramConfig, TelegramMode};
 use butler_channel::Ingress;
 use butler_telegram::{ConnectError, Limits, Mode, Settings, TelegramChannel};

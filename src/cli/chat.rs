@@ -2,6 +2,7 @@
 //! sessions, outbox and store as every other channel. Replies stream in as they are written;
 //! Ctrl-C stops the running turn; Ctrl-D (end of input) waits for outstanding replies and exits.
 
+use super::exit;
 use crate::app::{App, AppOptions};
 use crate::config::Config;
 use crate::store::{InboxStatus, OutboxStatus};
@@ -127,7 +128,7 @@ pub async fn run(mut cfg: Config, config_path: Option<std::path::PathBuf>) -> Re
     let terminal = Arc::new(Terminal::default());
     let channel: Arc<dyn Channel> = terminal.clone();
     let opts = AppOptions { config: cfg, http: false, extra_channels: vec![channel], extra_tools: vec![], config_path };
-    let app = App::start(opts).await.map_err(|e| super::fail(1, e))?;
+    let app = App::start(opts).await.map_err(|e| exit::fail(1, e))?;
     if app.llm.model().is_empty() {
         eprintln!("note: {}", crate::llm::LlmError::NotConfigured);
     }
@@ -193,7 +194,7 @@ async fn wait_for_replies(app: &App, sent: &[String]) {
                     Ok(Some(row)) => !matches!(row.status, InboxStatus::Pending | InboxStatus::Processing),
                     Ok(None) | Err(_) => true,
                 };
-                let delivered = match app.store.outbox_get(&crate::agent::reply_key(id)).await {
+                let delivered = match app.store.outbox_get(&crate::store::reply_key(id)).await {
                     Ok(Some(row)) => matches!(row.status, OutboxStatus::Sent | OutboxStatus::Failed),
                     Ok(None) | Err(_) => true,
                 };

@@ -27,7 +27,7 @@ impl Report {
 /// Runs every check; true when all pass.
 pub async fn run(explicit: Option<&Path>) -> bool {
     let mut r = Report { failures: 0 };
-    let cfg = match config::load(explicit) {
+    let cfg = match config::load(explicit, &crate::app::CONFIG_CHECKS) {
         Ok(loaded) => {
             let src = loaded
                 .source
@@ -55,6 +55,16 @@ pub async fn run(explicit: Option<&Path>) -> bool {
         match result {
             Ok(detail) => r.ok(&what, detail),
             Err((problem, fix)) => r.fail(&what, problem, &fix),
+        }
+    }
+    for (level, what, summary, details) in super::skills::doctor_lines(&cfg) {
+        let tag = match level {
+            super::skills::Level::Ok => "[ ok ]",
+            super::skills::Level::Warn => "[warn]",
+        };
+        println!("{tag} {what}: {summary}");
+        for d in details {
+            println!("       {d}");
         }
     }
     if r.failures == 0 {

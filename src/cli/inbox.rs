@@ -5,6 +5,7 @@
 //! This must never print an event's text (it may be private): only ids, channels, statuses,
 //! tries and errors.
 
+use super::exit;
 use crate::config::Config;
 use crate::store::InboxStatus;
 use clap::Subcommand;
@@ -26,12 +27,12 @@ pub enum InboxCommand {
 }
 
 pub async fn run(cfg: Config, cmd: InboxCommand) -> Result<ExitCode, ExitCode> {
-    let store = crate::store::connect(cfg.database.url.expose(), 2).await.map_err(|e| super::fail(1, e))?;
-    store.migrate().await.map_err(|e| super::fail(1, e))?;
+    let store = crate::store::connect(cfg.database.url.expose(), 2).await.map_err(|e| exit::fail(1, e))?;
+    store.migrate().await.map_err(|e| exit::fail(1, e))?;
     let code = match cmd {
         InboxCommand::List { failed, limit } => {
             let status = failed.then_some(InboxStatus::Failed);
-            let rows = store.inbox_list(status, limit).await.map_err(|e| super::fail(1, e))?;
+            let rows = store.inbox_list(status, limit).await.map_err(|e| exit::fail(1, e))?;
             if rows.is_empty() {
                 println!("{}", if failed { "no failed events" } else { "no events" });
             }
@@ -48,12 +49,12 @@ pub async fn run(cfg: Config, cmd: InboxCommand) -> Result<ExitCode, ExitCode> {
             }
             ExitCode::SUCCESS
         }
-        InboxCommand::Retry { id } => match store.inbox_requeue(&id).await.map_err(|e| super::fail(1, e))? {
+        InboxCommand::Retry { id } => match store.inbox_requeue(&id).await.map_err(|e| exit::fail(1, e))? {
             true => {
                 println!("{id} will be tried again");
                 ExitCode::SUCCESS
             }
-            false => super::fail(1, format!("no failed event `{id}`; see butler inbox list --failed")),
+            false => exit::fail(1, format!("no failed event `{id}`; see butler inbox list --failed")),
         },
     };
     store.close().await;

@@ -7,14 +7,17 @@
 mod audit;
 mod chat;
 mod doctor;
+mod exit;
 mod inbox;
 mod memory;
 mod pair;
 mod schedule;
+mod skills;
 
 use crate::app::{App, AppOptions};
 use crate::config;
 use clap::{Parser, Subcommand};
+use exit::{fail, load_config};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -69,6 +72,11 @@ pub enum Command {
         #[command(subcommand)]
         command: schedule::ScheduleCommand,
     },
+    /// Skills the agent can load: list them, or show one (source, front matter, files, body)
+    Skills {
+        #[command(subcommand)]
+        command: skills::SkillsCommand,
+    },
 }
 
 #[derive(Subcommand, Debug)]
@@ -92,15 +100,6 @@ fn init_tracing(quiet: bool) {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
     let _ = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).try_init();
-}
-
-fn fail(code: u8, msg: impl std::fmt::Display) -> ExitCode {
-    eprintln!("error: {msg}");
-    ExitCode::from(code)
-}
-
-fn load_config(path: Option<&std::path::Path>) -> Result<config::Loaded, ExitCode> {
-    config::load(path).map_err(|e| fail(2, e))
 }
 
 async fn run(cli: Cli) -> Result<ExitCode, ExitCode> {
@@ -131,6 +130,7 @@ async fn run(cli: Cli) -> Result<ExitCode, ExitCode> {
         Command::Inbox { command } => inbox::run(load_config(cli.config.as_deref())?.config, command).await,
         Command::Pair { command } => pair::run(load_config(cli.config.as_deref())?.config, command).await,
         Command::Schedule { command } => schedule::run(cli.config.as_deref(), command).await,
+        Command::Skills { command } => skills::run(load_config(cli.config.as_deref())?.config, command),
         Command::Memory { command } => memory::run(load_config(cli.config.as_deref())?.config, command).await,
         Command::Audit { limit } => audit::run(load_config(cli.config.as_deref())?.config, limit).await,
         Command::Chat => {

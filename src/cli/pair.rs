@@ -1,6 +1,7 @@
 //! `butler pair list|approve CODE|deny CODE`: answering pairing requests from the shell,
 //! straight on the store (Butler need not be running; a running Butler sees the result at once).
 
+use super::exit;
 use crate::config::Config;
 use crate::store::{now_ms, CodeKind};
 use crate::triage::access::{approve_pairing, deny_pairing};
@@ -18,11 +19,11 @@ pub enum PairCommand {
 }
 
 pub async fn run(cfg: Config, cmd: PairCommand) -> Result<ExitCode, ExitCode> {
-    let store = crate::store::connect(cfg.database.url.expose(), 2).await.map_err(|e| super::fail(1, e))?;
-    store.migrate().await.map_err(|e| super::fail(1, e))?;
+    let store = crate::store::connect(cfg.database.url.expose(), 2).await.map_err(|e| exit::fail(1, e))?;
+    store.migrate().await.map_err(|e| exit::fail(1, e))?;
     let code = match cmd {
         PairCommand::List => {
-            let codes = store.codes_live(CodeKind::Pair, now_ms()).await.map_err(|e| super::fail(1, e))?;
+            let codes = store.codes_live(CodeKind::Pair, now_ms()).await.map_err(|e| exit::fail(1, e))?;
             if codes.is_empty() {
                 println!("no pairing requests are waiting");
             }
@@ -42,7 +43,7 @@ pub async fn run(cfg: Config, cmd: PairCommand) -> Result<ExitCode, ExitCode> {
                 eprintln!("error: no waiting request has the code {code}; `butler pair list` shows them (codes expire after an hour)");
                 ExitCode::from(1)
             }
-            Err(e) => super::fail(1, e),
+            Err(e) => exit::fail(1, e),
         },
         PairCommand::Deny { code } => match deny_pairing(&*store, &code).await {
             Ok(Some(row)) => {
@@ -53,7 +54,7 @@ pub async fn run(cfg: Config, cmd: PairCommand) -> Result<ExitCode, ExitCode> {
                 eprintln!("error: no waiting request has the code {code}; `butler pair list` shows them");
                 ExitCode::from(1)
             }
-            Err(e) => super::fail(1, e),
+            Err(e) => exit::fail(1, e),
         },
     };
     store.close().await;

@@ -7,6 +7,7 @@
 //! allowed to use Butler; they run with that user's rights. Config jobs are not removed here
 //! (the next start would bring them back): remove them from the file.
 
+use super::exit;
 use crate::config::{Config, Missed, ScheduleMode};
 use crate::ingress::InboxIngress;
 use crate::schedule::cron::{parse_cron, parse_time, parse_tz, rfc3339};
@@ -59,7 +60,7 @@ pub enum ScheduleCommand {
         /// After downtime: "run_once" (within --grace-secs) or "skip"
         #[arg(long, default_value = "run_once")]
         missed: String,
-        #[arg(long, default_value_t = crate::schedule::DEFAULT_GRACE_SECS)]
+        #[arg(long, default_value_t = crate::config::DEFAULT_GRACE_SECS)]
         grace_secs: u64,
     },
     /// Remove a job and its runs
@@ -86,22 +87,22 @@ pub async fn run(config: Option<&std::path::Path>, cmd: ScheduleCommand) -> Resu
     if let ScheduleCommand::Next { cron, tz, after, count } = &cmd {
         return next(cron, tz, after.as_deref(), *count);
     }
-    let cfg = super::load_config(config)?.config;
-    let store = crate::store::connect(cfg.database.url.expose(), 2).await.map_err(|e| super::fail(1, e))?;
-    store.migrate().await.map_err(|e| super::fail(1, e))?;
+    let cfg = exit::load_config(config)?.config;
+    let store = crate::store::connect(cfg.database.url.expose(), 2).await.map_err(|e| exit::fail(1, e))?;
+    store.migrate().await.map_err(|e| exit::fail(1, e))?;
     let code = on_store(&cfg, store.clone(), cmd).await;
     store.close().await;
     code
 }
 
 fn next(expr: &str, tz: &str, after: Option<&str>, count: usize) -> Result<ExitCode, ExitCode> {
-    let cron = parse_cron(expr).map_err(|e| super::fail(2, e))?;
-    let tz = parse_tz(tz).map_err(|e| super::fail(2, e))?;
+    let cron = parse_cron(expr).map_err(|e| exit::fail(2, e))?;
+    let tz = parse_tz(tz).map_err(|e| exit::fail(2, e))?;
     if !(1..=1000).contains(&count) {
-        return Err(super::fail(2, "--count must be 1 to 1000"));
+        return Err(exit::fail(2, "--count must be 1 to 1000"));
     }
     let start = match after {
-        Some(text) => parse_time(text, tz, now_ms()).map_err(|e| super::fail(2, format!("--after: {e}")))?,
+        Some(text) => parse_time(text, tz, now_ms()).map_err(|e| exit::fail(2, format!("--after: {e}")))?,
         None => now_ms(),
     };
     for t in crate::schedule::cron::fire_times(&cron, tz, start, count) {
@@ -114,26 +115,26 @@ fn next(expr: &str, tz: &str, after: Option<&str>, count: usize) -> Result<ExitC
 fn access(cfg: &Config) -> Access {
     let mut local = vec![Identity::new("cli", "local")];
     if crate::web::WebAuth::from_config(&cfg.channels.web).is_local() {
-        local.push(Identity::new(crate::web::CHANNEL, crate::web::LOCAL_USER));
+        local.push(Identity::new(crate::ids::WEB_CHANNEL, crate::web::LOCAL_USER));
     }
     if cfg.channels.web.token.is_some() {
-        local.push(Identity::new(crate::web::CHANNEL, "owner"));
+        local.push(Identity::new(crate::ids::WEB_CHANNEL, "owner"));
     }
     Access::new(&cfg.access, local, &cfg.agent.timezone)
 }
 
 async fn on_store(cfg: &Config, store: Arc<dyn Store>, cmd: ScheduleCommand) -> Result<ExitCode, ExitCode> {
-    let fail = |e: crate::store::StoreError| super::fail(1, e);
+    let fail = |e: crate::store::StoreError| exit::fail(1, e);
     let access = Arc::new(access(cfg));
     match cmd {
         ScheduleCommand::List { owner, runs } => list(&*store, &access, owner, runs).await,
         ScheduleCommand::Add { name, cron, at, tz, prompt, target, owner, mode, missed, grace_secs } => {
             let identity = match owner {
-                Some(o) => o.parse::<Identity>().map_err(|e| super::fail(2, format!("--owner: {e}")))?,
+                Some(o) => o.parse::<Identity>().map_err(|e| exit::fail(2, format!("--owner: {e}")))?,
                 None => access.owners().first().cloned().unwrap_or_else(|| Identity::new("cli", "local")),
             };
             let Some(user) = access.user_for(&*store, &identity).await.map_err(fail)? else {
-                return Err(super::fail(
+                return Err(exit::fail(
                     1,
                     format!(
                         "{identity} may not use Butler (not an owner, allowed, or paired); a job runs as its owner"
@@ -147,18 +148,15 @@ async fn on_store(cfg: &Config, store: Arc<dyn Store>, cmd: ScheduleCommand) -> 
                 tz: tz.unwrap_or_else(|| cfg.agent.timezone.clone()),
                 prompt,
                 target,
-                mode: ScheduleMode::parse(&mode).ok_or_else(|| super::fail(2, "--mode must be always or heartbeat"))?,
-                missed: Missed::parse(&missed).ok_or_else(|| super::fail(2, "--missed must be run_once or skip"))?,
+                mode: ScheduleMode::parse(&mode).ok_or_else(|| exit::fail(2, "--mode must be always or heartbeat"))?,
+                missed: Missed::parse(&missed).ok_or_else(|| exit::fail(2, "--missed must be run_once or skip"))?,
                 grace_secs,
             };
             let owner = JobOwner { identity, user_id: Some(user.id.clone()) };
-            let new = jobs::build(&spec, &owner, ScheduleSource::Cli, now_ms()).map_err(|e| super::fail(2, e))?;
+            let new = jobs::build(&spec, &owner, ScheduleSource::Cli, now_ms()).map_err(|e| exit::fail(2, e))?;
             let mine = store.schedules_list(&ScheduleFilter::Owner(user.id.clone())).await.map_err(fail)?;
             if let Some(old) = mine.iter().find(|r| r.scope == new.scope && r.name == new.name) {
-                return Err(super::fail(
-                    1,
-                    format!("job `{}` exists already (#{}); remove it first", old.name, old.id),
-                ));
+                return Err(exit::fail(1, format!("job `{}` exists already (#{}); remove it first", old.name, old.id)));
             }
             let row = store.schedule_put(&new).await.map_err(fail)?;
             let tz = parse_tz(&row.tz).unwrap_or(chrono_tz::UTC);
@@ -168,11 +166,9 @@ async fn on_store(cfg: &Config, store: Arc<dyn Store>, cmd: ScheduleCommand) -> 
         }
         ScheduleCommand::Remove { id } => {
             match store.schedules_list(&ScheduleFilter::Id(id)).await.map_err(fail)?.first() {
-                None => {
-                    return Err(super::fail(1, format!("there is no job #{id}; `butler schedule list` shows them")))
-                }
+                None => return Err(exit::fail(1, format!("there is no job #{id}; `butler schedule list` shows them"))),
                 Some(row) if row.source == ScheduleSource::Config => {
-                    return Err(super::fail(
+                    return Err(exit::fail(
                         1,
                         format!(
                             "job #{id} `{}` comes from [[schedules]] in the config file; remove it there",
@@ -194,7 +190,7 @@ async fn on_store(cfg: &Config, store: Arc<dyn Store>, cmd: ScheduleCommand) -> 
                     println!("queued run of job #{id} as event {} (a running Butler delivers it)", run.event_id);
                     Ok(ExitCode::SUCCESS)
                 }
-                None => Err(super::fail(1, format!("there is no job #{id}; `butler schedule list` shows them"))),
+                None => Err(exit::fail(1, format!("there is no job #{id}; `butler schedule list` shows them"))),
             }
         }
         ScheduleCommand::Next { .. } => unreachable!("handled without the store"),
@@ -202,11 +198,11 @@ async fn on_store(cfg: &Config, store: Arc<dyn Store>, cmd: ScheduleCommand) -> 
 }
 
 async fn list(store: &dyn Store, access: &Access, owner: Option<String>, runs: usize) -> Result<ExitCode, ExitCode> {
-    let fail = |e: crate::store::StoreError| super::fail(1, e);
+    let fail = |e: crate::store::StoreError| exit::fail(1, e);
     let filter = match owner {
         None => ScheduleFilter::All,
         Some(o) => {
-            let identity = o.parse::<Identity>().map_err(|e| super::fail(2, format!("--owner: {e}")))?;
+            let identity = o.parse::<Identity>().map_err(|e| exit::fail(2, format!("--owner: {e}")))?;
             match access.user_for(store, &identity).await.map_err(fail)? {
                 Some(user) => ScheduleFilter::Owner(user.id),
                 None => ScheduleFilter::Owner(String::new()),

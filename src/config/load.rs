@@ -10,16 +10,16 @@
 //! error the value of a variable or of a secret key.
 
 mod deser;
+mod env;
 mod interpolate;
 mod llm_env;
 mod overrides;
 
 use super::error::ConfigError;
 use super::error::FileFrom;
-use super::Config;
+use super::{Config, OwnerChecks};
+pub use env::Env;
 pub use llm_env::{DEFAULT_ANTHROPIC_MODEL, DEFAULT_OPENAI_MODEL};
-use std::collections::BTreeMap;
-use std::fmt;
 use std::path::{Path, PathBuf};
 
 /// The file looked for when neither `--config` nor `BUTLER_CONFIG` names one.
@@ -33,58 +33,26 @@ pub struct Loaded {
     pub source: Option<PathBuf>,
 }
 
-/// A snapshot of environment variables. [`Env::process`] reads the real environment; tests
-/// build one with [`Env::from_pairs`]. Its `Debug` prints names only, never values.
-#[derive(Clone, Default)]
-pub struct Env {
-    vars: BTreeMap<String, String>,
-}
-
-impl Env {
-    /// The process environment (variables that are not valid UTF-8 are skipped).
-    pub fn process() -> Self {
-        Self::from_pairs(std::env::vars_os().filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?))))
-    }
-
-    pub fn from_pairs<I, K, V>(pairs: I) -> Self
-    where
-        I: IntoIterator<Item = (K, V)>,
-        K: Into<String>,
-        V: Into<String>,
-    {
-        Self { vars: pairs.into_iter().map(|(k, v)| (k.into(), v.into())).collect() }
-    }
-
-    pub fn get(&self, name: &str) -> Option<&str> {
-        self.vars.get(name).map(String::as_str)
-    }
-
-    /// Set and not empty (an empty `OPENAI_API_KEY=` counts as unset).
-    pub fn non_empty(&self, name: &str) -> Option<&str> {
-        self.get(name).filter(|v| !v.is_empty())
-    }
-
-    /// All variables, sorted by name.
-    pub fn iter(&self) -> impl Iterator<Item = (&str, &str)> {
-        self.vars.iter().map(|(k, v)| (k.as_str(), v.as_str()))
-    }
-}
-
-impl fmt::Debug for Env {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_set().entries(self.vars.keys()).finish()
-    }
-}
-
 /// Loads, checks and returns the configuration for this process: the file from `explicit`
 /// (`--config`), else `BUTLER_CONFIG`, else `config/butler.toml` if it exists, else none;
-/// relative paths are relative to the working directory. Calls [`Config::validate`].
-pub fn load(explicit: Option<&Path>) -> Result<Loaded, ConfigError> {
-    load_from(explicit, &Env::process(), Path::new(""))
+/// relative paths are relative to the working directory. Calls [`Config::validate_with`]
+/// `owners` (the components' checks, `app::CONFIG_CHECKS`).
+pub fn load(explicit: Option<&Path>, owners: &OwnerChecks) -> Result<Loaded, ConfigError> {
+    load_checked(explicit, &Env::process(), Path::new(""), owners)
 }
 
-/// [`load`] with the environment and the directory relative paths start from given, for tests.
+/// [`load`] with the environment and the directory relative paths start from given, for tests;
+/// checks only the sections config owns ([`Config::validate`]).
 pub fn load_from(explicit: Option<&Path>, env: &Env, base_dir: &Path) -> Result<Loaded, ConfigError> {
+    load_checked(explicit, env, base_dir, &OwnerChecks::NONE)
+}
+
+fn load_checked(
+    explicit: Option<&Path>,
+    env: &Env,
+    base_dir: &Path,
+    owners: &OwnerChecks,
+) -> Result<Loaded, ConfigError> {
     let source = select_file(explicit, env, base_dir)?;
     let (text, origin) = match &source {
         Some(path) => {
@@ -95,7 +63,7 @@ pub fn load_from(explicit: Option<&Path>, env: &Env, base_dir: &Path) -> Result<
         None => (String::new(), NO_FILE.to_string()),
     };
     let config = parse_str(&text, &origin, env)?;
-    config.validate().map_err(|e| with_origin(e, &origin))?;
+    config.validate_with(owners).map_err(|e| with_origin(e, &origin))?;
     Ok(Loaded { config, source })
 }
 
@@ -153,15 +121,6 @@ fn with_origin(err: ConfigError, origin: &str) -> ConfigError {
 /// A syntax error with line and column but without toml's source excerpt, which could show a
 /// secret written on the failing line.
 fn syntax_error(text: &str, origin: &str, err: &toml::de::Error) -> ConfigError {
-    let (line, column) = err.span().map(|s| line_col(text, s.start)).unwrap_or((1, 1));
+    let (line, column) = err.span().map(|s| deser::line_col(text, s.start)).unwrap_or((1, 1));
     ConfigError::Syntax { file: origin.to_string(), line, column, message: err.message().trim().to_string() }
-}
-
-/// 1-based line and column (in characters) of byte `offset` in `text`.
-pub(crate) fn line_col(text: &str, offset: usize) -> (usize, usize) {
-    let offset = offset.min(text.len());
-    let before = text.get(..offset).unwrap_or(text);
-    let line = before.matches('\n').count() + 1;
-    let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
-    (line, column)
 }

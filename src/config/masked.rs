@@ -5,22 +5,20 @@
 //! never print a secret: a password inside a URL (user info or a `password=` query parameter)
 //! is replaced before printing.
 
-use super::secret::MASK;
-use super::Config;
+use super::secret::{is_secret_name, redact_url, MASK};
 
-impl Config {
-    /// The full effective configuration as TOML (in the order of the structs), secrets masked.
-    pub fn to_masked_toml(&self) -> String {
-        let mut text = match toml::to_string(self) {
-            Ok(text) => text,
-            Err(e) => return format!("# the configuration could not be rendered as TOML: {e}\n"),
-        };
-        text = show_url(&text, "[database]", &mask_url(self.database.url.expose()));
-        if let Some(redis) = &self.redis {
-            text = show_url(&text, "[redis]", &mask_url(redis.url.expose()));
-        }
-        text
+/// `cfg` (the whole configuration) as TOML, secrets masked, with the `[database]` and
+/// `[redis]` URLs shown with only their passwords masked.
+pub(super) fn to_masked_toml(cfg: &impl serde::Serialize, database_url: &str, redis_url: Option<&str>) -> String {
+    let mut text = match toml::to_string(cfg) {
+        Ok(text) => text,
+        Err(e) => return format!("# the configuration could not be rendered as TOML: {e}\n"),
+    };
+    text = show_url(&text, "[database]", &mask_url(database_url));
+    if let Some(url) = redis_url {
+        text = show_url(&text, "[redis]", &mask_url(url));
     }
+    text
 }
 
 /// Replaces the masked `url = "********"` line of `section` with `url` (already masked).
@@ -47,16 +45,14 @@ fn show_url(text: &str, section: &str, url: &str) -> String {
 
 /// `postgres://u:pw@h/db?sslpassword=x` -> `postgres://u:***@h/db?sslpassword=***`.
 pub(crate) fn mask_url(url: &str) -> String {
-    let redacted = crate::store::redact_url(url);
+    let redacted = redact_url(url);
     let Some((base, query)) = redacted.split_once('?') else {
         return redacted;
     };
     let query: Vec<String> = query
         .split('&')
         .map(|pair| match pair.split_once('=') {
-            Some((k, _)) if ["pass", "secret", "token", "key"].iter().any(|w| k.to_ascii_lowercase().contains(w)) => {
-                format!("{k}=***")
-            }
+            Some((k, _)) if is_secret_name(k) => format!("{k}=***"),
             _ => pair.to_string(),
         })
         .collect();

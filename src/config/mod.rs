@@ -2,17 +2,21 @@
 //! validation with errors that name the key and the file, and a masked print for
 //! `butler config check`.
 //!
-//! Every key lives in a struct below with `deny_unknown_fields`; `config/butler.example.toml`
-//! documents each one. This module must never print or log a [`Secret`]'s value.
+//! Every key lives in a struct with `deny_unknown_fields` (the sections below and in the
+//! section files, the whole in `root.rs`); `config/butler.example.toml` documents each one. This module must never print or log a [`Secret`]'s value.
 
 mod error;
 mod hooks;
 mod load;
 mod masked;
+mod mcp;
 mod permissions;
 mod platforms;
+mod roles;
+mod root;
 mod schedules;
 mod secret;
+mod skills;
 #[cfg(test)]
 mod tests;
 mod tools;
@@ -20,47 +24,26 @@ mod validate;
 
 pub use error::{ConfigError, FileFrom, Problem};
 pub use hooks::{HookConfig, HookEvent, HookKind};
+pub use mcp::{McpConfig, McpServerConfig};
 pub use load::{
     load, load_from, parse_str, select_file, Env, Loaded, DEFAULT_ANTHROPIC_MODEL, DEFAULT_OPENAI_MODEL, DEFAULT_PATH,
     NO_FILE,
 };
 pub use permissions::{ContextKind, Mode, PermissionContext, PermissionsConfig};
 pub use platforms::{DiscordConfig, SlackConfig, TelegramConfig, TelegramMode};
-pub use schedules::{Missed, ScheduleConfig, ScheduleMode};
-pub use secret::Secret;
+pub use roles::UserRole;
+pub use root::{Config, OwnerChecks, SectionCheck};
+pub use schedules::{Missed, ScheduleConfig, ScheduleMode, DEFAULT_GRACE_SECS};
+pub use secret::{is_secret_name, redact_url, Secret, SECRET_WORDS};
+pub use skills::SkillsConfig;
 pub use tools::{
     FilesConfig, HttpRequestConfig, SandboxMode, SendMessageConfig, ShellConfig, ToolsConfig, WebFetchConfig,
 };
+pub use validate::Problems;
 
 use butler_channel::Identity;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
-
-#[derive(Clone, Debug, Default, Deserialize, Serialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct Config {
-    pub server: ServerConfig,
-    pub database: DatabaseConfig,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub redis: Option<RedisConfig>,
-    pub llm: LlmConfig,
-    pub channels: ChannelsConfig,
-    pub access: AccessConfig,
-    pub agent: AgentConfig,
-    pub memory: MemoryConfig,
-    pub limits: LimitsConfig,
-    /// Signed webhook sources at `POST /hooks/{name}`.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub triggers: Vec<TriggerConfig>,
-    pub permissions: PermissionsConfig,
-    pub tools: ToolsConfig,
-    /// Commands or URLs called around tool calls, sessions and compaction.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub hooks: Vec<HookConfig>,
-    /// Cron-scheduled jobs (briefings, reports, reminders).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub schedules: Vec<ScheduleConfig>,
-}
 
 #[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]

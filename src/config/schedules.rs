@@ -1,10 +1,14 @@
 //! `[[schedules]]`: cron-scheduled jobs from the config file (briefings, reports, heartbeats).
 //!
-//! Plain data: parsing the cron and the zone, and checking them, happen in `crate::schedule` and
-//! `validate.rs`. Nothing here may read the clock or the store.
+//! Plain data: parsing the cron and the zone, and checking them, happen in `crate::schedule`
+//! (its `check.rs` validates this section). Nothing here may read the clock or the store, or
+//! import a component.
 
 use butler_channel::{ConversationRef, Identity};
 use serde::{Deserialize, Serialize};
+
+/// How long after a missed fire time a `run_once` job still catches up, by default: an hour.
+pub const DEFAULT_GRACE_SECS: u64 = 3600;
 
 /// When a job delivers.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
@@ -91,5 +95,5 @@ fn utc() -> String {
 }
 
 fn default_grace_secs() -> u64 {
-    crate::schedule::DEFAULT_GRACE_SECS
+    DEFAULT_GRACE_SECS
 }

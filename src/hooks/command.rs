@@ -6,7 +6,7 @@
 //! running: their whole group is killed.
 
 use super::sandbox::{sandbox_env, Isolation, Scratch};
-use super::{cap_reason, explicit_block, first_line, HookResult, Payload, Verdict, OUTPUT_CAP};
+use super::verdict::{cap_reason, explicit_block, first_line, HookResult, Payload, Verdict, OUTPUT_CAP};
 use std::ffi::OsStr;
 use std::process::Stdio;
 use std::time::Duration;

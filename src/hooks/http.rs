@@ -2,17 +2,17 @@
 //! redirects, wait past the timeout, or put the URL's path or query (which may hold a token)
 //! into a message or log: hooks are named by their origin only.
 
-use super::{explicit_block, first_line, HookResult, Payload, Verdict, OUTPUT_CAP};
+use super::verdict::{explicit_block, first_line, HookError, HookResult, Payload, Verdict, OUTPUT_CAP};
 use std::time::Duration;
 
 /// The client shared by every HTTP hook: rustls, no redirects, a short connect timeout.
-pub(super) fn client() -> Result<reqwest::Client, String> {
+pub(super) fn client() -> Result<reqwest::Client, HookError> {
     reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())
         .connect_timeout(Duration::from_secs(5))
         .user_agent(concat!("butler/", env!("CARGO_PKG_VERSION"), " hooks"))
         .build()
-        .map_err(|e| e.to_string())
+        .map_err(HookError::HttpClient)
 }
 
 /// Runs one HTTP hook to its answer or its timeout.

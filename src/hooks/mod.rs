@@ -72,6 +72,7 @@
 mod command;
 mod http;
 mod sandbox;
+mod verdict;
 
 pub use sandbox::{doctor, HooksError};
 
@@ -82,6 +83,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::task::JoinSet;
+use verdict::{HookError, HookResult, Payload, Verdict};
 
 /// What the hooks decided about an event.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -101,7 +103,7 @@ pub struct Hooks {
 struct Inner {
     hooks: Vec<Hook>,
     /// Built only when some hook is an HTTP hook; an error fails those hooks, with its text.
-    http: Option<Result<reqwest::Client, String>>,
+    http: Option<Result<reqwest::Client, HookError>>,
 }
 
 /// One `[[hooks]]` entry with what is worked out once.
@@ -114,30 +116,9 @@ struct Hook {
     isolation: sandbox::Isolation,
 }
 
-/// What one hook said, when it did not fail.
-#[derive(Debug)]
-enum Verdict {
-    Ok,
-    Block(String),
-}
-
-/// A failure, with the reason (already naming the hook).
-type HookResult = Result<Verdict, String>;
-
-/// What every hook of one `run` receives.
-struct Payload {
-    event: HookEvent,
-    tool: Option<String>,
-    json: String,
-}
-
 /// Time given to kill a timed-out hook and collect its task, on top of its timeout (killing
 /// waits at most 2 s for the killed shell).
 const KILL_GRACE: Duration = Duration::from_secs(5);
-/// How much of a hook's stdout, stderr or HTTP body is read for a decision or reason.
-const OUTPUT_CAP: usize = 8 * 1024;
-/// Longest reason taken from a hook's output.
-const REASON_CHARS: usize = 1000;
 
 impl std::fmt::Debug for Hooks {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -276,9 +257,7 @@ impl Inner {
             },
             HookKind::Http => match (&hook.cfg.url, &self.http) {
                 (Some(url), Some(Ok(client))) => http::run(client, url, &hook.label, hook.timeout, payload).await,
-                (Some(_), Some(Err(e))) => {
-                    Err(format!("{} could not run: cannot build the HTTP client: {e}", hook.label))
-                }
+                (Some(_), Some(Err(e))) => Err(format!("{} could not run: {e}", hook.label)),
                 _ => Err(format!("{} has no `url`", hook.label)),
             },
         }
@@ -312,34 +291,4 @@ fn label(cfg: &HookConfig) -> String {
         }
         HookKind::Http => format!("hook `POST {}`", http::origin(cfg.url.as_deref().unwrap_or_default())),
     }
-}
-
-/// `Some(reason)` when `output` is a JSON object with `"decision": "block"` (the reason may be
-/// absent); `None` for anything else, including output that is not JSON.
-fn explicit_block(output: &[u8]) -> Option<Option<String>> {
-    let value: serde_json::Value = serde_json::from_slice(output).ok()?;
-    if value.get("decision")?.as_str()?.trim() != "block" {
-        return None;
-    }
-    Some(value.get("reason").and_then(|r| r.as_str()).map(str::trim).filter(|r| !r.is_empty()).map(cap_reason))
-}
-
-/// At most [`REASON_CHARS`] characters, with a marker when cut.
-fn cap_reason(text: &str) -> String {
-    let mut out: String = text.chars().take(REASON_CHARS).collect();
-    if out.len() < text.len() {
-        out.push('…');
-    }
-    out
-}
-
-/// The first non-empty line of some output, cut, for a failure message ("" when none).
-fn first_line(output: &[u8]) -> String {
-    let text = String::from_utf8_lossy(output);
-    let line = text.lines().map(str::trim).find(|l| !l.is_empty()).unwrap_or_default();
-    let mut out: String = line.chars().take(200).collect();
-    if out.len() < line.len() {
-        out.push('…');
-    }
-    out
 }

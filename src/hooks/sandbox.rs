@@ -25,7 +25,7 @@ pub(super) enum Isolation {
 
 impl Isolation {
     pub(super) fn for_hook(cfg: &HookConfig) -> Self {
-        if true || !cfg.sandbox || cfg.kind != HookKind::Command {
+        if !cfg.sandbox || cfg.kind != HookKind::Command {
             return Isolation::None;
         }
         let shell = ShellConfig { sandbox: SandboxMode::Bwrap, network: cfg.network, ..ShellConfig::default() };

@@ -2,9 +2,11 @@
 //! records the outcome. A session that cannot take more work leaves its event pending, to be
 //! offered again shortly; nothing is dropped for being busy.
 
+use crate::ids::HOOK_CHANNEL;
 use crate::outbox::Deliverer;
+use crate::session::retry::{dead_letter, exhausted, retry_or_fail};
 use crate::store::{now_ms, DecisionRow, InboxRow, InboxStatus, NewOutbox, Store, StoreError, TurnCommit};
-use crate::triage::{Decision, Triage, HOOK_CHANNEL};
+use crate::triage::{Decision, Triage};
 use butler_channel::{EventBody, InboundEvent, PrivateTo};
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -21,19 +23,33 @@ const BUSY_RETRY_MS: i64 = 300;
 const BATCH: usize = 256;
 
 pub struct Dispatcher {
-    pub store: Arc<dyn Store>,
-    pub triage: Triage,
-    pub deliverer: Arc<Deliverer>,
-    pub wake: Arc<Notify>,
+    store: Arc<dyn Store>,
+    triage: Triage,
+    deliverer: Arc<Deliverer>,
+    wake: Arc<Notify>,
     /// Channels whose events this process handles.
-    pub channels: Vec<String>,
+    channels: Vec<String>,
     /// Unique per process, recorded on claimed rows.
-    pub worker: String,
+    worker: String,
     /// `[limits] max_event_attempts`: tries before an event is set aside as `failed`.
-    pub max_attempts: u32,
+    max_attempts: u32,
 }
 
 impl Dispatcher {
+    /// `channels`: whose events this process handles; `worker`: unique per process (recorded on
+    /// claimed rows); `max_attempts`: `[limits] max_event_attempts`.
+    pub fn new(
+        store: Arc<dyn Store>,
+        triage: Triage,
+        deliverer: Arc<Deliverer>,
+        wake: Arc<Notify>,
+        channels: Vec<String>,
+        worker: String,
+        max_attempts: u32,
+    ) -> Self {
+        Self { store, triage, deliverer, wake, channels, worker, max_attempts }
+    }
+
     /// Claims and routes events until `cancel` fires.
     pub async fn run(self: Arc<Self>, cancel: CancellationToken) {
         let side = Arc::new(Semaphore::new(SIDE_CONCURRENCY));
@@ -85,17 +101,16 @@ impl Dispatcher {
     }
 
     async fn route_or_retry(&self, row: &InboxRow) {
-        let ended = if super::exhausted(row.attempts, self.max_attempts) {
+        let ended = if exhausted(row.attempts, self.max_attempts) {
             // Claimed again after its last try (a crash during it): never run it once more.
             let error = row.error.clone().unwrap_or_else(|| "interrupted".into());
-            super::dead_letter(&*self.store, &self.deliverer, &row.event, row.attempts - 1, &error).await
+            dead_letter(&*self.store, &self.deliverer, &row.event, row.attempts - 1, &error).await
         } else {
             match self.route(row).await {
                 Ok(()) => Ok(()),
                 Err(e) => {
                     let (store, error) = (&*self.store, e.to_string());
-                    super::retry_or_fail(store, &self.deliverer, &row.event, row.attempts, self.max_attempts, &error)
-                        .await
+                    retry_or_fail(store, &self.deliverer, &row.event, row.attempts, self.max_attempts, &error).await
                 }
             }
         };
@@ -143,7 +158,7 @@ impl Dispatcher {
             Decision::Notify { conversation, text } => self.answer(event, conversation.to_string(), text, None).await,
             Decision::Session { key, mut job } => {
                 job.attempt = row.attempts;
-                match self.triage.sessions.submit(&key, *job) {
+                match self.triage.sessions().submit(&key, *job) {
                     Ok(()) => Ok(()),
                     Err(busy) => {
                         tracing::debug!(event = %id, %busy, "session busy; offering the event again shortly");
@@ -187,7 +202,7 @@ impl Dispatcher {
             messages: vec![],
             reply: Some(NewOutbox {
                 private_to,
-                key: crate::agent::reply_key(&event.id.0),
+                key: crate::store::reply_key(&event.id.0),
                 conversation,
                 text,
                 buttons: vec![],

@@ -7,25 +7,24 @@
 //! returned `Accepted::New` for.
 
 mod dispatch;
-mod retry;
 
+pub use crate::session::retry::{backoff_ms, dead_letter, exhausted, failed_key, retry_or_fail};
 pub use dispatch::Dispatcher;
-pub use retry::{backoff_ms, dead_letter, exhausted, failed_key, retry_or_fail};
 
 use crate::metrics::METRICS;
-use crate::store::Store;
+use crate::store::InboxStore;
 use async_trait::async_trait;
 use butler_channel::{Accepted, InboundEvent, Ingress, IngressError};
 use std::sync::Arc;
 use tokio::sync::Notify;
 
 pub struct InboxIngress {
-    store: Arc<dyn Store>,
+    store: Arc<dyn InboxStore>,
     wake: Arc<Notify>,
 }
 
 impl InboxIngress {
-    pub fn new(store: Arc<dyn Store>, wake: Arc<Notify>) -> Self {
+    pub fn new(store: Arc<dyn InboxStore>, wake: Arc<Notify>) -> Self {
         Self { store, wake }
     }
 }

@@ -12,6 +12,7 @@ pub mod decode;
 mod errors;
 mod http;
 mod openai;
+mod prices;
 pub mod sse;
 mod types;
 
@@ -20,6 +21,7 @@ pub use build::{from_config, Fallback, Unavailable, ANTHROPIC_DEFAULT_BASE_URL, 
 pub use decode::{decode_chunks, Decode, Flow};
 pub use http::{parse_retry_after, Timeouts, MAX_RETRY_WAIT};
 pub use openai::OpenAiDecoder;
+pub use prices::Prices;
 pub use sse::{SseEvent, SseParser};
 pub use types::*;
 

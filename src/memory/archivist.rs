@@ -4,9 +4,8 @@
 //! turn's (usage kind `archivist`). Jobs wait in a bounded queue; when it is full a job is dropped
 //! (logged): distilling is best effort, the exchange itself is safe in the transcript.
 
-use crate::agent::Prices;
-use crate::llm::{ChatMessage, ChatRequest, Provider};
-use crate::store::{MemoryRow, MemoryScope, Store, StoreError};
+use crate::llm::{ChatMessage, ChatRequest, Prices, Provider};
+use crate::store::{MemoryRow, MemoryScope, Store, StoreError, UsageRecord};
 use serde::Deserialize;
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -146,7 +145,9 @@ impl Worker {
         };
         let event_id = format!("{}:archivist", job.event_id);
         let ids = [job.owner.user_id.as_str(), job.session_id.as_str(), event_id.as_str()];
-        self.store.usage_add(&self.prices.record("archivist", ids, self.llm.model(), &asm.usage)).await?;
+        self.store
+            .usage_add(&UsageRecord::priced(&self.prices, "archivist", ids, self.llm.model(), &asm.usage))
+            .await?;
         let Some(found) = Distilled::parse(&asm.text) else {
             tracing::info!("archivist answer was not the expected JSON; nothing stored");
             return Ok(());

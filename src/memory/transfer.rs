@@ -2,7 +2,7 @@
 //! scope of that user, with ids, texts, sources and times. An import adds memories (skipping
 //! texts the user already has in that scope); it never touches another user's.
 
-use crate::store::{MemoryRow, MemoryScope, Store, StoreError};
+use crate::store::{MemoryRow, MemoryScope, MemoryStore, StoreError};
 use serde::{Deserialize, Serialize};
 
 /// The JSON document.
@@ -32,7 +32,7 @@ impl From<MemoryRow> for MemoryEntry {
 }
 
 /// Every memory of `user_id` in the given scopes (the personal scope is always included).
-pub async fn export_user(store: &dyn Store, user_id: &str, scopes: &[String]) -> Result<MemoryFile, StoreError> {
+pub async fn export_user(store: &dyn MemoryStore, user_id: &str, scopes: &[String]) -> Result<MemoryFile, StoreError> {
     let mut memories = Vec::new();
     let mut all: Vec<String> = vec![String::new()];
     all.extend(scopes.iter().filter(|s| !s.is_empty()).cloned());
@@ -47,7 +47,11 @@ pub async fn export_user(store: &dyn Store, user_id: &str, scopes: &[String]) ->
 
 /// Adds the file's memories to `user_id` (the file's own user field is ignored); returns how
 /// many were added and how many were already there.
-pub async fn import_user(store: &dyn Store, user_id: &str, file: &MemoryFile) -> Result<(usize, usize), StoreError> {
+pub async fn import_user(
+    store: &dyn MemoryStore,
+    user_id: &str,
+    file: &MemoryFile,
+) -> Result<(usize, usize), StoreError> {
     let (mut added, mut skipped) = (0, 0);
     for m in &file.memories {
         let owner = MemoryScope { user_id: user_id.to_string(), scope: m.scope.clone() };

@@ -5,7 +5,7 @@
 
 use super::{chunk_key, Channels};
 use crate::metrics::METRICS;
-use crate::store::{now_ms, OutboxMark, OutboxRow, OutboxStatus, Store};
+use crate::store::{now_ms, OutboxMark, OutboxRow, OutboxStatus, OutboxStore};
 use butler_channel::{chunk_text, ChannelError, ChunkLimit, ConversationRef, MessageRef, Outbound};
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -37,7 +37,7 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 pub struct Deliverer {
-    store: Arc<dyn Store>,
+    store: Arc<dyn OutboxStore>,
     channels: Channels,
     cfg: DeliveryConfig,
     /// Poll the store now (something may be due that was not handed over).
@@ -56,8 +56,15 @@ struct Queues {
     ids: HashSet<i64>,
 }
 
+/// The agent nudges the deliverer when it edited an approval request's message.
+impl crate::agent::Nudge for Deliverer {
+    fn wake(&self) {
+        Deliverer::wake(self);
+    }
+}
+
 impl Deliverer {
-    pub fn new(store: Arc<dyn Store>, channels: Channels, cfg: DeliveryConfig) -> Arc<Self> {
+    pub fn new(store: Arc<dyn OutboxStore>, channels: Channels, cfg: DeliveryConfig) -> Arc<Self> {
         let (handoff_tx, handoff_rx) = mpsc::channel(cfg.batch * 8);
         let permits = Arc::new(Semaphore::new(cfg.concurrency.max(1)));
         Arc::new(Self {

@@ -8,7 +8,7 @@
 
 use super::chunk_key;
 use crate::agent::TurnObserver;
-use crate::store::{NewOutbox, OutboxStatus, Store};
+use crate::store::{NewOutbox, OutboxStatus, OutboxStore};
 use butler_channel::{Caps, Channel, ChannelError, MessageRef, Outbound};
 use std::sync::Arc;
 use std::time::Duration;
@@ -45,7 +45,7 @@ impl TurnObserver for Streamer {
 impl Streamer {
     /// Starts streaming for the reply `row` (key, conversation, reply_to) on `channel`, with
     /// `base.buttons` (e.g. a Stop button) shown while the draft is live.
-    pub fn start(channel: Arc<dyn Channel>, store: Arc<dyn Store>, row: NewOutbox, base: Outbound) -> Self {
+    pub fn start(channel: Arc<dyn Channel>, store: Arc<dyn OutboxStore>, row: NewOutbox, base: Outbound) -> Self {
         let (tx, rx) = watch::channel(Draft::default());
         let close = CancellationToken::new();
         let task = tokio::spawn(run(channel, store, row, base, rx, close.clone()));
@@ -89,7 +89,7 @@ fn render(d: &Draft, caps: &Caps) -> String {
 
 async fn run(
     channel: Arc<dyn Channel>,
-    store: Arc<dyn Store>,
+    store: Arc<dyn OutboxStore>,
     row: NewOutbox,
     base: Outbound,
     mut rx: watch::Receiver<Draft>,
@@ -150,7 +150,7 @@ async fn run(
 /// Finds or creates the draft message for the reply, recording its platform id in the outbox.
 async fn open_draft(
     channel: &dyn Channel,
-    store: &dyn Store,
+    store: &dyn OutboxStore,
     row: &NewOutbox,
     msg: &Outbound,
 ) -> Result<Option<MessageRef>, ChannelError> {

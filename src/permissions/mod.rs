@@ -19,11 +19,14 @@
 //! Deny rules ignore ASCII case and allow rules do not, so case tricks only ever deny more.
 //! The engine must never run, open or change anything; it only reads path metadata.
 
+pub mod approval;
+mod check;
 mod context;
 mod glob;
 mod hardlist;
 mod paths;
 
+pub use check::check_config;
 pub use glob::glob_match;
 #[cfg(test)]
 mod tests;
@@ -324,9 +327,4 @@ fn escape(text: &str) -> String {
         out.push(c);
     }
     out
-}
-
-/// Why a `[permissions]` glob cannot be used (empty, or an unclosed `[`), for config validation.
-pub fn pattern_problem(pattern: &str) -> Option<&'static str> {
-    glob::problem(pattern)
 }

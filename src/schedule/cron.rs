@@ -19,27 +19,54 @@ use chrono_tz::Tz;
 use croner::parser::{CronParser, Seconds, Year};
 use croner::Cron;
 
+/// Why a cron expression, a zone or a time cannot be read. The text says what to write instead.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum CronError {
+    #[error("the cron expression is empty; write minute hour day-of-month month day-of-week, e.g. `0 8 * * 1-5`")]
+    EmptyCron,
+    #[error(
+        "`{expr}` is not a 5-field crontab (minute hour day-of-month month day-of-week, e.g. `0 8 * * 1-5` for \
+         8:00 on weekdays): {reason}"
+    )]
+    NotCrontab { expr: String, reason: String },
+    #[error("`{0}` is not an IANA time zone; use a name such as UTC, Europe/Berlin or America/New_York")]
+    UnknownZone(String),
+    #[error("`{time}` does not exist in {tz}")]
+    NoSuchLocalTime { time: String, tz: String },
+    #[error("the clock is out of range")]
+    ClockOutOfRange,
+    #[error(
+        "`{0}` is not a time I can read; use RFC 3339 (2025-03-10T08:00:00+01:00), a local time \
+         (2025-03-10 08:00 or 08:00) or a delay (in 20 minutes)"
+    )]
+    UnreadableTime(String),
+    #[error("`in {0}`: write a number and a unit, e.g. `in 20 minutes`")]
+    DelayShape(String),
+    #[error("`in {text}`: `{number}` is not a whole number")]
+    DelayNumber { text: String, number: String },
+    #[error("`in {text}`: `{unit}` is not a unit (seconds, minutes, hours, days, weeks)")]
+    DelayUnit { text: String, unit: String },
+    #[error("`in {text}`: the delay must be between one {unit} and ten years")]
+    DelayRange { text: String, unit: String },
+}
+
 /// Parses a 5-field crontab (no seconds, no year field).
-pub fn parse_cron(expr: &str) -> Result<Cron, String> {
+pub fn parse_cron(expr: &str) -> Result<Cron, CronError> {
     let expr = expr.trim();
     if expr.is_empty() {
-        return Err(
-            "the cron expression is empty; write minute hour day-of-month month day-of-week, e.g. `0 8 * * 1-5`".into(),
-        );
+        return Err(CronError::EmptyCron);
     }
-    CronParser::builder().seconds(Seconds::Disallowed).year(Year::Disallowed).build().parse(expr).map_err(|e| {
-        format!(
-            "`{expr}` is not a 5-field crontab (minute hour day-of-month month day-of-week, e.g. `0 8 * * 1-5` for \
-             8:00 on weekdays): {e}"
-        )
-    })
+    CronParser::builder()
+        .seconds(Seconds::Disallowed)
+        .year(Year::Disallowed)
+        .build()
+        .parse(expr)
+        .map_err(|e| CronError::NotCrontab { expr: expr.to_string(), reason: e.to_string() })
 }
 
 /// Parses an IANA zone name.
-pub fn parse_tz(name: &str) -> Result<Tz, String> {
-    name.trim().parse::<Tz>().map_err(|_| {
-        format!("`{name}` is not an IANA time zone; use a name such as UTC, Europe/Berlin or America/New_York")
-    })
+pub fn parse_tz(name: &str) -> Result<Tz, CronError> {
+    name.trim().parse::<Tz>().map_err(|_| CronError::UnknownZone(name.to_string()))
 }
 
 /// `ms` as a time in `tz`, whole seconds (fire times never have fractions).
@@ -106,7 +133,7 @@ pub fn resolve_local(tz: Tz, naive: NaiveDateTime) -> Option<DateTime<Tz>> {
 /// RFC 3339 (`2025-03-09T08:00:00-05:00`, `...Z`), a wall time (`2025-03-09 08:00`,
 /// `2025-03-09T08:00:30`), a time of day (`08:00`: its next occurrence after `now_ms`), or a
 /// delay (`in 20 minutes`, `in 2 hours`, `in 1 day`, `in 90 seconds`, `in an hour`).
-pub fn parse_time(text: &str, tz: Tz, now_ms: i64) -> Result<i64, String> {
+pub fn parse_time(text: &str, tz: Tz, now_ms: i64) -> Result<i64, CronError> {
     let t = text.trim();
     if let Some(rest) = t.strip_prefix("in ").or_else(|| t.strip_prefix("In ")) {
         return parse_delay(rest).map(|d| now_ms + d);
@@ -118,10 +145,10 @@ pub fn parse_time(text: &str, tz: Tz, now_ms: i64) -> Result<i64, String> {
     if let Some(naive) = formats.iter().find_map(|f| NaiveDateTime::parse_from_str(t, f).ok()) {
         return resolve_local(tz, naive)
             .map(|d| d.timestamp_millis())
-            .ok_or_else(|| format!("`{t}` does not exist in {tz}"));
+            .ok_or_else(|| CronError::NoSuchLocalTime { time: t.to_string(), tz: tz.to_string() });
     }
     if let Some(time) = ["%H:%M:%S", "%H:%M"].iter().find_map(|f| NaiveTime::parse_from_str(t, f).ok()) {
-        let now = in_zone(tz, now_ms).ok_or("the clock is out of range")?;
+        let now = in_zone(tz, now_ms).ok_or(CronError::ClockOutOfRange)?;
         let today: NaiveDate = now.date_naive();
         for day in [today, today + Duration::days(1), today + Duration::days(2)] {
             if let Some(at) = resolve_local(tz, day.and_time(time)).map(|d| d.timestamp_millis()) {
@@ -131,14 +158,11 @@ pub fn parse_time(text: &str, tz: Tz, now_ms: i64) -> Result<i64, String> {
             }
         }
     }
-    Err(format!(
-        "`{t}` is not a time I can read; use RFC 3339 (2025-03-10T08:00:00+01:00), a local time \
-         (2025-03-10 08:00 or 08:00) or a delay (in 20 minutes)"
-    ))
+    Err(CronError::UnreadableTime(t.to_string()))
 }
 
 /// `20 minutes` -> milliseconds.
-fn parse_delay(text: &str) -> Result<i64, String> {
+fn parse_delay(text: &str) -> Result<i64, CronError> {
     let mut words = text.split_whitespace();
     let (n, unit) = match (words.next(), words.next(), words.next()) {
         (Some(n), Some(unit), None) => (n, unit),
@@ -146,11 +170,11 @@ fn parse_delay(text: &str) -> Result<i64, String> {
             let split = joined.find(|c: char| !c.is_ascii_digit()).unwrap_or(joined.len());
             (&joined[..split], &joined[split..])
         }
-        _ => return Err(format!("`in {text}`: write a number and a unit, e.g. `in 20 minutes`")),
+        _ => return Err(CronError::DelayShape(text.to_string())),
     };
     let n: i64 = match n {
         "a" | "an" | "one" => 1,
-        n => n.parse().map_err(|_| format!("`in {text}`: `{n}` is not a whole number"))?,
+        n => n.parse().map_err(|_| CronError::DelayNumber { text: text.to_string(), number: n.to_string() })?,
     };
     let unit_ms: i64 = match unit.trim_end_matches('s') {
         "" | "sec" | "second" => 1_000,
@@ -158,10 +182,10 @@ fn parse_delay(text: &str) -> Result<i64, String> {
         "h" | "hr" | "hour" => 3_600_000,
         "d" | "day" => 86_400_000,
         "w" | "week" => 7 * 86_400_000,
-        other => return Err(format!("`in {text}`: `{other}` is not a unit (seconds, minutes, hours, days, weeks)")),
+        other => return Err(CronError::DelayUnit { text: text.to_string(), unit: other.to_string() }),
     };
     if !(1..=10 * 366 * 86_400_000 / unit_ms).contains(&n) {
-        return Err(format!("`in {text}`: the delay must be between one {} and ten years", unit.trim_end_matches('s')));
+        return Err(CronError::DelayRange { text: text.to_string(), unit: unit.trim_end_matches('s').to_string() });
     }
     Ok(n * unit_ms)
 }
@@ -197,7 +221,7 @@ mod tests {
         for (text, want) in cases {
             match (parse_time(text, berlin, now), want) {
                 (Ok(got), Ok(w)) => assert_eq!(got, ms(w), "{text}: got {}", rfc3339(got, berlin)),
-                (Err(e), Err(w)) => assert!(e.contains(w), "{text}: {e}"),
+                (Err(e), Err(w)) => assert!(e.to_string().contains(w), "{text}: {e}"),
                 (got, w) => panic!("{text}: got {got:?}, want {w:?}"),
             }
         }
@@ -207,12 +231,56 @@ mod tests {
     fn five_fields_only_and_zones_by_name() {
         assert!(parse_cron("0 8 * * 1-5").is_ok());
         assert!(parse_cron("@daily").is_ok());
-        assert!(parse_cron("0 0 8 * * 1-5").unwrap_err().contains("5-field"));
-        assert!(parse_cron("").unwrap_err().contains("empty"));
-        assert!(parse_tz("Mars/Base").unwrap_err().contains("IANA"));
+        assert!(parse_cron("0 0 8 * * 1-5").unwrap_err().to_string().contains("5-field"));
+        assert!(parse_cron("").unwrap_err().to_string().contains("empty"));
+        assert!(parse_tz("Mars/Base").unwrap_err().to_string().contains("IANA"));
         assert_eq!(
             rfc3339(ms("2025-03-09T07:00:00Z"), parse_tz("America/New_York").unwrap()),
             "2025-03-09T03:00:00-04:00"
         );
+    }
+
+    /// The typed errors keep the texts the functions returned as strings before.
+    #[test]
+    fn error_texts_are_the_same_as_before() {
+        let utc = chrono_tz::UTC;
+        let now = ms("2025-03-10T12:00:00Z");
+        let table: [(Result<(), CronError>, &str); 9] = [
+            (
+                parse_cron(" ").map(drop),
+                "the cron expression is empty; write minute hour day-of-month month day-of-week, e.g. `0 8 * * 1-5`",
+            ),
+            (
+                parse_tz("Mars/Base").map(drop),
+                "`Mars/Base` is not an IANA time zone; use a name such as UTC, Europe/Berlin or America/New_York",
+            ),
+            (
+                Err(CronError::NoSuchLocalTime { time: "2025-03-09 02:30".into(), tz: "America/New_York".into() }),
+                "`2025-03-09 02:30` does not exist in America/New_York",
+            ),
+            (
+                parse_time("soon", utc, now).map(drop),
+                "`soon` is not a time I can read; use RFC 3339 (2025-03-10T08:00:00+01:00), a local time \
+                 (2025-03-10 08:00 or 08:00) or a delay (in 20 minutes)",
+            ),
+            (parse_time("in 2 3 4", utc, now).map(drop), "`in 2 3 4`: write a number and a unit, e.g. `in 20 minutes`"),
+            (parse_time("in x minutes", utc, now).map(drop), "`in x minutes`: `x` is not a whole number"),
+            (
+                parse_time("in 3 fortnights", utc, now).map(drop),
+                "`in 3 fortnights`: `fortnight` is not a unit (seconds, minutes, hours, days, weeks)",
+            ),
+            (
+                parse_time("in 0 minutes", utc, now).map(drop),
+                "`in 0 minutes`: the delay must be between one minute and ten years",
+            ),
+            (Err(CronError::ClockOutOfRange), "the clock is out of range"),
+        ];
+        for (got, want) in table {
+            assert_eq!(got.unwrap_err().to_string(), want);
+        }
+        let crontab = parse_cron("0 0 8 * * 1-5").unwrap_err().to_string();
+        let head = "`0 0 8 * * 1-5` is not a 5-field crontab (minute hour day-of-month month day-of-week, e.g. \
+                    `0 8 * * 1-5` for 8:00 on weekdays): ";
+        assert!(crontab.starts_with(head), "{crontab}");
     }
 }

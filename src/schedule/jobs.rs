@@ -5,8 +5,9 @@
 //! Every definition passes [`build`], whatever its source, so a job that is stored can always
 //! be computed. Nothing here fires a job or reads the clock (callers pass `now`).
 
-use super::cron::{self, human, parse_cron, parse_time, parse_tz};
+use super::cron::{self, human, parse_cron, parse_time, parse_tz, CronError};
 use crate::config::{Missed, ScheduleMode};
+use crate::ids::{HOOK_CHANNEL, SYSTEM_CHANNEL, WEB_CHANNEL};
 use crate::store::{NewSchedule, RunRow, RunStatus, ScheduleRow, ScheduleSource, Store, StoreError, UserRole, UserRow};
 use butler_channel::{ConversationRef, Identity};
 
@@ -14,6 +15,35 @@ use butler_channel::{ConversationRef, Identity};
 pub const MAX_PROMPT_CHARS: usize = 8_000;
 /// The longest job name.
 pub const MAX_NAME_CHARS: usize = 64;
+
+/// Why a job definition is refused, or a target is not the user's. The text says what to do.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum JobError {
+    #[error(transparent)]
+    Cron(#[from] CronError),
+    #[error("the prompt is empty: say what the job should do each time it runs")]
+    EmptyPrompt,
+    #[error("the prompt is longer than {} characters", MAX_PROMPT_CHARS)]
+    LongPrompt,
+    #[error("`{0}` never fires (no such date in the next thousands of years)")]
+    NeverFires(String),
+    #[error("{0} is in the past")]
+    InThePast(String),
+    #[error("give either a cron expression or an `at` time, not both")]
+    CronAndAt,
+    #[error("say when: a cron expression (`0 8 * * 1-5`) or an `at` time (`in 20 minutes`)")]
+    NoWhen,
+    #[error("a job name must be 1-{} characters on one line", MAX_NAME_CHARS)]
+    BadName,
+    #[error("the target must be a conversation channel:id[/thread] (web:briefings, telegram:123456789): {0}")]
+    BadTarget(String),
+    #[error("`{0}` is not a conversation anything can be delivered to")]
+    Undeliverable(String),
+    #[error("{0} belongs to someone else")]
+    SomeoneElses(String),
+    #[error("a job of yours may deliver only to this conversation or to a web conversation of yours, not to {0}")]
+    NotYourTarget(String),
+}
 
 /// A job as written, before it is checked.
 #[derive(Clone, Debug, Default)]
@@ -50,14 +80,14 @@ pub fn scope_for(source: ScheduleSource, owner: &JobOwner) -> String {
 }
 
 /// Checks `spec` and builds the job, first firing after `now_ms`.
-pub fn build(spec: &JobSpec, owner: &JobOwner, source: ScheduleSource, now_ms: i64) -> Result<NewSchedule, String> {
+pub fn build(spec: &JobSpec, owner: &JobOwner, source: ScheduleSource, now_ms: i64) -> Result<NewSchedule, JobError> {
     let tz = parse_tz(&spec.tz)?;
     let prompt = spec.prompt.trim();
     if prompt.is_empty() {
-        return Err("the prompt is empty: say what the job should do each time it runs".into());
+        return Err(JobError::EmptyPrompt);
     }
     if prompt.chars().count() > MAX_PROMPT_CHARS {
-        return Err(format!("the prompt is longer than {MAX_PROMPT_CHARS} characters"));
+        return Err(JobError::LongPrompt);
     }
     let target = check_target(&spec.target)?;
     let name = match spec.name.as_deref().map(str::trim).filter(|n| !n.is_empty()) {
@@ -67,21 +97,18 @@ pub fn build(spec: &JobSpec, owner: &JobOwner, source: ScheduleSource, now_ms: i
     let (cron_expr, at_ms, next) = match (spec.cron.as_deref().map(str::trim), spec.at.as_deref().map(str::trim)) {
         (Some(expr), None) => {
             let c = parse_cron(expr)?;
-            let next = cron::next_after(&c, tz, now_ms)
-                .ok_or_else(|| format!("`{expr}` never fires (no such date in the next thousands of years)"))?;
+            let next = cron::next_after(&c, tz, now_ms).ok_or_else(|| JobError::NeverFires(expr.to_string()))?;
             (Some(expr.to_string()), None, next)
         }
         (None, Some(at)) => {
             let at = parse_time(at, tz, now_ms)?;
             if at <= now_ms {
-                return Err(format!("{} is in the past", human(at, tz)));
+                return Err(JobError::InThePast(human(at, tz)));
             }
             (None, Some(at), at)
         }
-        (Some(_), Some(_)) => return Err("give either a cron expression or an `at` time, not both".into()),
-        (None, None) => {
-            return Err("say when: a cron expression (`0 8 * * 1-5`) or an `at` time (`in 20 minutes`)".into())
-        }
+        (Some(_), Some(_)) => return Err(JobError::CronAndAt),
+        (None, None) => return Err(JobError::NoWhen),
     };
     Ok(NewSchedule {
         scope: scope_for(source, owner),
@@ -102,21 +129,19 @@ pub fn build(spec: &JobSpec, owner: &JobOwner, source: ScheduleSource, now_ms: i
 }
 
 /// A job name: 1-64 characters, no line breaks or control characters.
-pub fn check_name(name: &str) -> Result<String, String> {
+pub fn check_name(name: &str) -> Result<String, JobError> {
     let name = name.trim();
     if name.is_empty() || name.chars().count() > MAX_NAME_CHARS || name.chars().any(char::is_control) {
-        return Err(format!("a job name must be 1-{MAX_NAME_CHARS} characters on one line"));
+        return Err(JobError::BadName);
     }
     Ok(name.to_string())
 }
 
 /// A target conversation `channel:id[/thread]` that can be delivered to.
-pub fn check_target(target: &str) -> Result<ConversationRef, String> {
-    let conv: ConversationRef = target.trim().parse().map_err(|e| {
-        format!("the target must be a conversation channel:id[/thread] (web:briefings, telegram:123456789): {e}")
-    })?;
-    if ["hook", crate::triage::SYSTEM_CHANNEL].contains(&conv.channel.as_str()) {
-        return Err(format!("`{conv}` is not a conversation anything can be delivered to"));
+pub fn check_target(target: &str) -> Result<ConversationRef, JobError> {
+    let conv = target.trim().parse::<ConversationRef>().map_err(|e| JobError::BadTarget(e.to_string()))?;
+    if [HOOK_CHANNEL, SYSTEM_CHANNEL].contains(&conv.channel.as_str()) {
+        return Err(JobError::Undeliverable(conv.to_string()));
     }
     Ok(conv)
 }
@@ -141,21 +166,19 @@ pub async fn may_target(
     user: &UserRow,
     current: &ConversationRef,
     target: &ConversationRef,
-) -> Result<Result<(), String>, StoreError> {
+) -> Result<Result<(), JobError>, StoreError> {
     if target == current || user.role == UserRole::Owner {
         return Ok(Ok(()));
     }
-    if target.channel == crate::web::CHANNEL {
+    if target.channel == WEB_CHANNEL {
         let mine = store.user_identities(&user.id).await?;
         return Ok(match store.conversation_get(&target.to_string()).await? {
             None => Ok(()),
             Some(c) if mine.iter().any(|i| i.to_string() == c.owner) => Ok(()),
-            Some(_) => Err(format!("{target} belongs to someone else")),
+            Some(_) => Err(JobError::SomeoneElses(target.to_string())),
         });
     }
-    Ok(Err(format!(
-        "a job of yours may deliver only to this conversation or to a web conversation of yours, not to {target}"
-    )))
+    Ok(Err(JobError::NotYourTarget(target.to_string())))
 }
 
 /// "every `0 8 * * 1-5` (Europe/Berlin)" or "once at Mon 2025-03-10 08:00 CET".
@@ -247,7 +270,37 @@ mod tests {
         ];
         for (s, want) in bad {
             let e = build(s, &owner, ScheduleSource::Tool, now).unwrap_err();
-            assert!(e.contains(want), "{s:?}: {e}");
+            assert!(e.to_string().contains(want), "{s:?}: {e}");
         }
+    }
+
+    /// The typed errors keep the texts the functions returned as strings before.
+    #[test]
+    fn error_texts_are_the_same_as_before() {
+        let table = [
+            (check_name("").unwrap_err(), "a job name must be 1-64 characters on one line"),
+            (check_target("system:approvals").unwrap_err(), "`system:approvals` is not a conversation anything can be delivered to"),
+            (JobError::LongPrompt, "the prompt is longer than 8000 characters"),
+            (JobError::EmptyPrompt, "the prompt is empty: say what the job should do each time it runs"),
+            (JobError::CronAndAt, "give either a cron expression or an `at` time, not both"),
+            (JobError::NoWhen, "say when: a cron expression (`0 8 * * 1-5`) or an `at` time (`in 20 minutes`)"),
+            (JobError::NeverFires("0 0 30 2 *".into()), "`0 0 30 2 *` never fires (no such date in the next thousands of years)"),
+            (JobError::SomeoneElses("web:c1".into()), "web:c1 belongs to someone else"),
+            (
+                JobError::NotYourTarget("telegram:1".into()),
+                "a job of yours may deliver only to this conversation or to a web conversation of yours, not to telegram:1",
+            ),
+            (JobError::Cron(CronError::ClockOutOfRange), "the clock is out of range"),
+        ];
+        for (got, want) in table {
+            assert_eq!(got.to_string(), want);
+        }
+        let bad = check_target("nonsense").unwrap_err().to_string();
+        assert!(
+            bad.starts_with(
+                "the target must be a conversation channel:id[/thread] (web:briefings, telegram:123456789): "
+            ),
+            "{bad}"
+        );
     }
 }

@@ -6,9 +6,10 @@
 //! Scheduled jobs enter Butler like everything else: the tick turns a due (job, fire time) into
 //! an `InboundEvent` (id `schedule:<id>:<fire_at_ms>`, actor the owner, conversation the
 //! target, body `EventBody::Trigger { source: "schedule", .. }`) through the ingress; triage
-//! hands it to [`Schedules::decide`], which starts an agent turn in the job's own session
+//! decides about it (`src/triage/scheduled.rs`): an agent turn in the job's own session
 //! (`schedule:<id>`) as the owner's user, through the normal permission engine, so a job never
-//! has more rights than its owner. Heartbeat jobs are quiet turns: delivered only when the model
+//! has more rights than its owner. The scheduler only computes and claims fire times; what it
+//! needs to know about people it asks a [`Directory`] (access control answers). Heartbeat jobs are quiet turns: delivered only when the model
 //! says something other than `NOTHING_TO_REPORT`.
 //!
 //! - Times: [`cron`] (croner 4 + chrono-tz; DST rules there). Missed runs: [`plan`].
@@ -20,129 +21,65 @@
 //! - Config jobs are upserted by name into the scope `config` when [`Schedules::run`] starts;
 //!   config jobs no longer in the file are deleted with their runs.
 //!
-//! This module must never run a turn or send a message itself, and never let a job act as
-//! anyone but its owner.
+//! This module must never run a turn or send a message itself, never decide about a due job's
+//! event (triage does), and never let a job act as anyone but its owner.
 
+mod check;
 pub mod cron;
 pub mod jobs;
 pub mod plan;
 pub mod tick;
 
+pub use check::check_config;
 pub use jobs::{JobOwner, JobSpec};
 pub use tick::{event_for, TickReport, HEARTBEAT_NOTE};
 
-use crate::config::{ScheduleConfig, ScheduleMode};
-use crate::session::{Job, JobKind};
+use crate::config::ScheduleConfig;
 use crate::store::{
-    now_ms, ConversationRow, RunQuery, RunStatus, ScheduleChange, ScheduleFilter, ScheduleSource, Store, StoreError,
-    UserRow,
+    now_ms, RunClaim, RunKind, RunQuery, RunRow, ScheduleChange, ScheduleFilter, ScheduleRow, ScheduleSource, Store,
+    StoreError, UserRow,
 };
-use crate::triage::{Access, Decision, Verdict};
-use butler_channel::{ConversationKind, EventBody, InboundEvent, Ingress};
+use async_trait::async_trait;
+use butler_channel::{ConversationKind, ConversationRef, Identity, Ingress};
+use cron::{parse_cron, parse_tz, rfc3339};
+use futures::StreamExt;
+use plan::plan;
 use std::sync::Arc;
 use std::time::Duration;
+use tick::{Caches, Outcome, BATCH, CONCURRENCY, MAX_BATCHES, RECOVER_AFTER_MS};
 use tokio_util::sync::CancellationToken;
 
-/// The source name of scheduled events.
-pub const SOURCE: &str = "schedule";
-/// How long after a missed fire time a `run_once` job still catches up, by default: an hour.
-pub const DEFAULT_GRACE_SECS: u64 = 3600;
 /// How often the tick looks for due jobs, by default.
 pub const DEFAULT_TICK: Duration = Duration::from_secs(1);
+
+/// What the scheduler asks about people and conversations. Access control answers it
+/// (`triage::Access`); the scheduler never decides who may do what.
+#[async_trait]
+pub trait Directory: Send + Sync {
+    /// The owner of a config job that names none: the first configured owner, if any.
+    fn default_owner(&self) -> Option<Identity>;
+    /// The id of the user behind `identity`, if that identity may use Butler.
+    async fn user_id(&self, store: &dyn Store, identity: &Identity) -> Result<Option<String>, StoreError>;
+    /// Whether the config names `conversation` (or its chat) as a group.
+    fn is_group(&self, conversation: &ConversationRef) -> bool;
+}
 
 pub struct Schedules {
     config: Vec<ScheduleConfig>,
     store: Arc<dyn Store>,
-    access: Arc<Access>,
+    directory: Arc<dyn Directory>,
     every: Duration,
 }
 
 impl Schedules {
-    pub fn new(cfg: &[ScheduleConfig], store: Arc<dyn Store>, access: Arc<Access>) -> Self {
-        Self { config: cfg.to_vec(), store, access, every: DEFAULT_TICK }
+    pub fn new(cfg: &[ScheduleConfig], store: Arc<dyn Store>, directory: Arc<dyn Directory>) -> Self {
+        Self { config: cfg.to_vec(), store, directory, every: DEFAULT_TICK }
     }
 
     /// Ticks every `every` instead of every second (tests, benchmarks).
     pub fn with_tick(mut self, every: Duration) -> Self {
         self.every = every.max(Duration::from_millis(10));
         self
-    }
-
-    /// What to do with a due job's event: an agent turn in the job's own session, as its
-    /// owner's user; dropped (with the reason recorded, also on the run) when the job is gone
-    /// or paused, or its owner may no longer use Butler or reach the target.
-    pub async fn decide(&self, event: &InboundEvent) -> Result<Verdict, StoreError> {
-        let EventBody::Trigger { payload, .. } = &event.body else {
-            return Ok(Verdict::drop("a scheduled event without a job"));
-        };
-        let (Some(id), Some(fire_at)) = (payload["schedule"].as_i64(), payload["fire_at_ms"].as_i64()) else {
-            return Ok(Verdict::drop("a scheduled event without a job id or fire time"));
-        };
-        let Some(row) = self.store.schedules_list(&ScheduleFilter::Id(id)).await?.into_iter().next() else {
-            return Ok(Verdict::drop(format!("scheduled job #{id} no longer exists")));
-        };
-        let user = match self.admit(&row, event, payload["kind"] == "manual").await? {
-            Ok(user) => user,
-            Err(reason) => {
-                self.store.schedule_run_note(id, fire_at, RunStatus::Dropped, Some(&reason)).await?;
-                return Ok(Verdict::drop(reason));
-            }
-        };
-        self.store.schedule_run_note(id, fire_at, RunStatus::Running, None).await?;
-        let quiet = payload["mode"] == ScheduleMode::Heartbeat.as_str();
-        let reason = format!(
-            "job #{id} `{}` due {} -> turn for {} in {}",
-            row.name,
-            payload["fire_at"].as_str().unwrap_or_default(),
-            event.actor.identity,
-            event.conversation
-        );
-        let job = Job { event: event.clone(), user, kind: JobKind::Turn, attempt: 1, quiet };
-        Ok(Verdict::recorded(
-            Decision::Session { key: format!("{SOURCE}:{id}"), job: Box::new(job) },
-            "schedule",
-            reason,
-        ))
-    }
-
-    /// The owner's user, or why the run is dropped: the job is paused (a manual run still
-    /// goes), the owner may no longer use Butler, or the target is not the owner's.
-    async fn admit(
-        &self,
-        row: &crate::store::ScheduleRow,
-        event: &InboundEvent,
-        manual: bool,
-    ) -> Result<Result<UserRow, String>, StoreError> {
-        if row.paused && !manual {
-            return Ok(Err(format!("scheduled job #{} `{}` is paused", row.id, row.name)));
-        }
-        let owner = &event.actor.identity;
-        let Some(user) = self.access.user_for(&*self.store, owner).await? else {
-            return Ok(Err(format!(
-                "scheduled job #{} `{}`: its owner {owner} may no longer use Butler",
-                row.id, row.name
-            )));
-        };
-        if let Some(why) = self.target_refusal(event, &user).await? {
-            return Ok(Err(format!("scheduled job #{}: {why}", row.id)));
-        }
-        Ok(Ok(user))
-    }
-
-    /// A web target is created for the owner if it does not exist; one that belongs to someone
-    /// else is refused.
-    async fn target_refusal(&self, event: &InboundEvent, user: &UserRow) -> Result<Option<String>, StoreError> {
-        let conv = &event.conversation;
-        if conv.channel != crate::web::CHANNEL {
-            return Ok(None);
-        }
-        let owner = event.actor.identity.to_string();
-        let row = ConversationRow { id: conv.to_string(), kind: ConversationKind::Direct, owner, created_ms: now_ms() };
-        let actual = self.store.conversation_ensure(&row).await?.owner;
-        if actual == row.owner || self.store.user_identities(&user.id).await?.iter().any(|i| i.to_string() == actual) {
-            return Ok(None);
-        }
-        Ok(Some(format!("{conv} belongs to {actual}, not to the job's owner")))
     }
 
     /// `/schedules`: the user's jobs with their next fire time and last run.
@@ -166,11 +103,11 @@ impl Schedules {
     /// no longer in the file. A job's owner is its `owner`, else the first configured owner.
     pub async fn sync_config(&self) -> Result<(), StoreError> {
         let now = now_ms();
-        let default_owner = self.access.owners().first().cloned();
+        let default_owner = self.directory.default_owner();
         let mut names = Vec::new();
         for cfg in &self.config {
             let Some(identity) = cfg.owner.clone().or_else(|| default_owner.clone()) else { continue };
-            let user_id = self.access.user_for(&*self.store, &identity).await?.map(|u| u.id);
+            let user_id = self.directory.user_id(&*self.store, &identity).await?;
             let spec = JobSpec {
                 name: Some(cfg.name.clone()),
                 cron: Some(cfg.cron.clone()),
@@ -221,7 +158,7 @@ impl Schedules {
                     None
                 }
             };
-            if now - recovered_at >= tick::RECOVER_AFTER_MS {
+            if now - recovered_at >= RECOVER_AFTER_MS {
                 recovered_at = now;
                 if let Err(e) = self.recover(&*ingress, now).await {
                     tracing::warn!(error = %e, "could not look for runs left by a dead process");
@@ -232,6 +169,157 @@ impl Schedules {
                 _ = cancel.cancelled() => return,
             }
         }
+    }
+
+    /// Fires every job due at `now_ms`: reads them in batches (earliest first) and claims up to
+    /// [`CONCURRENCY`] at once, so that commits of several claims share the database's flush.
+    /// Errors of single jobs are logged and leave them due for the next tick.
+    pub async fn tick(&self, ingress: &dyn Ingress, now_ms: i64) -> Result<TickReport, StoreError> {
+        let mut report = TickReport::default();
+        let mut caches = Caches::default();
+        for _ in 0..MAX_BATCHES {
+            let due = self.store.schedules_list(&ScheduleFilter::Due { now_ms, limit: BATCH }).await?;
+            let (n, before) = (due.len(), report.fired + report.skipped + report.lost);
+            report.due += n;
+            for row in &due {
+                if let Some(expr) = &row.cron {
+                    caches.crons.entry(expr.clone()).or_insert_with(|| parse_cron(expr).ok());
+                }
+                self.target_kind(&row.target, &mut caches).await?;
+            }
+            let caches = &caches;
+            let mut outcomes = futures::stream::iter(due)
+                .map(|row| async move {
+                    self.fire_due(&row, now_ms, ingress, caches).await.unwrap_or_else(|e| {
+                        tracing::warn!(schedule = row.id, error = %e, "could not fire a due job; trying again next tick");
+                        Outcome::Nothing
+                    })
+                })
+                .buffer_unordered(CONCURRENCY);
+            while let Some(outcome) = outcomes.next().await {
+                match outcome {
+                    Outcome::Fired => report.fired += 1,
+                    Outcome::Skipped => report.skipped += 1,
+                    Outcome::Lost => report.lost += 1,
+                    Outcome::Nothing => {}
+                }
+            }
+            if n < BATCH || report.fired + report.skipped + report.lost == before {
+                break;
+            }
+        }
+        let ahead = self.store.schedules_list(&ScheduleFilter::Due { now_ms: i64::MAX, limit: 1 }).await?;
+        report.next_due_ms = ahead.first().and_then(|r| r.next_fire_ms);
+        Ok(report)
+    }
+
+    async fn fire_due(
+        &self,
+        row: &ScheduleRow,
+        now_ms: i64,
+        ingress: &dyn Ingress,
+        caches: &Caches,
+    ) -> Result<Outcome, StoreError> {
+        let Some(due) = row.next_fire_ms else { return Ok(Outcome::Nothing) };
+        let cron = row.cron.as_ref().and_then(|expr| caches.crons.get(expr).cloned().flatten());
+        let tz = parse_tz(&row.tz).ok().filter(|_| row.cron.is_none() || cron.is_some());
+        let Some(tz) = tz else {
+            // Stored jobs are checked when written; one that no longer parses can never fire.
+            tracing::error!(schedule = row.id, cron = ?row.cron, tz = %row.tz, "job cannot be computed; disabling it");
+            self.store.schedule_set(row.id, &ScheduleChange::Advance { from: due, to: None }).await?;
+            return Ok(Outcome::Nothing);
+        };
+        let Some(plan) = plan(row, cron.as_ref(), tz, now_ms) else { return Ok(Outcome::Nothing) };
+        let Some((fire_at, kind)) = plan.run else {
+            if !self.store.schedule_set(row.id, &ScheduleChange::Advance { from: due, to: plan.next }).await? {
+                return Ok(Outcome::Lost);
+            }
+            tracing::info!(schedule = row.id, name = %row.name, missed = %rfc3339(due, tz), "missed fire time skipped");
+            return Ok(Outcome::Skipped);
+        };
+        let conv_kind = caches.kinds.get(&row.target).copied().unwrap_or(ConversationKind::Direct);
+        Ok(match self.claim(row, fire_at, kind, Some((due, plan.next)), conv_kind, ingress).await? {
+            Some(_) => Outcome::Fired,
+            None => Outcome::Lost,
+        })
+    }
+
+    /// Claims (job, `fire_at`) and, if this process won, queues its event. A failed hand-over
+    /// is left to [`Schedules::recover`].
+    async fn claim(
+        &self,
+        row: &ScheduleRow,
+        fire_at: i64,
+        kind: RunKind,
+        advance: Option<(i64, Option<i64>)>,
+        conv_kind: ConversationKind,
+        ingress: &dyn Ingress,
+    ) -> Result<Option<RunRow>, StoreError> {
+        let event = event_for(row, fire_at, kind, conv_kind);
+        let claim = RunClaim {
+            schedule_id: row.id,
+            fire_at_ms: fire_at,
+            kind,
+            event_id: event.id.0.clone(),
+            outbox_key: crate::store::reply_key(&event.id.0),
+            started_ms: now_ms(),
+            advance,
+        };
+        let Some(run) = self.store.schedule_claim(&claim).await? else { return Ok(None) };
+        tracing::info!(schedule = row.id, name = %row.name, fire_at = fire_at, kind = kind.as_str(), "job fired");
+        if let Err(e) = ingress.accept(event).await {
+            tracing::warn!(schedule = row.id, error = %e, "could not queue a claimed run; it is handed over later");
+        }
+        Ok(Some(run))
+    }
+
+    /// Runs job `id` now (`butler schedule run-now`), through the same claim as the tick; its
+    /// next fire time is left alone. `None` when there is no such job.
+    pub async fn run_now(&self, ingress: &dyn Ingress, id: i64) -> Result<Option<RunRow>, StoreError> {
+        let Some(row) = self.store.schedules_list(&ScheduleFilter::Id(id)).await?.into_iter().next() else {
+            return Ok(None);
+        };
+        let kind = self.target_kind(&row.target, &mut Caches::default()).await?;
+        // A millisecond already claimed (two run-nows at once) moves on to the next one.
+        for offset in 0..5 {
+            if let Some(run) = self.claim(&row, now_ms() + offset, RunKind::Manual, None, kind, ingress).await? {
+                return Ok(Some(run));
+            }
+        }
+        Err(StoreError::Conflict(format!("job #{id} is being run right now")))
+    }
+
+    /// Hands over runs claimed at least [`RECOVER_AFTER_MS`] before `now_ms` whose event never
+    /// reached the inbox (their claimer died in between). Returns how many were queued.
+    pub async fn recover(&self, ingress: &dyn Ingress, now_ms: i64) -> Result<usize, StoreError> {
+        let query = RunQuery::Unqueued { claimed_before_ms: now_ms - RECOVER_AFTER_MS, limit: 100 };
+        let mut queued = 0;
+        let mut caches = Caches::default();
+        for run in self.store.schedule_runs(&query).await? {
+            let rows = self.store.schedules_list(&ScheduleFilter::Id(run.schedule_id)).await?;
+            let Some(row) = rows.first() else { continue };
+            let kind = self.target_kind(&row.target, &mut caches).await?;
+            if ingress.accept(event_for(row, run.fire_at_ms, run.kind, kind)).await.is_ok() {
+                tracing::info!(schedule = row.id, fire_at = run.fire_at_ms, "handed over a run a dead process claimed");
+                queued += 1;
+            }
+        }
+        Ok(queued)
+    }
+
+    /// Group when the config or the store says the target is a group; else direct.
+    async fn target_kind(&self, target: &str, caches: &mut Caches) -> Result<ConversationKind, StoreError> {
+        if let Some(kind) = caches.kinds.get(target) {
+            return Ok(*kind);
+        }
+        let configured_group = target.parse::<ConversationRef>().ok().is_some_and(|c| self.directory.is_group(&c));
+        let kind = if configured_group {
+            ConversationKind::Group
+        } else {
+            self.store.conversation_get(target).await?.map_or(ConversationKind::Direct, |c| c.kind)
+        };
+        caches.kinds.insert(target.to_string(), kind);
+        Ok(kind)
     }
 }
 

@@ -1,13 +1,15 @@
 //! One session's actor: loads (or opens) the session, runs its jobs one at a time, streams each
 //! turn, commits it, wakes the outbox, and retires when idle.
 
-use super::{lock, Job, JobKind, Running, Sessions};
+use super::job::{Job, JobKind};
+use super::retry::retry_or_fail;
+use super::shared::{lock, Running, Shared};
 use crate::agent::{system_prompt, SessionState, Start, TurnError, TurnInput, TurnOutcome};
 use crate::config::HookEvent;
 use crate::memory::ArchiveJob;
 use crate::metrics::METRICS;
 use crate::outbox::Streamer;
-use crate::store::{InboxStatus, MemoryScope, NewOutbox, NewSession, StoreError, TurnCommit};
+use crate::store::{InboxStatus, MemoryScope, NewOutbox, NewSession, OutboxRow, StoreError, TurnCommit};
 use butler_channel::{Button, ButtonStyle, Outbound};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -17,7 +19,7 @@ use tracing::Instrument;
 
 pub(super) struct Actor {
     pub key: String,
-    pub sessions: Sessions,
+    pub shared: Arc<Shared>,
     pub running: Arc<Mutex<Option<Running>>>,
     pub state: Option<SessionState>,
     /// A finished turn whose commit failed: the retry of its event commits this instead of
@@ -27,8 +29,8 @@ pub(super) struct Actor {
 
 impl Actor {
     pub async fn run(mut self, mut rx: mpsc::Receiver<Box<Job>>) {
-        let idle = Duration::from_secs(self.sessions.inner.deps.limits.session_idle_secs.max(1));
-        let shutdown = self.sessions.inner.shutdown.clone();
+        let idle = Duration::from_secs(self.shared.deps.limits.session_idle_secs.max(1));
+        let shutdown = self.shared.shutdown.clone();
         loop {
             let job = tokio::select! {
                 biased;
@@ -38,7 +40,7 @@ impl Actor {
                     None => break,
                 },
                 _ = tokio::time::sleep(idle) => {
-                    if self.sessions.retire_if_idle(&self.key, &rx) {
+                    if self.shared.retire_if_idle(&self.key, &rx) {
                         METRICS.sessions_live.add(-1);
                         tracing::debug!(key = %self.key, "idle session actor retired");
                         return;
@@ -54,12 +56,12 @@ impl Actor {
         // Shutting down: queued jobs go back to the inbox untouched.
         rx.close();
         while let Ok(job) = rx.try_recv() {
-            let store = &self.sessions.inner.deps.agent.store;
+            let store = &self.shared.deps.agent.store;
             if let Err(e) = store.inbox_release(&job.event.id.0, 0).await {
                 tracing::warn!(error = %e, "could not release a queued event; it is recovered at next start");
             }
         }
-        self.sessions.forget(&self.key);
+        self.shared.forget(&self.key);
         METRICS.sessions_live.add(-1);
     }
 
@@ -72,21 +74,20 @@ impl Actor {
             // The cached state may be behind the store now; reload it next time.
             self.state = None;
             METRICS.turns_failed.inc();
-            let deps = &self.sessions.inner.deps;
+            let deps = &self.shared.deps;
             let max = deps.limits.max_event_attempts;
             let store = &*deps.agent.store;
             let error = e.to_string();
-            let ended =
-                crate::ingress::retry_or_fail(store, &deps.deliverer, &job.event, job.attempt, max, &error).await;
+            let ended = retry_or_fail(store, &deps.deliverer, &job.event, job.attempt, max, &error).await;
             if let Err(e) = ended {
                 tracing::warn!(error = %e, "could not reschedule the event; it is recovered at next start");
             }
         }
     }
 
-    async fn load(&mut self, job: &Job) -> Result<&mut SessionState, StoreError> {
+    async fn load_state(&mut self, job: &Job) -> Result<&mut SessionState, StoreError> {
         if self.state.is_none() {
-            let deps = &self.sessions.inner.deps;
+            let deps = &self.shared.deps;
             let store = &deps.agent.store;
             let row = match store.session_active(&self.key).await? {
                 Some(row) => row,
@@ -115,25 +116,46 @@ impl Actor {
         Ok(self.state.as_mut().expect("state loaded above"))
     }
 
+    /// One turn: mark it running, then either commit the answer an earlier try could not
+    /// commit, or run the agent; a finished turn is committed and handed over, a parked one
+    /// goes back to the inbox until the approval arrives.
     async fn turn(&mut self, job: &Job) -> Result<(), TurnError> {
         let started = Instant::now();
-        let deps = self.sessions.inner.deps.clone();
-        let abort = self.sessions.inner.abort.clone();
+        let (turn_id, stop) = self.mark_running();
+        let _clear = ClearOnDrop(self.running.clone());
+        // The model already answered this event; only its commit failed: commit that answer.
+        if let Some(commit) = self.uncommitted.take().filter(|c| c.inbox_id == job.event.id.0) {
+            tracing::info!("committing the answer of an earlier try");
+            self.load_state(job).await?;
+            return self.commit_or_retry(job, commit, started).await;
+        }
+        match self.run_agent(job, &turn_id, stop).await? {
+            TurnOutcome::Finished(commit) => self.commit_or_retry(job, commit, started).await,
+            TurnOutcome::Parked => {
+                self.state = None;
+                self.shared.deps.agent.store.inbox_release(&job.event.id.0, 0).await?;
+                Ok(())
+            }
+        }
+    }
+
+    /// Records the running turn (its id and stop token), so `/stop` can reach it.
+    fn mark_running(&self) -> (String, CancellationToken) {
         let stop = CancellationToken::new();
         let turn_id = uuid::Uuid::new_v4().simple().to_string();
         *lock(&self.running) = Some(Running { turn_id: turn_id.clone(), stop: stop.clone() });
-        let _clear = ClearOnDrop(self.running.clone());
+        (turn_id, stop)
+    }
 
+    /// Runs the agent on the loaded session, streaming into the event's conversation (unless the
+    /// job is quiet or the channel is gone); the stream is closed before the outcome is returned.
+    async fn run_agent(&mut self, job: &Job, turn_id: &str, stop: CancellationToken) -> Result<TurnOutcome, TurnError> {
+        let deps = self.shared.deps.clone();
+        let abort = self.shared.abort.clone();
         let event = &job.event;
-        // The model already answered this event; only its commit failed: commit that answer.
-        if let Some(commit) = self.uncommitted.take().filter(|c| c.inbox_id == event.id.0) {
-            tracing::info!("committing the answer of an earlier try");
-            self.load(job).await?;
-            return self.finish(job, commit, started).await;
-        }
         let reply = NewOutbox {
             private_to: None,
-            key: crate::agent::reply_key(&event.id.0),
+            key: crate::store::reply_key(&event.id.0),
             conversation: event.conversation.to_string(),
             text: String::new(),
             buttons: vec![],
@@ -150,7 +172,7 @@ impl Actor {
             Streamer::start(ch.clone(), deps.agent.store.clone(), reply, base)
         });
         let key = self.key.clone();
-        let session = self.load(job).await?;
+        let session = self.load_state(job).await?;
         let mut sink = crate::agent::NullObserver;
         let observer: &mut dyn crate::agent::TurnObserver = match streamer.as_mut() {
             Some(s) => s,
@@ -178,29 +200,32 @@ impl Actor {
         if let Some(s) = streamer {
             s.close().await;
         }
-        match outcome? {
-            TurnOutcome::Finished(commit) => self.finish(job, commit, started).await?,
-            TurnOutcome::Parked => {
-                self.state = None;
-                deps.agent.store.inbox_release(&event.id.0, 0).await?;
-            }
-        }
-        Ok(())
+        outcome
     }
 
-    /// Commits a finished turn (its session is loaded), then hands the reply over and starts the
-    /// background work. A failed commit is kept for the event's next try.
-    async fn finish(&mut self, job: &Job, commit: Box<TurnCommit>, started: Instant) -> Result<(), TurnError> {
-        let deps = self.sessions.inner.deps.clone();
-        let event = &job.event;
+    /// Commits a finished turn (its session is loaded), then hands the reply over. A failed
+    /// commit is kept for the event's next try, which commits it instead of asking the model.
+    async fn commit_or_retry(&mut self, job: &Job, commit: Box<TurnCommit>, started: Instant) -> Result<(), TurnError> {
+        let deps = self.shared.deps.clone();
         let session = self.state.as_mut().expect("loaded for this turn");
-        match deps.agent.commit(session, &commit).await {
-            Ok(Some(row)) => deps.deliverer.hand_over(row),
-            Ok(None) => {}
+        let row = match deps.agent.commit(session, &commit).await {
+            Ok(row) => row,
             Err(e) => {
                 self.uncommitted = Some(commit);
                 return Err(e.into());
             }
+        };
+        self.hand_over(job, &commit, row, started);
+        Ok(())
+    }
+
+    /// After the commit: the reply to the deliverer, what was learned to the archivist (in the
+    /// background), a wake-up for approval requests, and the turn's metrics.
+    fn hand_over(&self, job: &Job, commit: &TurnCommit, row: Option<OutboxRow>, started: Instant) {
+        let deps = &self.shared.deps;
+        let event = &job.event;
+        if let Some(row) = row {
+            deps.deliverer.hand_over(row);
         }
         // After the reply is on its way: distil what was learned, in the background.
         if let (Some(archivist), JobKind::Turn, false) = (&deps.archivist, &job.kind, job.quiet) {
@@ -238,11 +263,10 @@ impl Actor {
             METRICS.llm_input_tokens.add(u.input_tokens as u64);
             METRICS.llm_output_tokens.add(u.output_tokens as u64);
         }
-        Ok(())
     }
 
     async fn reset(&mut self, job: &Job) -> Result<(), TurnError> {
-        let deps = &self.sessions.inner.deps;
+        let deps = &self.shared.deps;
         let store = &deps.agent.store;
         if let Some(row) = store.session_active(&self.key).await? {
             store.session_close(&row.id).await?;
@@ -257,7 +281,7 @@ impl Actor {
             messages: vec![],
             reply: Some(NewOutbox {
                 private_to: None,
-                key: crate::agent::reply_key(&job.event.id.0),
+                key: crate::store::reply_key(&job.event.id.0),
                 conversation: job.event.conversation.to_string(),
                 text: "🆕 Started a new conversation. Earlier messages are kept in the history but no longer sent to the model.".into(),
                 buttons: vec![],

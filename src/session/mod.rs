@@ -7,105 +7,29 @@
 //! Nothing here may block on a person or hold a lock across an await.
 
 mod actor;
+mod job;
 mod key;
+pub mod retry;
+mod shared;
 
+pub use job::{Busy, Job, JobKind};
 pub use key::session_key;
+pub use shared::SessionDeps;
 
-use crate::agent::Agent;
-use crate::config::{AgentConfig, LimitsConfig};
 use crate::metrics::METRICS;
-use crate::outbox::{Channels, Deliverer};
-use crate::store::UserRow;
-use butler_channel::InboundEvent;
-use std::collections::HashMap;
+use shared::{lock, Handle, Shared};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::mpsc;
-use tokio_util::sync::CancellationToken;
-use tokio_util::task::TaskTracker;
-
-/// Work for a session, in mailbox order.
-#[derive(Clone, Debug)]
-pub struct Job {
-    pub event: InboundEvent,
-    pub user: UserRow,
-    pub kind: JobKind,
-    /// How many times the inbox handed this event out (1 the first time).
-    pub attempt: i32,
-    /// A heartbeat job: the reply is delivered only if the model found something worth saying
-    /// (it answers exactly [`crate::agent::QUIET`] otherwise); nothing streams meanwhile.
-    pub quiet: bool,
-}
-
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum JobKind {
-    /// An agent turn for a message.
-    Turn,
-    /// `/new`: close the session; the next message opens a fresh one.
-    Reset,
-    /// A person answered an approval the session's turn waits for: resume it.
-    Resume { approval: Box<crate::store::ApprovalRow>, pending_left: usize },
-}
-
-/// The mailbox is full: leave the event in the inbox and offer it again later.
-#[derive(Debug, thiserror::Error)]
-#[error("session {0} is busy; its mailbox is full")]
-pub struct Busy(pub String);
-
-/// What a session actor needs.
-#[derive(Clone)]
-pub struct SessionDeps {
-    pub agent: Agent,
-    pub channels: Channels,
-    pub deliverer: Arc<Deliverer>,
-    pub agent_cfg: AgentConfig,
-    pub limits: LimitsConfig,
-    /// Distils durable facts from finished exchanges (off when `[memory] archivist = false`).
-    pub archivist: Option<Arc<crate::memory::Archivist>>,
-}
-
-struct Running {
-    turn_id: String,
-    stop: CancellationToken,
-}
-
-struct Handle {
-    /// Boxed: the mailbox allocates a block of slots up front, so an idle session costs a few
-    /// pointers rather than a block of whole jobs.
-    tx: mpsc::Sender<Box<Job>>,
-    running: Arc<Mutex<Option<Running>>>,
-}
-
-struct Inner {
-    deps: SessionDeps,
-    actors: Mutex<HashMap<String, Handle>>,
-    tracker: TaskTracker,
-    /// No new turns start after this fires; queued jobs go back to the inbox.
-    shutdown: CancellationToken,
-    /// Running turns stop at once, committing nothing (past the grace period).
-    abort: CancellationToken,
-}
 
 #[derive(Clone)]
 pub struct Sessions {
-    inner: Arc<Inner>,
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
+    inner: Arc<Shared>,
 }
 
 impl Sessions {
     pub fn new(deps: SessionDeps) -> Self {
-        Self {
-            inner: Arc::new(Inner {
-                deps,
-                actors: Mutex::new(HashMap::new()),
-                tracker: TaskTracker::new(),
-                shutdown: CancellationToken::new(),
-                abort: CancellationToken::new(),
-            }),
-        }
+        Self { inner: Arc::new(Shared::new(deps)) }
     }
 
     /// Queues a job for the session `key`, starting its actor if it is not live.
@@ -159,7 +83,7 @@ impl Sessions {
         let running = Arc::new(Mutex::new(None));
         let actor = actor::Actor {
             key: key.to_string(),
-            sessions: self.clone(),
+            shared: self.inner.clone(),
             running: running.clone(),
             state: None,
             uncommitted: None,
@@ -167,20 +91,5 @@ impl Sessions {
         METRICS.sessions_live.add(1);
         self.inner.tracker.spawn(actor.run(rx));
         Handle { tx, running }
-    }
-
-    /// Called by an idle actor: removes it if nothing is waiting in its mailbox. Sends happen
-    /// under the same lock, so no job can slip in between the check and the removal.
-    fn retire_if_idle(&self, key: &str, rx: &mpsc::Receiver<Box<Job>>) -> bool {
-        let mut actors = lock(&self.inner.actors);
-        if !rx.is_empty() {
-            return false;
-        }
-        actors.remove(key);
-        true
-    }
-
-    fn forget(&self, key: &str) {
-        lock(&self.inner.actors).remove(key);
     }
 }

@@ -6,16 +6,17 @@
 //! never call out to the network other than its database, and never log secrets (the URL's
 //! password included).
 
+mod connect;
 mod records;
 mod schedule_records;
 mod sql;
 
+pub use connect::connect;
 pub use records::*;
 pub use schedule_records::*;
 
 use async_trait::async_trait;
 use butler_channel::{Identity, InboundEvent};
-use std::sync::Arc;
 
 pub type Result<T, E = StoreError> = std::result::Result<T, E>;
 
@@ -47,7 +48,7 @@ pub enum Backend {
 
 /// The inbox: every inbound event, stored under its stable id before it is acknowledged.
 #[async_trait]
-pub trait InboxStore {
+pub trait InboxStore: Send + Sync {
     /// Stores the event; `false` when its id was already stored (a redelivery).
     async fn inbox_insert(&self, event: &InboundEvent) -> Result<bool>;
     /// Claims up to `limit` pending, due events of the given channels, oldest first, marking them
@@ -64,7 +65,7 @@ pub trait InboxStore {
 
 /// Events given up on (dead letters) and putting events back without counting a try.
 #[async_trait]
-pub trait DeadLetterStore {
+pub trait DeadLetterStore: Send + Sync {
     /// Puts a claimed event back to `pending`, due after `delay_ms`, without counting the try
     /// (the session was busy, or the process is shutting down).
     async fn inbox_release(&self, id: &str, delay_ms: i64) -> Result<()>;
@@ -79,7 +80,7 @@ pub trait DeadLetterStore {
 
 /// Sessions and their transcripts. The transcript is append-only.
 #[async_trait]
-pub trait SessionStore {
+pub trait SessionStore: Send + Sync {
     /// The open session for a key, if any.
     async fn session_active(&self, key: &str) -> Result<Option<SessionRow>>;
     /// Opens a session for `new.key`; if one is already open (a race), returns that one.
@@ -96,7 +97,7 @@ pub trait SessionStore {
 
 /// Ending an event atomically: transcript, reply, usage and inbox status in one transaction.
 #[async_trait]
-pub trait TurnStore {
+pub trait TurnStore: Send + Sync {
     /// Applies a [`TurnCommit`] in one transaction; returns the reply's outbox row.
     async fn finish_event(&self, commit: &TurnCommit) -> Result<Option<OutboxRow>>;
     /// Tokens and cost of one user since `since_ms` (turns counts agent turns only).
@@ -109,7 +110,7 @@ pub trait TurnStore {
 
 /// Summary checkpoints of long sessions.
 #[async_trait]
-pub trait SummaryStore {
+pub trait SummaryStore: Send + Sync {
     async fn summary_latest(&self, session_id: &str) -> Result<Option<SummaryRow>>;
     /// Stores a checkpoint (idempotent for the same `up_to_seq`).
     async fn summary_add(&self, session_id: &str, up_to_seq: i64, text: &str) -> Result<()>;
@@ -117,7 +118,7 @@ pub trait SummaryStore {
 
 /// The outbox: replies are written here before they are sent.
 #[async_trait]
-pub trait OutboxStore {
+pub trait OutboxStore: Send + Sync {
     /// The row for `key`, creating a `draft` row (for streaming) if there is none.
     async fn outbox_draft(&self, new: &NewOutbox) -> Result<OutboxRow>;
     /// Adds a `pending` reply (no-op returning the existing row if the key exists and is not a draft).
@@ -133,7 +134,7 @@ pub trait OutboxStore {
 
 /// Long-term memory, always scoped to one user and one [`MemoryScope`].
 #[async_trait]
-pub trait MemoryStore {
+pub trait MemoryStore: Send + Sync {
     async fn memory_add(&self, owner: &MemoryScope, text: &str, source: Option<&str>) -> Result<MemoryRow>;
     /// Full-text search ranked by relevance, then recency.
     async fn memory_search(&self, owner: &MemoryScope, query: &str, limit: usize) -> Result<Vec<MemoryRow>>;
@@ -147,7 +148,7 @@ pub trait MemoryStore {
 
 /// One-time codes and identity links: pairing and `/link`.
 #[async_trait]
-pub trait AccessStore {
+pub trait AccessStore: Send + Sync {
     /// Stores a new code; `Conflict` if the same (kind, code) exists.
     async fn code_create(&self, code: &CodeRow) -> Result<()>;
     /// Deletes and returns the code when it exists, is of `kind` and is alive at `now_ms`
@@ -167,7 +168,7 @@ pub trait AccessStore {
 
 /// The record of triage decisions and of permission decisions on tool calls.
 #[async_trait]
-pub trait AuditStore {
+pub trait AuditStore: Send + Sync {
     async fn decision_add(&self, d: &DecisionRow) -> Result<()>;
     /// Most recent first.
     async fn decisions_recent(&self, limit: usize) -> Result<Vec<DecisionRow>>;
@@ -181,7 +182,7 @@ pub trait AuditStore {
 /// Approvals of risky tool calls. They are created by [`TurnStore::finish_event`] (with the turn
 /// that parks on them).
 #[async_trait]
-pub trait ApprovalStore {
+pub trait ApprovalStore: Send + Sync {
     async fn approval_get(&self, id: &str) -> Result<Option<ApprovalRow>>;
     /// Decides a pending approval (compare-and-swap from `pending`). When it wins, in the same
     /// transaction, the approval's message (outbox key `approval:<id>`) gets `decision.message`
@@ -198,7 +199,7 @@ pub trait ApprovalStore {
 
 /// People, their identities on each channel, and conversations.
 #[async_trait]
-pub trait UserStore {
+pub trait UserStore: Send + Sync {
     async fn identity_user(&self, identity: &Identity) -> Result<Option<UserRow>>;
     /// Returns the user of `identity`, creating `new` and linking the identity if it has none.
     async fn user_ensure(&self, identity: &Identity, new: &NewUser) -> Result<UserRow>;
@@ -209,7 +210,7 @@ pub trait UserStore {
 
 /// The web chat's own message log (its "platform" side).
 #[async_trait]
-pub trait WebStore {
+pub trait WebStore: Send + Sync {
     /// Inserts a message; idempotent on `key` (returns the existing row).
     async fn web_insert(&self, new: &NewWebMessage) -> Result<WebMessage>;
     async fn web_update(&self, id: i64, text: &str, buttons: &[butler_channel::Button]) -> Result<Option<WebMessage>>;
@@ -221,7 +222,7 @@ pub trait WebStore {
 /// job's `next_fire_ms` moves on (compare-and-swap) and the run row is inserted under
 /// UNIQUE(schedule_id, fire_at_ms), so each (job, fire time) has one winner across processes.
 #[async_trait]
-pub trait ScheduleStore {
+pub trait ScheduleStore: Send + Sync {
     /// Creates the job, or updates the one with the same (scope, name) in place (keeping its id,
     /// `paused` and, unless `cron`, `at_ms` or `tz` changed, its `next_fire_ms`).
     async fn schedule_put(&self, new: &NewSchedule) -> Result<ScheduleRow>;
@@ -273,31 +274,8 @@ pub trait Store:
 
 pub use sql::{PgStore, SqliteStore};
 
-/// Connects to `url` (`sqlite://path` or `postgres://...`). Does not migrate.
-pub async fn connect(url: &str, max_connections: u32) -> Result<Arc<dyn Store>> {
-    if url.starts_with("sqlite:") {
-        Ok(Arc::new(SqliteStore::connect(url, max_connections).await?))
-    } else if url.starts_with("postgres:") || url.starts_with("postgresql:") {
-        Ok(Arc::new(PgStore::connect(url, max_connections).await?))
-    } else {
-        Err(StoreError::Config(format!(
-            "database.url must start with sqlite:// or postgres://, got `{}`",
-            redact_url(url)
-        )))
-    }
-}
+/// `postgres://user:secret@host/db` -> `postgres://user:***@host/db` (its home is [`crate::config`]).
+pub use crate::config::redact_url;
 
-/// `postgres://user:secret@host/db` -> `postgres://user:***@host/db`, for messages and logs.
-pub fn redact_url(url: &str) -> String {
-    let Some((scheme, rest)) = url.split_once("://") else { return url.to_string() };
-    let Some((creds, host)) = rest.rsplit_once('@') else { return url.to_string() };
-    match creds.split_once(':') {
-        Some((user, _)) => format!("{scheme}://{user}:***@{host}"),
-        None => url.to_string(),
-    }
-}
-
-/// Milliseconds since the Unix epoch, the one time unit stored everywhere.
-pub fn now_ms() -> i64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis() as i64).unwrap_or(0)
-}
+/// Milliseconds since the Unix epoch (its home is [`crate::clock`]).
+pub use crate::clock::now_ms;

@@ -1,6 +1,6 @@
 //! Plain rows the store reads and writes. Times are Unix milliseconds.
 
-use crate::llm::ToolCall;
+use crate::llm::{Prices, ToolCall, Usage};
 use butler_channel::{Button, ConversationKind, InboundEvent};
 use serde::{Deserialize, Serialize};
 
@@ -160,6 +160,27 @@ pub struct UsageRecord {
     pub context_tokens: i64,
 }
 
+impl UsageRecord {
+    /// What one model call of `kind` cost, as the usage ledger stores it; `iterations` and
+    /// `context_tokens` are 1 and 0 and a turn sets its own.
+    pub fn priced(prices: &Prices, kind: &str, ids: [&str; 3], model: &str, u: &Usage) -> Self {
+        let [user_id, session_id, event_id] = ids;
+        Self {
+            user_id: user_id.to_string(),
+            session_id: session_id.to_string(),
+            event_id: event_id.to_string(),
+            model: model.to_string(),
+            // The whole prompt, cached or not.
+            input_tokens: (u.input_tokens + u.cache_read_tokens + u.cache_write_tokens) as i64,
+            output_tokens: u.output_tokens as i64,
+            cost_usd: prices.cost(u),
+            iterations: 1,
+            kind: kind.into(),
+            context_tokens: 0,
+        }
+    }
+}
+
 /// A summary checkpoint: what a session's messages up to `up_to_seq` said.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SummaryRow {
@@ -205,6 +226,11 @@ impl OutboxStatus {
             _ => return None,
         })
     }
+}
+
+/// The idempotency key of the reply to an event.
+pub fn reply_key(event_id: &str) -> String {
+    format!("{event_id}:reply")
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -305,32 +331,8 @@ pub struct MemoryRow {
     pub created_ms: i64,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, PartialOrd, Ord)]
-#[serde(rename_all = "snake_case")]
-pub enum UserRole {
-    Guest,
-    Member,
-    Owner,
-}
-
-impl UserRole {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Guest => "guest",
-            Self::Member => "member",
-            Self::Owner => "owner",
-        }
-    }
-
-    pub fn parse(s: &str) -> Option<Self> {
-        Some(match s {
-            "guest" => Self::Guest,
-            "member" => Self::Member,
-            "owner" => Self::Owner,
-            _ => return None,
-        })
-    }
-}
+/// A user's role (its home is [`crate::config`], which names roles in `[access]` and `[permissions]`).
+pub use crate::config::UserRole;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct UserRow {

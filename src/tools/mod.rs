@@ -6,9 +6,13 @@
 //! panic on bad arguments (it returns [`ToolError::InvalidArgs`]) and never block the runtime.
 
 pub mod builtin;
+mod check;
+mod registry;
 pub mod sandbox;
 mod validate;
 
+pub use check::check_config;
+pub use registry::builtin_tools;
 pub use validate::validate_args;
 
 use crate::llm::ToolDef;
@@ -101,18 +105,15 @@ pub trait Tool: Send + Sync {
     async fn call(&self, ctx: &ToolCtx, args: Value) -> Result<String, ToolError>;
 }
 
-/// `args` as compact JSON with values of secret-looking keys (token, password, key, secret,
-/// authorization) replaced by `***`, cut to 300 characters.
+/// `args` as compact JSON with values of secret-looking keys (a name with one of
+/// [`crate::config::SECRET_WORDS`]) replaced by `***`, cut to 300 characters.
 pub fn mask_secrets(args: &Value) -> String {
     fn mask(v: &Value) -> Value {
         match v {
             Value::Object(map) => Value::Object(
                 map.iter()
                     .map(|(k, v)| {
-                        let lower = k.to_ascii_lowercase();
-                        let secret = ["token", "password", "secret", "key", "authorization", "cookie"]
-                            .iter()
-                            .any(|s| lower.contains(s));
+                        let secret = crate::config::is_secret_name(k);
                         (k.clone(), if secret { Value::String("***".into()) } else { mask(v) })
                     })
                     .collect(),
@@ -127,6 +128,14 @@ pub fn mask_secrets(args: &Value) -> String {
     } else {
         text
     }
+}
+
+/// Tools that come and go while Butler runs (the MCP servers'), asked once per turn so a
+/// changed list applies from the next turn. It must answer at once from what it has: never
+/// wait on a server.
+pub trait ToolSource: Send + Sync {
+    /// The tools offered now; `reserved` are names already taken, which it must not offer.
+    fn tools(&self, reserved: &std::collections::BTreeSet<String>) -> Vec<Arc<dyn Tool>>;
 }
 
 /// The tools available to a turn, by name. Sorted, so the tool list sent to the model is
@@ -147,6 +156,27 @@ impl Default for Tools {
 impl Tools {
     pub fn add(&mut self, tool: Arc<dyn Tool>) {
         self.by_name.insert(tool.spec().name.clone(), tool);
+        self.rebuild_defs();
+    }
+
+    /// These tools and the ones `source` offers now (never replacing one of these), for one
+    /// turn; without a source (or when it offers nothing) a plain clone.
+    pub fn with_source(&self, source: Option<&dyn ToolSource>) -> Tools {
+        let Some(source) = source else { return self.clone() };
+        let reserved: std::collections::BTreeSet<String> = self.by_name.keys().cloned().collect();
+        let more = source.tools(&reserved);
+        if more.is_empty() {
+            return self.clone();
+        }
+        let mut out = self.clone();
+        for tool in more {
+            out.by_name.entry(tool.spec().name.clone()).or_insert(tool);
+        }
+        out.rebuild_defs();
+        out
+    }
+
+    fn rebuild_defs(&mut self) {
         self.defs = self
             .by_name
             .values()
@@ -168,44 +198,6 @@ impl Tools {
 
     pub fn names(&self) -> Vec<&str> {
         self.by_name.keys().map(String::as_str).collect()
-    }
-
-    /// The built-in tools enabled by the config: `web_fetch` when enabled, `http_get` and
-    /// `http_request` when `allowed_hosts` is not empty, `shell` only when enabled, the file
-    /// tools when enabled, `send_message` when it has targets, and always the scheduled-job tools
-    /// (`schedule`, `schedules_list`).
-    pub fn builtin(cfg: &crate::config::Config) -> Self {
-        let mut t = Self::default();
-        t.add(Arc::new(builtin::Now::new()));
-        if cfg.memory.enabled {
-            for tool in builtin::memory_tools() {
-                t.add(tool);
-            }
-        }
-        let tc = &cfg.tools;
-        if tc.web_fetch.enabled {
-            match builtin::WebFetch::new(&tc.web_fetch) {
-                Ok(tool) => t.add(Arc::new(tool)),
-                Err(e) => tracing::warn!(error = %e, "web_fetch is off"),
-            }
-        }
-        if !tc.http_request.allowed_hosts.is_empty() {
-            match builtin::http_tools(&tc.http_request) {
-                Ok(tools) => tools.into_iter().for_each(|tool| t.add(tool)),
-                Err(e) => tracing::warn!(error = %e, "http_get and http_request are off"),
-            }
-        }
-        if tc.shell.enabled {
-            t.add(Arc::new(builtin::Shell::new(&tc.shell)));
-        }
-        if tc.files.enabled {
-            builtin::file_tools(&tc.files).into_iter().for_each(|tool| t.add(tool));
-        }
-        if !tc.send_message.targets.is_empty() {
-            t.add(Arc::new(builtin::SendMessage::new(&tc.send_message)));
-        }
-        builtin::schedule_tools().into_iter().for_each(|tool| t.add(tool));
-        t
     }
 }
 

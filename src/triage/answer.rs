@@ -1,17 +1,39 @@
 //! Commands answered in triage, without the model: status, identity, pairing, links and the
 //! text fallback for approvals. Owner-only commands refuse everyone else politely.
 
+use super::access::Access;
 use super::access::{approve_pairing, deny_pairing};
+use super::approvals::Approvals;
 use super::commands::{start_of_day_ms, HELP};
-use super::{Command, Decision, MemoryCommand, PairCommand, Triage, Verdict};
-use crate::store::{now_ms, CodeKind, MemoryScope, StoreError, UserRole, UserRow};
+use super::commands::{Command, MemoryCommand, PairCommand};
+use super::verdict::{Decision, Verdict};
+use crate::schedule::Schedules;
+use crate::session::Sessions;
+use crate::store::{now_ms, CodeKind, MemoryScope, Store, StoreError, UserRole, UserRow};
 use butler_channel::{ConversationKind, InboundEvent};
+use std::sync::Arc;
 
 fn reply(text: impl Into<String>) -> Verdict {
     Verdict::plain(Decision::Reply { text: text.into() })
 }
 
-impl Triage {
+/// Answers commands.
+#[derive(Clone)]
+pub(super) struct Answers {
+    pub(super) store: Arc<dyn Store>,
+    pub(super) access: Arc<Access>,
+    pub(super) sessions: Sessions,
+    /// Scheduled jobs (`/schedules`).
+    pub(super) schedules: Arc<Schedules>,
+    /// `/approve ID`, `/deny ID` and `/stop` while a turn waits.
+    pub(super) approvals: Approvals,
+    /// The model name shown by /status.
+    pub(super) model: String,
+    /// Default time zone for users approved through pairing.
+    pub(super) timezone: String,
+}
+
+impl Answers {
     pub(super) async fn command(
         &self,
         cmd: Command,
@@ -22,7 +44,7 @@ impl Triage {
         Ok(match cmd {
             Command::Help => reply(HELP),
             Command::Stop if self.sessions.stop(key, None) => Verdict::plain(Decision::Done),
-            Command::Stop => match self.cancel_waiting(event, key).await? {
+            Command::Stop => match self.approvals.cancel_waiting(event, key).await? {
                 Some(verdict) => verdict,
                 None => reply("Nothing is running."),
             },
@@ -33,8 +55,8 @@ impl Triage {
             Command::Link(None) => self.offer_link(event, user).await?,
             Command::Pair(pair) => self.pair(pair, event, user).await?,
             Command::Approve(None) | Command::Deny(None) => reply("Say which approval: `/approve ID` or `/deny ID`."),
-            Command::Approve(Some(id)) => self.approval_answer(event, &format!("{id}:once")).await?,
-            Command::Deny(Some(id)) => self.approval_answer(event, &format!("{id}:deny")).await?,
+            Command::Approve(Some(id)) => self.approvals.approval_answer(event, &format!("{id}:once")).await?,
+            Command::Deny(Some(id)) => self.approvals.approval_answer(event, &format!("{id}:deny")).await?,
             // Handled before this point; listed so the match stays exhaustive.
             Command::New | Command::Unknown | Command::Link(Some(_)) => Verdict::plain(Decision::Done),
         })

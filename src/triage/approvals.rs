@@ -6,14 +6,15 @@
 //!
 //! A refused click must change nothing and get only a short answer.
 
-use super::{Decision, Triage, Verdict};
-use crate::agent::{decision_audit, may_decide, outcome_text};
+use super::access::Access;
+use super::verdict::{Decision, Verdict};
+use crate::ids::SYSTEM_CHANNEL;
+use crate::outbox::Deliverer;
+use crate::permissions::approval::{decision_audit, may_decide, outcome_text};
 use crate::session::{Job, JobKind};
-use crate::store::{now_ms, ApprovalDecision, ApprovalRow, ApprovalStatus, StoreError};
+use crate::store::{now_ms, ApprovalDecision, ApprovalRow, ApprovalStatus, Store, StoreError};
 use butler_channel::{ConversationKind, ConversationRef, EventBody, Identity, InboundEvent};
-
-/// The identity channel of Butler's own events (approval expiry).
-pub const SYSTEM_CHANNEL: &str = "system";
+use std::sync::Arc;
 
 fn refused(text: impl Into<String>, reason: impl Into<String>) -> Verdict {
     Verdict::recorded(Decision::Reply { text: text.into() }, "approval_refused", reason)
@@ -39,7 +40,20 @@ pub fn expiry_event(row: &ApprovalRow) -> Option<InboundEvent> {
     })
 }
 
-impl Triage {
+/// Decides answers to approval requests.
+#[derive(Clone)]
+pub(super) struct Approvals {
+    store: Arc<dyn Store>,
+    access: Arc<Access>,
+    /// Told when an approval's message was edited, so the edit goes out at once.
+    deliverer: Arc<Deliverer>,
+}
+
+impl Approvals {
+    pub(super) fn new(store: Arc<dyn Store>, access: Arc<Access>, deliverer: Arc<Deliverer>) -> Self {
+        Self { store, access, deliverer }
+    }
+
     /// `rest` is `<id>:<choice>`.
     pub(super) async fn approval_answer(&self, event: &InboundEvent, rest: &str) -> Result<Verdict, StoreError> {
         let who = &event.actor.identity;

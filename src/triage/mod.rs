@@ -9,63 +9,29 @@ pub mod access;
 mod answer;
 mod approvals;
 mod commands;
+mod scheduled;
 pub mod triggers;
+mod verdict;
 
 pub use access::Access;
-pub use approvals::{expiry_event, SYSTEM_CHANNEL};
+pub use approvals::expiry_event;
 pub use commands::{parse_command, Command, MemoryCommand, PairCommand, HELP};
 pub use triggers::Triggers;
+pub use verdict::{Decision, Verdict};
 
 use crate::config::{GroupSession, Respond};
+use crate::ids::{HOOK_CHANNEL, SCHEDULE_SOURCE};
 use crate::session::{session_key, Job, JobKind, Sessions};
 use crate::store::{Store, StoreError};
 use access::Admission;
+use answer::Answers;
+use approvals::Approvals;
 use butler_channel::{ConversationKind, EventBody, InboundEvent};
+use scheduled::ScheduledEvents;
 use std::sync::Arc;
 
-/// What to do with an event.
-#[derive(Debug)]
-pub enum Decision {
-    /// Not for Butler (another bot, a group message not addressed to it): end it quietly.
-    Drop { reason: String },
-    /// Answer at once with this text, no session involved.
-    Reply { text: String },
-    /// Post this text to another conversation (a trigger's notification).
-    Notify { conversation: butler_channel::ConversationRef, text: String },
-    /// Handled, nothing to say.
-    Done,
-    /// Work for the session `key`.
-    Session { key: String, job: Box<Job> },
-}
-
-/// A decision and, for the non-routine ones, the record kept of it (`drop`, `refused`,
-/// `pairing`, `notify`, `agent`, ...) with its reason.
-#[derive(Debug)]
-pub struct Verdict {
-    pub decision: Decision,
-    pub audit: Option<(&'static str, String)>,
-}
-
-impl Verdict {
-    /// A routine decision, not recorded.
-    pub fn plain(decision: Decision) -> Self {
-        Self { decision, audit: None }
-    }
-
-    /// A decision recorded as `kind` with `reason`.
-    pub fn recorded(decision: Decision, kind: &'static str, reason: impl Into<String>) -> Self {
-        Self { decision, audit: Some((kind, reason.into())) }
-    }
-
-    /// Dropped, with the reason recorded.
-    pub fn drop(reason: impl Into<String>) -> Self {
-        let reason = reason.into();
-        Self { decision: Decision::Drop { reason: reason.clone() }, audit: Some(("drop", reason)) }
-    }
-}
-
-#[derive(Clone)]
-pub struct Triage {
+/// What [`Triage`] is built from.
+pub struct TriageParts {
     pub store: Arc<dyn Store>,
     pub access: Arc<Access>,
     pub sessions: Sessions,
@@ -76,14 +42,46 @@ pub struct Triage {
     pub timezone: String,
     /// Told when an approval's message was edited, so the edit goes out at once.
     pub deliverer: Arc<crate::outbox::Deliverer>,
-    /// Scheduled jobs (their events, `/schedules`).
+    /// Scheduled jobs (`/schedules`).
     pub schedules: Arc<crate::schedule::Schedules>,
 }
 
-/// The channel name of signed webhook triggers.
-pub const HOOK_CHANNEL: &str = "hook";
+#[derive(Clone)]
+pub struct Triage {
+    store: Arc<dyn Store>,
+    access: Arc<Access>,
+    sessions: Sessions,
+    triggers: Arc<Triggers>,
+    /// Decides about the events of due jobs.
+    scheduled: Arc<ScheduledEvents>,
+    /// Button clicks on approval requests.
+    approvals: Approvals,
+    /// Commands answered without the model.
+    answers: Answers,
+}
 
 impl Triage {
+    pub fn new(parts: TriageParts) -> Self {
+        let TriageParts { store, access, sessions, triggers, model, timezone, deliverer, schedules } = parts;
+        let scheduled = Arc::new(ScheduledEvents::new(store.clone(), access.clone()));
+        let approvals = Approvals::new(store.clone(), access.clone(), deliverer);
+        let answers = Answers {
+            store: store.clone(),
+            access: access.clone(),
+            sessions: sessions.clone(),
+            schedules,
+            approvals: approvals.clone(),
+            model,
+            timezone,
+        };
+        Self { store, access, sessions, triggers, scheduled, approvals, answers }
+    }
+
+    /// The sessions decisions are handed to.
+    pub fn sessions(&self) -> &Sessions {
+        &self.sessions
+    }
+
     #[tracing::instrument(skip_all, fields(event = %event.id, actor = %event.actor.identity))]
     pub async fn decide(&self, event: &InboundEvent) -> Result<Verdict, StoreError> {
         if event.channel() == HOOK_CHANNEL {
@@ -93,14 +91,14 @@ impl Triage {
             return Ok(Verdict::drop("from a bot"));
         }
         if let EventBody::Trigger { source, .. } = &event.body {
-            if source == crate::schedule::SOURCE {
-                return self.schedules.decide(event).await;
+            if source == SCHEDULE_SOURCE {
+                return self.scheduled.decide(event).await;
             }
         }
         // Approval answers are checked against the request's approvers, not general access.
         if let EventBody::Action { action, .. } = &event.body {
             if let Some(rest) = action.strip_prefix("ap:") {
-                return self.approval_answer(event, rest).await;
+                return self.approvals.approval_answer(event, rest).await;
             }
         }
         let group = (event.kind == ConversationKind::Group).then(|| self.access.group(&event.conversation)).flatten();
@@ -114,7 +112,7 @@ impl Triage {
         };
         // `/link CODE` is how a new account joins its user, so it is heard before access.
         if let Some(Command::Link(Some(code))) = &command {
-            return self.redeem_link(event, code).await;
+            return self.answers.redeem_link(event, code).await;
         }
         let user = match self.access.admit(&*self.store, event).await? {
             Admission::User(user) => user,
@@ -138,7 +136,7 @@ impl Triage {
                 self.sessions.stop(&key, None);
                 Ok(Verdict::plain(Decision::Session { key, job: job(JobKind::Reset) }))
             }
-            (_, Some(cmd)) => self.command(cmd, event, &user, &key).await,
+            (_, Some(cmd)) => self.answers.command(cmd, event, &user, &key).await,
         }
     }
 

@@ -2,7 +2,8 @@
 //! one gets a 4xx JSON error and changes nothing.
 
 use super::channel::message_json;
-use super::{WebAuth, WebHub, CHANNEL};
+use super::{WebAuth, WebHub};
+use crate::ids::WEB_CHANNEL as CHANNEL;
 use crate::http::{ApiError, ApiJson, ApiPath, ApiQuery};
 use crate::store::{now_ms, ConversationRow, NewWebMessage, Store};
 use axum::extract::State;

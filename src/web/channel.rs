@@ -4,7 +4,7 @@
 //! one message, not two.
 
 use super::hub::WebHub;
-use crate::store::{NewWebMessage, Store, WebMessage};
+use crate::store::{NewWebMessage, WebMessage, WebStore};
 use async_trait::async_trait;
 use butler_channel::{Caps, Channel, ChannelError, MessageRef, Outbound, TextFormat};
 use serde_json::json;
@@ -12,12 +12,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 pub struct WebChannel {
-    store: Arc<dyn Store>,
+    store: Arc<dyn WebStore>,
     hub: Arc<WebHub>,
 }
 
 impl WebChannel {
-    pub fn new(store: Arc<dyn Store>, hub: Arc<WebHub>) -> Self {
+    pub fn new(store: Arc<dyn WebStore>, hub: Arc<WebHub>) -> Self {
         Self { store, hub }
     }
 }
@@ -42,7 +42,7 @@ pub fn message_json(m: &WebMessage) -> serde_json::Value {
 #[async_trait]
 impl Channel for WebChannel {
     fn name(&self) -> &str {
-        super::CHANNEL
+        crate::ids::WEB_CHANNEL
     }
 
     fn caps(&self) -> Caps {

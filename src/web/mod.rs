@@ -17,7 +17,5 @@ pub use auth::WebAuth;
 pub use channel::WebChannel;
 pub use hub::WebHub;
 
-/// The web channel's name in identities and conversations.
-pub const CHANNEL: &str = "web";
 /// The identity a tokenless local page speaks as.
 pub const LOCAL_USER: &str = "local";

@@ -47,7 +47,7 @@ async fn approve_once_runs_the_call_exactly_once_and_edits_the_request() {
     let row = app.app.store.approval_get(&id).await.unwrap().unwrap();
     assert_eq!(row.status, ApprovalStatus::Pending);
     assert_eq!(row.tool, "touch");
-    assert_eq!(row.args_hash, butler::agent::args_hash(r#"{"name":"lamp"}"#));
+    assert_eq!(row.args_hash, butler::permissions::approval::args_hash(r#"{"name":"lamp"}"#));
     assert_eq!(row.approvers, ["requester"]);
     assert!((row.expires_ms - row.created_ms - 600_000).abs() < 1000);
 

@@ -81,7 +81,7 @@ pub fn triggers(toml_text: &str) -> Vec<TriggerConfig> {
 pub fn hook_config(llm_url: Option<&str>, toml_text: &str) -> (Config, tempfile::TempDir) {
     let (mut cfg, dir) = config(llm_url);
     cfg.triggers = triggers(toml_text);
-    cfg.validate().unwrap_or_else(|e| panic!("{e}"));
+    butler::app::check_config(&cfg).unwrap_or_else(|e| panic!("{e}"));
     (cfg, dir)
 }
 

@@ -327,7 +327,8 @@ fn inherent_impl(t: &[Tok], mut i: usize) -> Option<String> {
         match t[i].text.as_str() {
             "for" if depth == 0 => return None,
             "<" => depth += 1,
-            ">" => depth -= 1,
+            // `->` is two tokens; its `>` closes nothing.
+            ">" if t[i - 1].text != "-" => depth -= 1,
             "where" if depth == 0 => break,
             _ if depth == 0 && is_name(&t[i]) => name = Some(t[i].text.clone()),
             _ => {}
@@ -412,7 +413,13 @@ pub fn parse(src: &str) -> Parsed {
                     p.defs.insert(name.text.clone());
                 }
             }
-            "impl" if at_module_level && inner.is_empty() => {
+            // An item `impl` follows the end of an item or attribute; `impl Trait` in argument
+            // or return position follows `:`, `(`, `,`, `->`, `&` and is no item.
+            "impl"
+                if at_module_level
+                    && inner.is_empty()
+                    && (i == 0 || matches!(t[i - 1].text.as_str(), "}" | ";" | "]" | "unsafe" | "{")) =>
+            {
                 if let Some(name) = inherent_impl(&t, i + 1) {
                     p.inherent_impls.insert(name);
                 }

@@ -46,6 +46,10 @@ fn config_errors_name_the_key_and_the_file_and_exit_2() {
         ("[limits]\nmax_iterations = \"many\"\n", "limits.max_iterations"),
         ("[agent]\ntimezone = \"Mars/Base\"\n", "agent.timezone"),
         ("[llm]\napi_key = \"${DEFINITELY_UNSET_VAR}\"\n", "DEFINITELY_UNSET_VAR"),
+        // Sections whose checks live in their components still fail `config check`.
+        ("[permissions]\ndenied_tools = [\"\"]\n", "permissions.denied_tools[0]"),
+        ("[tools.http_request]\nallowed_hosts = [\"localhost\"]\n", "tools.http_request.allowed_hosts[0]"),
+        ("[[schedules]]\nname = \"b\"\ncron = \"0 8 * *\"\nprompt = \"p\"\ntarget = \"web:b\"\n", "schedules[0].cron"),
     ];
     for (extra, key) in cases {
         let dep = Deployment::new(extra);

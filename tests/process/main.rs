@@ -11,6 +11,7 @@ mod crash;
 mod inbox;
 mod lifecycle;
 mod secrets;
+mod skills;
 mod streams;
 
 use serde_json::Value;

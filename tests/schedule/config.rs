@@ -30,14 +30,14 @@ fn validation_names_the_key() {
     ];
     for (entry, want) in cases {
         let cfg = parse(&format!("[[schedules]]\n{entry}\n"));
-        match (cfg.validate(), want) {
+        match (butler::app::check_config(&cfg), want) {
             (Ok(()), None) => {}
             (Err(e), Some(key)) => assert!(e.to_string().contains(key), "{entry}: {e}"),
             (got, want) => panic!("{entry}: got {got:?}, want {want:?}"),
         }
     }
     let twice = parse(&format!("[[schedules]]\n{GOOD}\n[[schedules]]\n{GOOD}\n"));
-    let e = twice.validate().unwrap_err().to_string();
+    let e = butler::app::check_config(&twice).unwrap_err().to_string();
     assert!(e.contains("schedules[1].name") && e.contains("unique"), "{e}");
     // A target conversation that does not parse is refused when the file is read.
     let bad = parse_str(

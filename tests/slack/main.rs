@@ -74,7 +74,7 @@ pub async fn start(setup: Setup) -> Rig {
     if let Some(tweak) = setup.tweak {
         tweak(&mut cfg);
     }
-    cfg.validate().expect("a valid test config");
+    butler::app::check_config(&cfg).expect("a valid test config");
     let touch = Touch::new();
     let app = TestApp::start_with(cfg, Some(dir), vec![touch.clone()]).await;
     let send = Sender::new(&app.base, SECRET);

@@ -151,3 +151,39 @@ fn specs() {
         assert_eq!(spec.parameters["additionalProperties"], json!(false), "{name}");
     }
 }
+
+/// One list of secret words ([`butler::config::SECRET_WORDS`]) serves every masking of the tools:
+/// JSON arguments, shell flags and `key=value` pairs, request headers and bodies. A word missing
+/// from one of them (two lists again) shows the fake secret.
+#[tokio::test]
+async fn every_secret_word_is_masked_in_every_summary() {
+    let h = Harness::new().await;
+    let tools = all_tools();
+    let secret = "s3cr3t-value";
+    assert!(!butler::config::SECRET_WORDS.is_empty());
+    for word in butler::config::SECRET_WORDS {
+        let upper = word.to_ascii_uppercase();
+        let cases = [
+            ("shell", json!({"command": format!("run --{word}={secret} x")})),
+            ("shell", json!({"command": format!("run --{word} {secret} x")})),
+            ("shell", json!({"command": format!("{upper}={secret} ./run")})),
+            ("http_get", json!({"url": "https://api.example.com/x", "headers": {format!("X-{word}"): secret}})),
+            ("http_get", json!({"url": format!("https://api.example.com/x?{word}={secret}")})),
+            (
+                "http_request",
+                json!({"method": "POST", "url": "https://api.example.com/x", "body": format!("{word}={secret}&n=1")}),
+            ),
+            (
+                "http_request",
+                json!({"method": "POST", "url": "https://api.example.com/x", "body": json!({ *word: secret }).to_string()}),
+            ),
+        ];
+        for (name, args) in cases {
+            let summary = pick(&tools, name).action(&h.ctx, &args).summary;
+            assert!(!summary.contains(secret), "{word}: {name} {args} -> {summary}");
+        }
+        let masked =
+            butler::tools::mask_secrets(&json!({ "outer": { format!("my_{word}"): secret }, "plain": "shown" }));
+        assert!(!masked.contains(secret) && masked.contains("shown"), "{word}: {masked}");
+    }
+}

@@ -1,8 +1,8 @@
-//! `[tools]` in the config: which tools `Tools::builtin` registers, and the validation rules
+//! `[tools]` in the config: which tools `builtin_tools` registers, and the validation rules
 //! (each naming its key).
 
 use butler::config::{parse_str, Config, ConfigError, Env};
-use butler::tools::Tools;
+use butler::tools::builtin_tools;
 
 fn parse(text: &str) -> Config {
     parse_str(text, "config/butler.toml", &Env::from_pairs(Vec::<(String, String)>::new())).unwrap()
@@ -29,8 +29,8 @@ fn registration_follows_the_config() {
     ];
     for (text, present, absent) in cases {
         let cfg = parse(text);
-        cfg.validate().unwrap();
-        let tools = Tools::builtin(&cfg);
+        butler::app::check_config(&cfg).unwrap();
+        let tools = builtin_tools(&cfg);
         let names = tools.names();
         for name in base.iter().chain(present.iter()) {
             assert!(names.contains(name), "{text:?}: {name} missing from {names:?}");
@@ -86,7 +86,7 @@ fn validation_names_the_key() {
         ),
     ];
     for (text, want) in cases {
-        let got = parse(text).validate();
+        let got = butler::app::check_config(&parse(text));
         match (got, want) {
             (Ok(()), None) => {}
             (Err(ConfigError::Invalid { problems, .. }), Some(key)) => {

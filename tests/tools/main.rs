@@ -14,10 +14,12 @@ mod actions;
 mod config;
 mod files;
 mod http;
+mod mcp;
 mod net;
 mod sandbox;
 mod send;
 mod shell;
+mod skills;
 mod web;
 
 use axum::Router;

@@ -4,7 +4,7 @@
 use crate::{err_text, Harness};
 use butler::config::{Config, ShellConfig};
 use butler::tools::builtin::{Shell, SAFE_PATH};
-use butler::tools::Tools;
+use butler::tools::builtin_tools;
 use serde_json::json;
 use std::time::{Duration, Instant};
 
@@ -39,11 +39,11 @@ async fn assert_gone(marker: &str) {
 
 #[test]
 fn shell_is_off_unless_enabled() {
-    let default = Tools::builtin(&Config::default());
+    let default = builtin_tools(&Config::default());
     assert!(default.get("shell").is_none(), "{:?}", default.names());
     let mut cfg = Config::default();
     cfg.tools.shell.enabled = true;
-    let tool = Tools::builtin(&cfg).get("shell").cloned().expect("registered when enabled");
+    let tool = builtin_tools(&cfg).get("shell").cloned().expect("registered when enabled");
     assert!(!tool.spec().read_only);
     assert_eq!(tool.spec().risk, butler::tools::Risk::High);
 }

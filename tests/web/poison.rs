@@ -119,3 +119,52 @@ async fn an_event_that_always_fails_is_dead_lettered_once_with_one_model_call() 
     assert!(status_text.contains("Failed events: 1 (see `butler inbox list --failed`)"), "{status_text}");
     app.stop().await;
 }
+
+/// A read-only tool whose output holds a NUL.
+struct NulTool(butler::tools::ToolSpec);
+
+#[async_trait::async_trait]
+impl butler::tools::Tool for NulTool {
+    fn spec(&self) -> &butler::tools::ToolSpec {
+        &self.0
+    }
+
+    async fn call(
+        &self,
+        _ctx: &butler::tools::ToolCtx,
+        _args: serde_json::Value,
+    ) -> Result<String, butler::tools::ToolError> {
+        Ok("out\0put".into())
+    }
+}
+
+#[tokio::test]
+async fn nul_from_the_model_or_a_tool_on_postgres_is_committed_and_delivered_sanitized() {
+    let db = PgTestDb::create().await;
+    let llm = FakeLlm::start().await;
+    let (mut cfg, _dir) = config(Some(&llm.openai_url()));
+    cfg.database.url = Secret::new(db.url.clone());
+    let spec = butler::tools::ToolSpec {
+        name: "nul".into(),
+        description: "answers with a NUL".into(),
+        parameters: serde_json::json!({"type": "object", "properties": {}}),
+        read_only: true,
+        risk: butler::tools::Risk::Low,
+    };
+    let app = TestApp::start_with(cfg, None, vec![std::sync::Arc::new(NulTool(spec))]).await;
+    // The model's text before a tool call, the tool's result and the final answer each hold one.
+    llm.on("look", Reply::tool_call("nul", serde_json::json!({})).with_text("Let me\0 look."));
+    llm.on("look", Reply::text("Found\0 it."));
+    let (status, body) = app.post("nul5", "local", "look it up").await;
+    assert_eq!(status, 202, "{body}");
+    let id = body["event_id"].as_str().unwrap();
+    let row = wait_status(&app, id, InboxStatus::Done, 30).await;
+    assert_eq!(row.status, InboxStatus::Done, "the turn is committed on Postgres: {row:?}");
+    let replies = app.wait_replies("nul5", 1, 10).await;
+    assert_eq!(replies.last().unwrap()["text"], "Let me\u{FFFD} look.\n\nFound\u{FFFD} it.", "delivered sanitized");
+    let reqs = llm.requests();
+    assert_eq!(reqs.len(), 2, "one model call per step, no retry of the turn");
+    assert_eq!(reqs[1].last_tool_result().as_deref(), Some("out\u{FFFD}put"), "the transcript holds the result");
+    app.stop().await;
+    drop(db);
+}

@@ -197,5 +197,14 @@ fn locate(text: &str, path: &KeyPath, key_line: bool) -> Option<usize> {
             _ => (None, None),
         };
     }
-    span.map(|s| super::line_col(text, s.start).0)
+    span.map(|s| line_col(text, s.start).0)
+}
+
+/// 1-based line and column (in characters) of byte `offset` in `text`.
+pub(super) fn line_col(text: &str, offset: usize) -> (usize, usize) {
+    let offset = offset.min(text.len());
+    let before = text.get(..offset).unwrap_or(text);
+    let line = before.matches('\n').count() + 1;
+    let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+    (line, column)
 }

@@ -6,7 +6,7 @@
 //! or the text inside a malformed `${...}` (it may be a pasted secret).
 
 use super::super::error::{ConfigError, KeyPath};
-use super::Env;
+use super::env::Env;
 use toml::{Table, Value};
 
 /// Expands every string value in `table` in place.

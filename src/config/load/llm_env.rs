@@ -11,7 +11,7 @@
 //! variables are used. `BUTLER_MODEL` alone configures nothing. This must never log a key.
 
 use super::super::{LlmConfig, ProviderKind, Secret};
-use super::Env;
+use super::env::Env;
 
 /// Model used with `OPENAI_API_KEY` when `BUTLER_MODEL` is not set.
 pub const DEFAULT_OPENAI_MODEL: &str = "gpt-4o-mini";

@@ -13,7 +13,7 @@
 //! Errors name the variable and the key; they must never contain the value.
 
 use super::super::error::{ConfigError, KeyPath, Seg};
-use super::Env;
+use super::env::Env;
 use toml::{Table, Value};
 
 pub(crate) const PREFIX: &str = "BUTLER_";

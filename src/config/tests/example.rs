@@ -136,6 +136,15 @@ fn full_config() -> Config {
         missed: crate::config::Missed::Skip,
         grace_secs: 600,
     }];
+    // Both `command` and `url` of an MCP server (a real one has one of them), `env` and
+    // `headers` left empty: their keys are the user's.
+    c.mcp.servers = vec![crate::config::McpServerConfig {
+        name: "files".into(),
+        command: Some("npx".into()),
+        cwd: Some("/srv/notes".into()),
+        url: Some("https://mcp.example.com/mcp".into()),
+        ..Default::default()
+    }];
     // Both optional keys of a hook: `command` (type command) and `url` (type http).
     c.hooks = vec![crate::config::HookConfig {
         event: crate::config::HookEvent::PreToolUse,

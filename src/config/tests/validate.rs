@@ -270,3 +270,39 @@ fn trigger_problems_name_the_key() {
         assert_eq!(keys, *want, "{text}");
     }
 }
+
+#[test]
+fn the_full_check_keeps_the_order_of_the_sections() {
+    // One problem in each section, written in another order than the checks run: config's own
+    // checks and the components' (permissions, tools, schedules) interleave by section.
+    let text = "[[schedules]]\nname = \"b\"\ncron = \"0 8 * *\"\nprompt = \"p\"\ntarget = \"web:b\"\n\
+                [channels.telegram]\ntoken = \" \"\n\
+                [tools]\nworkspace_dir = \" \"\n\
+                [[hooks]]\nevent = \"pre_tool_use\"\ntype = \"command\"\ncommand = \" \"\n\
+                [permissions]\napproval_timeout_secs = 0\n\
+                [[triggers]]\nname = \"x\"\nsecret = \" \"\n\
+                [limits]\nmax_iterations = 0\n\
+                [server]\nmax_body_bytes = 1\n";
+    let config = parse(text, &[]).unwrap_or_else(|e| panic!("{e}"));
+    let keys = |r: Result<(), ConfigError>| match r {
+        Err(ConfigError::Invalid { problems, .. }) => problems.into_iter().map(|p| p.key).collect::<Vec<_>>(),
+        other => panic!("{other:?}"),
+    };
+    let all = [
+        "server.max_body_bytes",
+        "limits.max_iterations",
+        "triggers[0].secret",
+        "permissions.approval_timeout_secs",
+        "hooks[0].command",
+        "tools.workspace_dir",
+        "channels.telegram.token",
+        "schedules[0].cron",
+    ];
+    assert_eq!(keys(crate::app::check_config(&config)), all);
+    // `validate` alone checks only the sections config owns.
+    let own: Vec<&str> = all
+        .into_iter()
+        .filter(|k| !["permissions.", "tools.", "schedules["].iter().any(|s| k.starts_with(s)))
+        .collect();
+    assert_eq!(keys(config.validate()), own);
+}

@@ -2,104 +2,98 @@
 //! `[channels.telegram]`: credentials present, URLs usable, limits sane. Like every check, a
 //! message names its key and must never contain a secret.
 
-use super::{http_url, positive, Problems};
-use crate::config::Config;
+use super::{http_url, Problems};
+use crate::config::{DiscordConfig, SlackConfig, TelegramConfig};
 
-impl Config {
-    /// `[channels.discord]`: a token, a public key Discord could have issued (32 bytes in hex),
-    /// and an http(s) base URL.
-    pub(super) fn check_discord(&self, p: &mut Problems) {
-        let Some(d) = &self.channels.discord else { return };
-        if d.token.expose().trim().is_empty() {
+/// `[channels.discord]`: a token, a public key Discord could have issued (32 bytes in hex),
+/// and an http(s) base URL.
+pub(in crate::config) fn check_discord(d: Option<&DiscordConfig>, p: &mut Problems) {
+    let Some(d) = d else { return };
+    if d.token.expose().trim().is_empty() {
+        p.add(
+            "channels.discord.token",
+            "is empty; set it to the bot token (Developer Portal -> your application -> Bot -> Reset Token)",
+        );
+    }
+    if let Some(key) = &d.public_key {
+        if key.len() != 64 || !key.chars().all(|c| c.is_ascii_hexdigit()) {
             p.add(
-                "channels.discord.token",
-                "is empty; set it to the bot token (Developer Portal -> your application -> Bot -> Reset Token)",
-            );
-        }
-        if let Some(key) = &d.public_key {
-            if key.len() != 64 || !key.chars().all(|c| c.is_ascii_hexdigit()) {
-                p.add(
-                    "channels.discord.public_key",
-                    "must be the application's public key: 64 hex characters (Developer Portal -> General \
-                     Information -> Public Key); remove the key to turn the interactions endpoint off",
-                );
-            }
-        }
-        if !(d.api_url.starts_with("https://") || d.api_url.starts_with("http://")) {
-            p.add(
-                "channels.discord.api_url",
-                "must be an http(s) URL standing in for https://discord.com (the default); the REST API is \
-                 under <api_url>/api/v10",
+                "channels.discord.public_key",
+                "must be the application's public key: 64 hex characters (Developer Portal -> General \
+                 Information -> Public Key); remove the key to turn the interactions endpoint off",
             );
         }
     }
-}
-
-impl Config {
-    /// `[channels.slack]`: a bot token, and a way for Slack to reach Butler (a signing secret
-    /// for the HTTP endpoints, or an app-level token for Socket Mode).
-    pub(super) fn check_slack(&self, p: &mut Problems) {
-        let Some(s) = &self.channels.slack else { return };
-        if s.bot_token.expose().trim().is_empty() {
-            p.add("channels.slack.bot_token", "is empty; set the Bot User OAuth Token (xoxb-...) of your Slack app");
-        }
-        let set = |v: &Option<crate::config::Secret>| v.as_ref().is_some_and(|v| !v.expose().trim().is_empty());
-        if !set(&s.signing_secret) && !set(&s.app_token) {
-            p.add(
-                "channels.slack",
-                "needs signing_secret (Slack POSTs to /channels/slack/events and /interactive) or app_token \
-                 (Socket Mode, an xapp- token); set one of them",
-            );
-        }
-        if !(s.api_url.starts_with("https://") || s.api_url.starts_with("http://")) {
-            p.add("channels.slack.api_url", "must be an http(s) URL such as https://slack.com/api");
-        }
-        positive(p, "channels.slack.remembered_threads", s.remembered_threads);
+    if !(d.api_url.starts_with("https://") || d.api_url.starts_with("http://")) {
+        p.add(
+            "channels.discord.api_url",
+            "must be an http(s) URL standing in for https://discord.com (the default); the REST API is \
+             under <api_url>/api/v10",
+        );
     }
 }
 
-impl Config {
-    /// `[channels.telegram]`: a token, an http(s) Bot API URL, sane limits, and in webhook mode a
-    /// secret Telegram accepts and the public https URL to register.
-    pub(super) fn check_telegram(&self, p: &mut Problems) {
-        let Some(t) = &self.channels.telegram else { return };
-        if t.token.expose().trim().is_empty() {
-            p.add(
-                "channels.telegram.token",
-                "is empty; create a bot with @BotFather (/newbot) and set the token it gives you",
-            );
-        }
-        http_url(p, "channels.telegram.api_url", &t.api_url);
-        if !(1..=50).contains(&t.poll_timeout_secs) {
-            p.add("channels.telegram.poll_timeout_secs", "must be 1-50 (seconds); the default is 30");
-        }
-        positive(p, "channels.telegram.max_per_second", t.max_per_second);
-        if t.chat_interval_ms > 60_000 {
-            p.add("channels.telegram.chat_interval_ms", "must be at most 60000 (a minute); the default is 1000");
-        }
-        if t.mode != crate::config::TelegramMode::Webhook {
-            return;
-        }
-        match t.webhook_secret.as_ref().map(|s| s.expose()) {
-            None | Some("") => p.add(
-                "channels.telegram.webhook_secret",
-                "is required with mode = \"webhook\"; set 1-256 letters, digits, `_` or `-` (e.g. from \
-                 `openssl rand -hex 32`)",
-            ),
-            Some(s) if s.len() > 256 || !s.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-') => p.add(
-                "channels.telegram.webhook_secret",
-                "Telegram accepts only 1-256 letters, digits, `_` and `-` here (e.g. from `openssl rand -hex 32`)",
-            ),
-            Some(_) => {}
-        }
-        match &t.webhook_url {
-            None => p.add(
-                "channels.telegram.webhook_url",
-                "is required with mode = \"webhook\": the public https URL that reaches \
-                 /channels/telegram/webhook on this server",
-            ),
-            Some(url) => http_url(p, "channels.telegram.webhook_url", url),
-        }
+/// `[channels.slack]`: a bot token, and a way for Slack to reach Butler (a signing secret
+/// for the HTTP endpoints, or an app-level token for Socket Mode).
+pub(in crate::config) fn check_slack(s: Option<&SlackConfig>, p: &mut Problems) {
+    let Some(s) = s else { return };
+    if s.bot_token.expose().trim().is_empty() {
+        p.add("channels.slack.bot_token", "is empty; set the Bot User OAuth Token (xoxb-...) of your Slack app");
+    }
+    let set = |v: &Option<crate::config::Secret>| v.as_ref().is_some_and(|v| !v.expose().trim().is_empty());
+    if !set(&s.signing_secret) && !set(&s.app_token) {
+        p.add(
+            "channels.slack",
+            "needs signing_secret (Slack POSTs to /channels/slack/events and /interactive) or app_token \
+             (Socket Mode, an xapp- token); set one of them",
+        );
+    }
+    if !(s.api_url.starts_with("https://") || s.api_url.starts_with("http://")) {
+        p.add("channels.slack.api_url", "must be an http(s) URL such as https://slack.com/api");
+    }
+    p.positive("channels.slack.remembered_threads", s.remembered_threads);
+}
+
+/// `[channels.telegram]`: a token, an http(s) Bot API URL, sane limits, and in webhook mode a
+/// secret Telegram accepts and the public https URL to register.
+pub(in crate::config) fn check_telegram(t: Option<&TelegramConfig>, p: &mut Problems) {
+    let Some(t) = t else { return };
+    if t.token.expose().trim().is_empty() {
+        p.add(
+            "channels.telegram.token",
+            "is empty; create a bot with @BotFather (/newbot) and set the token it gives you",
+        );
+    }
+    http_url(p, "channels.telegram.api_url", &t.api_url);
+    if !(1..=50).contains(&t.poll_timeout_secs) {
+        p.add("channels.telegram.poll_timeout_secs", "must be 1-50 (seconds); the default is 30");
+    }
+    p.positive("channels.telegram.max_per_second", t.max_per_second);
+    if t.chat_interval_ms > 60_000 {
+        p.add("channels.telegram.chat_interval_ms", "must be at most 60000 (a minute); the default is 1000");
+    }
+    if t.mode != crate::config::TelegramMode::Webhook {
+        return;
+    }
+    match t.webhook_secret.as_ref().map(|s| s.expose()) {
+        None | Some("") => p.add(
+            "channels.telegram.webhook_secret",
+            "is required with mode = \"webhook\"; set 1-256 letters, digits, `_` or `-` (e.g. from \
+             `openssl rand -hex 32`)",
+        ),
+        Some(s) if s.len() > 256 || !s.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-') => p.add(
+            "channels.telegram.webhook_secret",
+            "Telegram accepts only 1-256 letters, digits, `_` and `-` here (e.g. from `openssl rand -hex 32`)",
+        ),
+        Some(_) => {}
+    }
+    match &t.webhook_url {
+        None => p.add(
+            "channels.telegram.webhook_url",
+            "is required with mode = \"webhook\": the public https URL that reaches \
+             /channels/telegram/webhook on this server",
+        ),
+        Some(url) => http_url(p, "channels.telegram.webhook_url", url),
     }
 }
 

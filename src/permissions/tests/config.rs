@@ -6,7 +6,7 @@ use crate::config::{parse_str, ContextKind, Env, Mode};
 fn problems(text: &str) -> Vec<String> {
     let config = parse_str(text, "butler.toml", &Env::from_pairs(Vec::<(String, String)>::new()))
         .unwrap_or_else(|e| panic!("{text}: {e}"));
-    match config.validate() {
+    match crate::app::check_config(&config) {
         Ok(()) => Vec::new(),
         Err(crate::config::ConfigError::Invalid { problems, .. }) => problems.into_iter().map(|p| p.key).collect(),
         Err(e) => panic!("{text}: {e}"),

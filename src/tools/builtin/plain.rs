@@ -6,15 +6,8 @@
 //! credential the masking can recognise (`Authorization`/`Bearer` values, `token=`, `password=`,
 //! URL passwords).
 
+use crate::config::is_secret_name;
 use std::path::{Component, Path, PathBuf};
-
-/// Key names whose values are secret (the same words as [`crate::tools::mask_secrets`]).
-const SECRET_WORDS: &[&str] = &["token", "password", "passwd", "secret", "key", "authorization", "cookie"];
-
-pub fn is_secret_name(name: &str) -> bool {
-    let lower = name.to_ascii_lowercase();
-    SECRET_WORDS.iter().any(|w| lower.contains(w))
-}
 
 /// `rel` resolved against `workspace` without touching the disk: absolute (relative
 /// workspaces are taken from the current directory), `.` and `..` applied. An absolute `rel`

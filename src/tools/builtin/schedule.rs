@@ -9,10 +9,9 @@
 //! only where the user may (`schedule::jobs::may_target`). These tools never fire a job.
 
 use super::plain::{mask_text, preview};
-use crate::config::{Missed, ScheduleMode};
+use crate::config::{Missed, ScheduleMode, DEFAULT_GRACE_SECS};
 use crate::schedule::cron::{human, parse_tz};
 use crate::schedule::jobs::{self, JobOwner, JobSpec};
-use crate::schedule::DEFAULT_GRACE_SECS;
 use crate::store::{now_ms, ScheduleChange, ScheduleFilter, ScheduleRow, ScheduleSource, StoreError};
 use crate::tools::{parse_args, Action, Risk, Tool, ToolCtx, ToolError, ToolSpec};
 use async_trait::async_trait;
@@ -123,8 +122,9 @@ impl ScheduleTool {
         };
         let named = spec.name.is_some();
         let owner = JobOwner { identity: ctx.identity.clone(), user_id: Some(ctx.user.id.clone()) };
-        let mut new = jobs::build(&spec, &owner, ScheduleSource::Tool, now_ms()).map_err(ToolError::InvalidArgs)?;
-        let target = jobs::check_target(&new.target).map_err(ToolError::InvalidArgs)?;
+        let mut new = jobs::build(&spec, &owner, ScheduleSource::Tool, now_ms())
+            .map_err(|e| ToolError::InvalidArgs(e.to_string()))?;
+        let target = jobs::check_target(&new.target).map_err(|e| ToolError::InvalidArgs(e.to_string()))?;
         if let Err(why) =
             jobs::may_target(&*ctx.store, &ctx.user, &ctx.conversation, &target).await.map_err(store_err)?
         {

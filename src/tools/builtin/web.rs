@@ -9,8 +9,8 @@
 
 use super::html;
 use super::net::{self, ClientOptions, HostList, NetGuard};
-use super::plain::{is_secret_name, mask_text, preview};
-use crate::config::{HttpRequestConfig, WebFetchConfig};
+use super::plain::{mask_text, preview};
+use crate::config::{is_secret_name, HttpRequestConfig, WebFetchConfig};
 use crate::tools::{mask_secrets, parse_args, Action, Risk, Tool, ToolCtx, ToolError, ToolSpec};
 use async_trait::async_trait;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};

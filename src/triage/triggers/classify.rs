@@ -87,7 +87,7 @@ impl Classifier {
             return Ok((hit, true));
         }
         let json = payload.to_string();
-        let (shown, _) = super::cut(&json, MAX_PROMPT_PAYLOAD);
+        let (shown, _) = super::template::cut(&json, MAX_PROMPT_PAYLOAD);
         let req = ChatRequest {
             system: SYSTEM.into(),
             messages: vec![ChatMessage::User {

@@ -17,8 +17,12 @@ pub use classify::{ClassifyError, CACHE_ENTRIES};
 pub use rules::{lookup, matches, wildcard};
 pub use template::render;
 
-use super::{Access, Decision, Verdict, HOOK_CHANNEL};
+use template::cut;
+
+use super::access::Access;
+use super::verdict::{Decision, Verdict};
 use crate::config::{TriggerAction, TriggerConfig, TriggerRule};
+use crate::ids::{HOOK_CHANNEL, WEB_CHANNEL};
 use crate::llm::Provider;
 use crate::session::{session_key, Job, JobKind};
 use crate::store::{now_ms, ConversationRow, Store, StoreError};
@@ -106,7 +110,7 @@ impl Triggers {
         if text.trim().is_empty() {
             text = view["text"].as_str().unwrap_or_default().to_string();
         }
-        if conversation.channel == "web" {
+        if conversation.channel == WEB_CHANNEL {
             // So the page can list it. A conversation someone already uses keeps its owner.
             let owner = Identity::new(HOOK_CHANNEL, &cfg.name).to_string();
             self.ensure_web(&conversation, &owner).await?;
@@ -134,7 +138,7 @@ impl Triggers {
         let Some(user) = self.access.user_for(&*self.store, &identity).await? else {
             return Ok(Verdict::drop(format!("{}; {identity} may not use Butler", choice.reason)));
         };
-        if conversation.channel == "web" {
+        if conversation.channel == WEB_CHANNEL {
             let owner = self.ensure_web(&conversation, &identity.to_string()).await?;
             if owner != identity.to_string() {
                 return Ok(Verdict::drop(format!(
@@ -198,14 +202,6 @@ fn view(source: &str, text: &str, payload: &Value) -> Value {
         "body": payload.get("body").cloned().unwrap_or(Value::Null),
         "payload": payload,
     })
-}
-
-/// The first `max` characters of `s`, and whether anything was cut.
-pub(crate) fn cut(s: &str, max: usize) -> (&str, bool) {
-    match s.char_indices().nth(max) {
-        Some((i, _)) => (&s[..i], true),
-        None => (s, false),
-    }
 }
 
 /// The agent's message: the instructions, then the event with its payload cut to `max` characters.

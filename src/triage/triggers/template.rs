@@ -56,6 +56,14 @@ fn text_of(v: &Value) -> String {
     }
 }
 
+/// The first `max` characters of `s`, and whether anything was cut.
+pub(crate) fn cut(s: &str, max: usize) -> (&str, bool) {
+    match s.char_indices().nth(max) {
+        Some((i, _)) => (&s[..i], true),
+        None => (s, false),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -5,10 +5,10 @@
 //! This must never retry an event without bound, and never tell a sender twice: the notice has
 //! the stable outbox key `<event id>:failed`, so running the dead-lettering again is a no-op.
 
+use crate::ids::{HOOK_CHANNEL, SYSTEM_CHANNEL};
 use crate::metrics::METRICS;
 use crate::outbox::Deliverer;
 use crate::store::{InboxStatus, NewOutbox, Store, StoreError};
-use crate::triage::{HOOK_CHANNEL, SYSTEM_CHANNEL};
 use butler_channel::InboundEvent;
 
 /// The delay before the next try after try number `attempts` failed: 1 s, 2 s, 4 s, ...

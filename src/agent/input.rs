@@ -1,0 +1,57 @@
+//! What a turn is given (the session, the event, the user, stop and abort tokens, how it
+//! starts) and what it gives back (a commit to make, or parked by shutdown).
+//!
+//! Plain data: nothing here may run anything.
+
+use super::window::SessionState;
+use crate::store::{ApprovalRow, StoreError, TurnCommit, UserRow};
+use butler_channel::InboundEvent;
+use tokio_util::sync::CancellationToken;
+
+/// How a turn begins.
+#[derive(Clone, Debug)]
+pub(crate) enum Start {
+    /// A new message (or the re-run of one cut off by a crash).
+    Message,
+    /// A person answered an approval the session's turn was waiting for; `pending_left` other
+    /// calls of that round still wait.
+    Resume { approval: Box<ApprovalRow>, pending_left: usize },
+}
+
+pub(crate) struct TurnInput<'a> {
+    pub session: &'a mut SessionState,
+    pub event: &'a InboundEvent,
+    pub user: &'a UserRow,
+    /// `/stop`: end at the next safe point and say so.
+    pub stop: CancellationToken,
+    /// Shutdown past the grace period: stop now, commit nothing (the event is retried later).
+    pub abort: CancellationToken,
+    /// False when the event was claimed before (a retry or a re-run after a crash): only then
+    /// can its message already be in the transcript.
+    pub first_attempt: bool,
+    pub start: Start,
+    pub session_key: &'a str,
+    /// The channel shows buttons (otherwise approval requests say which command answers them).
+    pub buttons: bool,
+    /// A heartbeat: deliver the answer only if it is not exactly [`QUIET`].
+    pub quiet: bool,
+}
+
+/// What a heartbeat turn answers when nothing is worth saying (then nothing is delivered).
+pub(crate) const QUIET: &str = "NOTHING_TO_REPORT";
+
+#[derive(Debug, PartialEq)]
+pub(crate) enum TurnOutcome {
+    /// The turn ended; commit it with [`Agent::commit`] once streaming has stopped.
+    Finished(Box<TurnCommit>),
+    /// Aborted by shutdown; nothing committed, the event must be retried.
+    Parked,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum TurnError {
+    /// The store failed: the event stays in the inbox and is retried; the transcript holds
+    /// whatever was recorded, and the retry resumes from there.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}

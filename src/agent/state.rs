@@ -1,0 +1,164 @@
+//! The state of one turn in flight (its input, what it has shown and spent, how it ended) and
+//! the steps of a turn that need no more than that state: reading the model's stream, the
+//! final reply, the commit of a turn with nothing to say.
+//!
+//! Nothing here may touch the store or a channel; the agent (turn.rs) does that.
+
+use super::input::{TurnOutcome, QUIET};
+use super::progress::TurnObserver;
+use super::storable;
+use super::window::SessionState;
+use crate::llm::{Assembled, LlmError, LlmStream, StreamEvent, ToolDef, Usage};
+use crate::store::{ApprovalRow, InboxStatus, NewMessage, TurnCommit, UserRow};
+use crate::tools::{ToolCtx, Tools};
+use butler_channel::InboundEvent;
+use futures::StreamExt;
+use std::sync::Arc;
+use tokio_util::sync::CancellationToken;
+
+/// Why the loop ended, when it did not end with a plain answer.
+pub(super) enum Ending {
+    Answer,
+    Stopped,
+    Limit,
+    Failed(LlmError),
+    /// Calls wait for a person's approval: the turn parks.
+    Waiting(Vec<ApprovalRow>),
+    /// A duplicate resume: nothing to do.
+    Stale,
+    /// Shutdown past the grace period: nothing is committed.
+    Parked,
+}
+
+#[derive(Default)]
+pub(super) struct Progress {
+    /// Text shown so far in this turn, across model calls.
+    pub(super) shown: String,
+    pub(super) usage: Usage,
+    pub(super) iterations: u32,
+    /// Estimated tokens of the last request sent.
+    pub(super) context_tokens: usize,
+    /// The turn's user message until it is stored.
+    pub(super) unsaved_user: Option<NewMessage>,
+}
+
+impl Progress {
+    pub(super) fn join(&self, more: &str) -> String {
+        match (self.shown.is_empty(), more.is_empty()) {
+            (true, _) => more.to_string(),
+            (_, true) => self.shown.clone(),
+            _ => format!("{}\n\n{more}", self.shown),
+        }
+    }
+}
+
+/// One turn in flight: its input, what it has shown and spent so far, and how it goes on.
+pub(super) struct Turn<'a> {
+    pub(super) session: &'a mut SessionState,
+    pub(super) event: &'a InboundEvent,
+    pub(super) user: &'a UserRow,
+    pub(super) sid: String,
+    pub(super) stop: CancellationToken,
+    pub(super) abort: CancellationToken,
+    pub(super) session_key: &'a str,
+    pub(super) buttons: bool,
+    pub(super) quiet: bool,
+    pub(super) tool_ctx: ToolCtx,
+    pub(super) defs: Arc<[ToolDef]>,
+    /// The tools of this turn (the built-ins and the MCP servers' at its start).
+    pub(super) tools: Tools,
+    pub(super) progress: Progress,
+    /// Memories recalled for a fresh message (into its user message).
+    pub(super) recall: Option<String>,
+    /// How a resumed turn ends without asking the model (a stop, other approvals, a duplicate).
+    pub(super) skip_model: Option<Ending>,
+    /// The one summary checkpoint a turn may make was made.
+    pub(super) compacted: bool,
+}
+
+/// What a finished turn stores and delivers.
+pub(super) struct FinalReply {
+    /// The last answer (with the note of how the turn ended), stored as the assistant message.
+    pub(super) stored: String,
+    /// Everything shown in this turn, delivered as the reply.
+    pub(super) shown: String,
+    /// A heartbeat with nothing to say: nothing is delivered.
+    pub(super) silent: bool,
+}
+
+/// What is left to do once the loop ended.
+pub(super) enum Settled {
+    /// Nothing is committed (shutdown).
+    Done(TurnOutcome),
+    /// Calls wait for a person.
+    Waiting(Vec<ApprovalRow>),
+    /// A duplicate resume: only the event is marked done.
+    Stale,
+    /// A reply, with a note saying how the turn ended unless it ended with an answer.
+    Reply(Option<String>),
+}
+
+/// Streams the model's answer, showing the text as it grows; every event is made storable
+/// first. Returns the answer so far and, when the stream did not simply end, why it stopped.
+pub(super) async fn read_stream(
+    turn: &Turn<'_>,
+    mut stream: LlmStream,
+    obs: &mut dyn TurnObserver,
+) -> (Assembled, Option<Ending>) {
+    let mut asm = Assembled::default();
+    loop {
+        tokio::select! {
+            ev = stream.next() => match ev {
+                Some(Ok(ev)) => {
+                    let ev = storable::event(ev);
+                    asm.push(&ev);
+                    if let StreamEvent::Text(_) = ev {
+                        obs.text(&turn.progress.join(&asm.text));
+                    }
+                }
+                Some(Err(e)) => return (asm, Some(Ending::Failed(e))),
+                None => return (asm, None),
+            },
+            _ = turn.stop.cancelled() => return (asm, Some(Ending::Stopped)),
+            _ = turn.abort.cancelled() => return (asm, Some(Ending::Parked)),
+        }
+    }
+}
+
+/// What the turn stores and delivers: the last answer with the note, after what was shown
+/// before; a heartbeat answering exactly [`QUIET`] stays silent (its transcript and cost are
+/// still kept).
+pub(super) fn final_reply(turn: &Turn<'_>, note: Option<String>, last_text: String) -> FinalReply {
+    let silent = turn.quiet && note.is_none() && last_text.trim() == QUIET;
+    let stored = match note {
+        None => last_text,
+        Some(n) if last_text.is_empty() => n,
+        Some(n) => format!("{last_text}\n\n{n}"),
+    };
+    let mut shown = turn.progress.join(&stored).trim_end().to_string();
+    if shown.is_empty() {
+        shown = "(The model returned an empty answer.)".into();
+    }
+    FinalReply { stored, shown, silent }
+}
+
+/// The commit of a turn with nothing to say: the event is done, nothing else changes.
+pub(super) fn done_only(event: &InboundEvent) -> TurnCommit {
+    TurnCommit {
+        inbox_id: event.id.0.clone(),
+        inbox_status: InboxStatus::Done,
+        session_id: None,
+        messages: vec![],
+        reply: None,
+        usage: None,
+        approvals: vec![],
+        notices: vec![],
+    }
+}
+
+pub(super) fn add_usage(total: &mut Usage, u: &Usage) {
+    total.input_tokens += u.input_tokens;
+    total.output_tokens += u.output_tokens;
+    total.cache_read_tokens += u.cache_read_tokens;
+    total.cache_write_tokens += u.cache_write_tokens;
+}

@@ -1,0 +1,26 @@
+//! What building a platform channel yields: the adapters and their routes ([`Built`]), the error
+//! when one cannot start ([`BuildError`]), and one `butler doctor` line ([`Check`]).
+//!
+//! Plain data shared by the per-platform glue files; it must never name a channel crate.
+
+use butler_channel::Channel;
+use std::sync::Arc;
+
+/// The platform channels the config asks for, and their HTTP routes.
+#[derive(Default)]
+pub struct Built {
+    pub channels: Vec<Arc<dyn Channel>>,
+    /// Webhook and interactivity endpoints, merged into Butler's one HTTP server.
+    pub routes: axum::Router,
+}
+
+/// A channel that could not be started (bad credentials, a platform that refused a call).
+#[derive(Debug, thiserror::Error)]
+#[error("the {channel} channel cannot start: {message}")]
+pub struct BuildError {
+    pub channel: &'static str,
+    pub message: String,
+}
+
+/// One `butler doctor` line: what was checked, and either what is fine or (problem, fix).
+pub type Check = (String, Result<String, (String, String)>);

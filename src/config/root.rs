@@ -1,0 +1,108 @@
+//! The whole configuration: the [`Config`] struct of all sections, its checks in the order of
+//! the sections (config's own in `validate/`, the components' handed in as [`OwnerChecks`]), and
+//! its masked print (`masked.rs`).
+//!
+//! Plain data at the bottom of the crate: this file must never import a component of Butler,
+//! and never print or log a secret.
+
+use super::error::ConfigError;
+use super::validate::{self, Problems};
+use super::{
+    AccessConfig, AgentConfig, ChannelsConfig, DatabaseConfig, HookConfig, LimitsConfig, LlmConfig, McpConfig,
+    MemoryConfig, PermissionsConfig, RedisConfig, ScheduleConfig, ServerConfig, SkillsConfig, ToolsConfig,
+    TriggerConfig,
+};
+use serde::{Deserialize, Serialize};
+
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Config {
+    pub server: ServerConfig,
+    pub database: DatabaseConfig,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub redis: Option<RedisConfig>,
+    pub llm: LlmConfig,
+    pub channels: ChannelsConfig,
+    pub access: AccessConfig,
+    pub agent: AgentConfig,
+    pub memory: MemoryConfig,
+    pub limits: LimitsConfig,
+    /// Signed webhook sources at `POST /hooks/{name}`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub triggers: Vec<TriggerConfig>,
+    pub permissions: PermissionsConfig,
+    pub tools: ToolsConfig,
+    /// Commands or URLs called around tool calls, sessions and compaction.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub hooks: Vec<HookConfig>,
+    /// Cron-scheduled jobs (briefings, reports, reminders).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub schedules: Vec<ScheduleConfig>,
+    /// MCP tool servers (`[mcp]`, `[[mcp.servers]]`); checked by `crate::mcp`.
+    pub mcp: McpConfig,
+    /// Extra skill folders (`[skills]`); discovery and checks are in `crate::skills`.
+    pub skills: SkillsConfig,
+}
+
+impl Config {
+    /// The checks of the sections config owns, all problems at once, as [`ConfigError::Invalid`]
+    /// (origin `config`; `load` puts the file name in). The full check, with `[permissions]`,
+    /// `[tools]` and `[[schedules]]`, is `app::check_config`.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        self.validate_with(&OwnerChecks::NONE)
+    }
+
+    /// [`Config::validate`] with the checks of the sections components own, each at its place,
+    /// so the problems keep the order of the sections.
+    pub fn validate_with(&self, owners: &OwnerChecks) -> Result<(), ConfigError> {
+        let mut p = Problems::default();
+        validate::check_server(&self.server, &mut p);
+        validate::check_stores(&self.database, self.redis.as_ref(), &mut p);
+        validate::check_llm(&self.llm, &mut p);
+        validate::check_web(&self.channels.web, &self.server.listen, &mut p);
+        validate::check_rest(&self.agent, &self.memory, &self.limits, &mut p);
+        validate::check_triggers(&self.triggers, &mut p);
+        (owners.permissions)(self, &mut p);
+        validate::check_hooks(&self.hooks, &mut p);
+        (owners.tools)(self, &mut p);
+        validate::check_telegram(self.channels.telegram.as_ref(), &mut p);
+        validate::check_slack(self.channels.slack.as_ref(), &mut p);
+        validate::check_discord(self.channels.discord.as_ref(), &mut p);
+        (owners.schedules)(self, &mut p);
+        (owners.mcp)(self, &mut p);
+        (owners.skills)(self, &mut p);
+        p.into_result()
+    }
+
+    /// The full effective configuration as TOML (in the order of the structs), secrets masked.
+    pub fn to_masked_toml(&self) -> String {
+        super::masked::to_masked_toml(self, self.database.url.expose(), self.redis.as_ref().map(|r| r.url.expose()))
+    }
+}
+
+/// A check of one section whose rules a component owns: it adds a problem per bad value.
+pub type SectionCheck = fn(&Config, &mut Problems);
+
+/// The checks of the sections whose rules live in their components: config sits below them and
+/// cannot call them, so the caller above (`app::CONFIG_CHECKS`) hands them in, and
+/// [`Config::validate_with`] runs them at their place in the order of the sections.
+#[derive(Clone, Copy)]
+pub struct OwnerChecks {
+    /// `[permissions]` (`crate::permissions`).
+    pub permissions: SectionCheck,
+    /// `[tools]` (`crate::tools`).
+    pub tools: SectionCheck,
+    /// `[[schedules]]` (`crate::schedule`).
+    pub schedules: SectionCheck,
+    /// `[mcp]` and `[[mcp.servers]]` (`crate::mcp`).
+    pub mcp: SectionCheck,
+    /// `[skills]` (`crate::skills`).
+    pub skills: SectionCheck,
+}
+
+impl OwnerChecks {
+    /// Checks only the sections config owns.
+    pub const NONE: Self = Self { permissions: skip, tools: skip, schedules: skip, mcp: skip, skills: skip };
+}
+
+fn skip(_: &Config, _: &mut Problems) {}

@@ -1,0 +1,95 @@
+//! What the session manager ([`Sessions`](super::Sessions)) and its actors share: the
+//! dependencies of a turn, the live actors' handles, the task tracker and the shutdown tokens,
+//! plus the two things an actor does to the manager's table (retire when idle, forget).
+//!
+//! Nothing here may hold a lock across an await or start a turn; it must never import the
+//! manager (`session/mod.rs`) or the actor.
+
+use super::job::Job;
+use crate::agent::Agent;
+use crate::config::{AgentConfig, LimitsConfig};
+use crate::outbox::{Channels, Deliverer};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+/// What a session actor needs.
+#[derive(Clone)]
+pub struct SessionDeps {
+    pub(super) agent: Agent,
+    pub(super) channels: Channels,
+    pub(super) deliverer: Arc<Deliverer>,
+    pub(super) agent_cfg: AgentConfig,
+    pub(super) limits: LimitsConfig,
+    /// Distils durable facts from finished exchanges (off when `[memory] archivist = false`).
+    pub(super) archivist: Option<Arc<crate::memory::Archivist>>,
+}
+
+impl SessionDeps {
+    /// `archivist`: `None` when `[memory] archivist = false`.
+    pub fn new(
+        agent: Agent,
+        channels: Channels,
+        deliverer: Arc<Deliverer>,
+        agent_cfg: AgentConfig,
+        limits: LimitsConfig,
+        archivist: Option<Arc<crate::memory::Archivist>>,
+    ) -> Self {
+        Self { agent, channels, deliverer, agent_cfg, limits, archivist }
+    }
+}
+
+pub(super) struct Running {
+    pub(super) turn_id: String,
+    pub(super) stop: CancellationToken,
+}
+
+pub(super) struct Handle {
+    /// Boxed: the mailbox allocates a block of slots up front, so an idle session costs a few
+    /// pointers rather than a block of whole jobs.
+    pub(super) tx: mpsc::Sender<Box<Job>>,
+    pub(super) running: Arc<Mutex<Option<Running>>>,
+}
+
+pub(super) struct Shared {
+    pub(super) deps: SessionDeps,
+    pub(super) actors: Mutex<HashMap<String, Handle>>,
+    pub(super) tracker: TaskTracker,
+    /// No new turns start after this fires; queued jobs go back to the inbox.
+    pub(super) shutdown: CancellationToken,
+    /// Running turns stop at once, committing nothing (past the grace period).
+    pub(super) abort: CancellationToken,
+}
+
+pub(super) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl Shared {
+    pub(super) fn new(deps: SessionDeps) -> Self {
+        Self {
+            deps,
+            actors: Mutex::new(HashMap::new()),
+            tracker: TaskTracker::new(),
+            shutdown: CancellationToken::new(),
+            abort: CancellationToken::new(),
+        }
+    }
+
+    /// Called by an idle actor: removes it if nothing is waiting in its mailbox. Sends happen
+    /// under the same lock, so no job can slip in between the check and the removal.
+    pub(super) fn retire_if_idle(&self, key: &str, rx: &mpsc::Receiver<Box<Job>>) -> bool {
+        let mut actors = lock(&self.actors);
+        if !rx.is_empty() {
+            return false;
+        }
+        actors.remove(key);
+        true
+    }
+
+    pub(super) fn forget(&self, key: &str) {
+        lock(&self.actors).remove(key);
+    }
+}

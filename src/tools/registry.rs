@@ -1,0 +1,46 @@
+//! Which built-in tools a config turns on: builds the [`Tools`] registry a turn sees.
+//!
+//! It only composes the tools of [`super::builtin`]; it must never hold a tool's own logic, and
+//! never register a tool its config section leaves off.
+
+use super::{builtin, Tools};
+use crate::config::Config;
+use std::sync::Arc;
+
+/// The built-in tools enabled by the config: `web_fetch` when enabled, `http_get` and
+/// `http_request` when `allowed_hosts` is not empty, `shell` only when enabled, the file
+/// tools when enabled, `send_message` when it has targets, and always the scheduled-job tools
+/// (`schedule`, `schedules_list`).
+pub fn builtin_tools(cfg: &Config) -> Tools {
+    let mut t = Tools::default();
+    t.add(Arc::new(builtin::Now::new()));
+    if cfg.memory.enabled {
+        for tool in builtin::memory_tools() {
+            t.add(tool);
+        }
+    }
+    let tc = &cfg.tools;
+    if tc.web_fetch.enabled {
+        match builtin::WebFetch::new(&tc.web_fetch) {
+            Ok(tool) => t.add(Arc::new(tool)),
+            Err(e) => tracing::warn!(error = %e, "web_fetch is off"),
+        }
+    }
+    if !tc.http_request.allowed_hosts.is_empty() {
+        match builtin::http_tools(&tc.http_request) {
+            Ok(tools) => tools.into_iter().for_each(|tool| t.add(tool)),
+            Err(e) => tracing::warn!(error = %e, "http_get and http_request are off"),
+        }
+    }
+    if tc.shell.enabled {
+        t.add(Arc::new(builtin::Shell::new(&tc.shell)));
+    }
+    if tc.files.enabled {
+        builtin::file_tools(&tc.files).into_iter().for_each(|tool| t.add(tool));
+    }
+    if !tc.send_message.targets.is_empty() {
+        t.add(Arc::new(builtin::SendMessage::new(&tc.send_message)));
+    }
+    builtin::schedule_tools().into_iter().for_each(|tool| t.add(tool));
+    t
+}
