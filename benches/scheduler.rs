@@ -94,7 +94,7 @@ fn spec(i: usize) -> JobSpec {
         tz: ZONES[i % ZONES.len()].into(),
         prompt: format!("Brief me, number {i}."),
         target: format!("web:bench-{}", i % 50),
-        mode: if i % 7 == 0 { ScheduleMode::Heartbeat } else { ScheduleMode::Always },
+        mode: if i.is_multiple_of(7) { ScheduleMode::Heartbeat } else { ScheduleMode::Always },
         missed: Missed::RunOnce,
         grace_secs: 3600,
     }

@@ -178,8 +178,9 @@ impl App {
         let agent = agent.with_tool_source(mcp.clone());
         let background = Tasks::default();
         let archivist = start_archivist(&cfg, &store, &llm, &background);
+        let overview = crate::mcp::ToolsOverview { own: agent.tool_names(), mcp: mcp.clone() };
         let sessions = build_sessions(&cfg, agent, &channels, &deliverer, archivist);
-        let (triage, schedules) = build_triage(&cfg, &store, &llm, &sessions, &deliverer);
+        let (triage, schedules) = build_triage(&cfg, &store, &llm, &sessions, &deliverer, overview);
 
         let delivery = start_delivery(&deliverer);
         let dispatcher = build_dispatcher(&cfg, &store, triage, &deliverer, wake, names);
@@ -294,8 +295,12 @@ async fn build_channels(
     Ok(ChannelSet { out, names, routes: platforms.routes, hub })
 }
 
-/// The agent: the built-in tools the config turns on and the extra ones, the permission policy
-/// (no tool may touch the config file or the database), the hooks.
+/// The agent: the built-in tools the config turns on, the `skill` tool and the extra ones, the
+/// permission policy (no tool may touch the config file or the database), the hooks, the skills.
+///
+/// The `skill` tool is always registered: the built-in skills always exist, and the catalog is
+/// read live, so skills added later are loadable without a restart. The tool and the agent
+/// (system prompt, `allowed-tools`) share one catalog.
 fn build_agent(
     cfg: &Config,
     store: &Arc<dyn Store>,
@@ -306,6 +311,8 @@ fn build_agent(
     config_path: Option<&std::path::Path>,
 ) -> Agent {
     let mut tools = crate::tools::builtin_tools(cfg);
+    let skills = Arc::new(crate::skills::skills(cfg));
+    tools.add(Arc::new(crate::skills::SkillTool::new(skills.clone())));
     for t in extra_tools {
         tools.add(t);
     }
@@ -321,6 +328,7 @@ fn build_agent(
             ),
             hooks,
             nudge: deliverer.clone(),
+            skills,
         },
     )
 }
@@ -369,6 +377,7 @@ fn build_triage(
     llm: &Arc<dyn Provider>,
     sessions: &Sessions,
     deliverer: &Arc<Deliverer>,
+    tools: crate::mcp::ToolsOverview,
 ) -> (Triage, Arc<crate::schedule::Schedules>) {
     let mut local = vec![Identity::new("cli", "local")];
     if web::WebAuth::from_config(&cfg.channels.web).is_local() {
@@ -388,6 +397,7 @@ fn build_triage(
         access,
         sessions: sessions.clone(),
         triggers,
+        tools,
         model: llm.model().to_string(),
         timezone: cfg.agent.timezone.clone(),
         deliverer: deliverer.clone(),
@@ -462,19 +472,13 @@ fn http_routes(
     shutdown: &CancellationToken,
 ) -> axum::Router {
     let extra = if let Some(hub) = hub {
-        web::routes(web::WebState {
-            store: store.clone(),
-            ingress: ingress.clone(),
-            hub,
-            auth: web::WebAuth::from_config(&cfg.channels.web),
-            info: web::PageInfo {
-                llm_configured: !cfg.llm.model.is_empty(),
-                provider: llm.name().to_string(),
-                model: llm.model().to_string(),
-            },
-            shutdown: shutdown.clone(),
-            owners: Default::default(),
-        })
+        let info = web::PageInfo {
+            llm_configured: !cfg.llm.model.is_empty(),
+            provider: llm.name().to_string(),
+            model: llm.model().to_string(),
+        };
+        let auth = web::WebAuth::from_config(&cfg.channels.web);
+        web::routes(web::WebState::new(store.clone(), ingress.clone(), hub, auth, info, shutdown.clone()))
     } else {
         axum::Router::new()
     };
@@ -496,7 +500,7 @@ async fn serve_http(
         .await
         .map_err(|source| AppError::Bind { addr: cfg.server.listen.clone(), source })?;
     let addr = listener.local_addr().ok();
-    let health = Health { store: store.clone(), ready: ready.clone() };
+    let health = Health::new(store.clone(), ready.clone());
     let router = http::router(health, extra, &cfg.server);
     let limits = http::ServeLimits::from_config(&cfg.server);
     intake.tracker.spawn(http::serve(listener, router, limits, intake.cancel.clone()));

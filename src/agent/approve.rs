@@ -8,6 +8,7 @@
 //! decision leaves an audit row.
 
 use super::exec::{prepare, run_calls, Ready, ToolResult};
+use super::narrow::Narrowing;
 use crate::clock::now_ms;
 use crate::config::{HookEvent, LimitsConfig};
 use crate::hooks::{HookOutcome, Hooks};
@@ -64,13 +65,15 @@ impl ToolRound<'_> {
         }
     }
 
-    /// Decides and runs one round of calls.
+    /// Decides and runs one round of calls; a call `narrowing` (a loaded skill's
+    /// `allowed-tools`) does not permit is refused before anything else.
     pub(super) async fn tool_round(
         &self,
         ctx: &ToolCtx,
         event: &InboundEvent,
         session_key: &str,
         calls: &[ToolCall],
+        narrowing: &Narrowing,
     ) -> Result<Round, StoreError> {
         let mut immediate: Vec<(usize, ToolResult)> = Vec::new();
         let mut ready: Vec<(usize, Ready)> = Vec::new();
@@ -79,6 +82,11 @@ impl ToolRound<'_> {
         for (i, call) in calls.iter().enumerate() {
             let hash = args_hash(&call.arguments);
             let refuse = |content: String| ToolResult { call_id: call.id.clone(), content, is_error: true };
+            if let Some(reason) = narrowing.refusal(&call.name) {
+                self.store.audit_add(&self.audit(ctx, &actor, &call.name, &hash, "refused", &reason)).await?;
+                immediate.push((i, refuse(reason)));
+                continue;
+            }
             let (tool, args) = match prepare(self.tools, call) {
                 Ok(p) => p,
                 Err(e) => {

@@ -9,9 +9,11 @@
 //! replies go through the outbox.
 
 mod approve;
+mod catalog;
 mod context;
 mod exec;
 mod input;
+mod narrow;
 mod progress;
 mod prompt;
 mod state;

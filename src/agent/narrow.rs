@@ -36,6 +36,13 @@ impl Narrowing {
         n
     }
 
+    /// Whether the turn in `history` (from its last user message) called `skill`: only then is
+    /// the catalog needed to narrow.
+    pub(super) fn called_skill(history: &[NewMessage]) -> bool {
+        let start = history.iter().rposition(|m| m.role() == Role::User).unwrap_or(history.len());
+        history[start..].iter().any(|m| m.tool_calls.iter().any(|c| c.name == SKILL_TOOL))
+    }
+
     /// Takes in one call that succeeded: a `skill` call adds its skill's `allowed-tools`.
     pub(super) fn loaded(&mut self, call: &ToolCall, catalog: &Catalog) {
         if call.name != SKILL_TOOL {
@@ -65,10 +72,7 @@ impl Narrowing {
     /// The refusal a call to `tool` gets, or `None` when it may run.
     pub(super) fn refusal(&self, tool: &str) -> Option<String> {
         let (skill, list) = self.lists.iter().find(|(_, list)| !permits(list, tool))?;
-        Some(format!(
-            "refused: while the skill `{skill}` is in use only these tools may be used: {}",
-            list.join(", ")
-        ))
+        Some(format!("refused: while the skill `{skill}` is in use only these tools may be used: {}", list.join(", ")))
     }
 
     /// `defs` without the tools that may not be called now.

@@ -1,10 +1,19 @@
 //! The system prompt, built once when a session opens and stored with it, so every turn sends
 //! the same bytes (provider prompt caches depend on it). It must never contain per-turn data
-//! such as the time, recalled memories or the user's latest message.
+//! such as the time, recalled memories or the user's latest message. The skills section is the
+//! catalog at the session's opening: a running session keeps its bytes when skills change, a
+//! new session sees the change.
 
 use butler_channel::ConversationKind;
 
-pub(crate) fn system_prompt(name: &str, instructions: Option<&str>, channel: &str, kind: ConversationKind) -> String {
+/// `skills` is the skills section of the prompt ([`crate::skills::prompt_section`]), `""` for none.
+pub(crate) fn system_prompt(
+    name: &str,
+    instructions: Option<&str>,
+    channel: &str,
+    kind: ConversationKind,
+    skills: &str,
+) -> String {
     let place = match kind {
         ConversationKind::Direct => format!("a private conversation on {channel}"),
         ConversationKind::Group => format!(
@@ -25,6 +34,10 @@ pub(crate) fn system_prompt(name: &str, instructions: Option<&str>, channel: &st
     if let Some(extra) = instructions.filter(|s| !s.trim().is_empty()) {
         p.push_str("\n\n");
         p.push_str(extra.trim());
+    }
+    if !skills.trim().is_empty() {
+        p.push_str("\n\n");
+        p.push_str(skills.trim_end());
     }
     p
 }

@@ -4,7 +4,9 @@
 //!
 //! Nothing here may touch the store or a channel; the agent (turn.rs) does that.
 
+use super::catalog::Catalog;
 use super::input::{TurnOutcome, QUIET};
+use super::narrow::Narrowing;
 use super::progress::TurnObserver;
 use super::storable;
 use super::window::SessionState;
@@ -67,6 +69,11 @@ pub(super) struct Turn<'a> {
     pub(super) defs: Arc<[ToolDef]>,
     /// The tools of this turn (the built-ins and the MCP servers' at its start).
     pub(super) tools: Tools,
+    /// The `allowed-tools` of the skills loaded in this turn (`defs` is narrowed to them).
+    pub(super) narrowing: Narrowing,
+    /// When the tools' schemas exceed `[mcp] max_schema_tokens`: the searchable tools and
+    /// those unlocked so far (`defs` carries only the unlocked ones and the built-ins).
+    pub(super) catalog: Option<Catalog>,
     pub(super) progress: Progress,
     /// Memories recalled for a fresh message (into its user message).
     pub(super) recall: Option<String>,

@@ -8,17 +8,21 @@
 //! person.
 
 use super::approve::{Resumed, ToolRound};
+use super::catalog::Catalog;
 use super::context::dangling_results;
+use super::exec::ToolResult;
 use super::input::{Start, TurnError, TurnInput, TurnOutcome};
+use super::narrow::Narrowing;
 use super::progress::{Nudge, TurnObserver};
 use super::state::{add_usage, done_only, final_reply, read_stream, Ending, FinalReply, Progress, Settled, Turn};
 use super::storable;
 use super::window::{shrink, SessionState, Window};
 use crate::config::{Config, LimitsConfig};
 use crate::hooks::Hooks;
-use crate::llm::{Assembled, ChatRequest, LlmError, Prices, Provider};
+use crate::llm::{Assembled, ChatRequest, LlmError, Prices, Provider, ToolCall};
 use crate::permissions::approval::{approval_notice, decision_audit, outcome_text};
 use crate::permissions::Policy;
+use crate::skills::{Skills, SKILL_TOOL};
 use crate::store::{
     reply_key, ApprovalDecision, ApprovalRow, ApprovalStatus, InboxStatus, NewMessage, NewOutbox, OutboxRow, Role,
     Store, StoreError, TurnCommit, UsageRecord,
@@ -36,6 +40,9 @@ pub struct Agent {
     /// The built-in tools; each turn adds what `tool_source` offers then.
     tools: Tools,
     tool_source: Option<Arc<dyn ToolSource>>,
+    /// The live skills catalog: its section of a new session's system prompt, and the
+    /// `allowed-tools` of the skills a turn loads.
+    skills: Arc<Skills>,
     limits: LimitsConfig,
     max_tokens: u32,
     prices: Prices,
@@ -52,6 +59,8 @@ pub struct Agent {
     /// Recall relevant memories into each turn's user message.
     auto_recall: bool,
     recall_budget_tokens: usize,
+    /// Above this many schema tokens a turn offers `tool_search` instead of every tool.
+    max_schema_tokens: usize,
 }
 
 /// The services an [`Agent`] calls, besides what it reads from the config.
@@ -63,6 +72,8 @@ pub(crate) struct AgentParts {
     pub hooks: Arc<Hooks>,
     /// Woken when an approval request's message was edited (the outbox's deliverer).
     pub nudge: Arc<dyn Nudge>,
+    /// The skills catalog the `skill` tool reads too.
+    pub skills: Arc<Skills>,
 }
 
 /// What the user sees for a model failure.
@@ -81,12 +92,13 @@ fn explain(e: &LlmError) -> String {
 impl Agent {
     /// An agent calling `parts`, with the limits, prices, memory recall and context window of `cfg`.
     pub(crate) fn new(cfg: &Config, parts: AgentParts) -> Self {
-        let AgentParts { store, llm, tools, policy, hooks, nudge } = parts;
+        let AgentParts { store, llm, tools, policy, hooks, nudge, skills } = parts;
         Self {
             store,
             llm,
             tools,
             tool_source: None,
+            skills,
             limits: cfg.limits.clone(),
             max_tokens: cfg.llm.max_tokens,
             prices: Prices::from_config(&cfg.llm),
@@ -98,6 +110,7 @@ impl Agent {
             context_window: cfg.llm.context_window,
             auto_recall: cfg.memory.enabled && cfg.memory.recall,
             recall_budget_tokens: cfg.memory.recall_budget_tokens,
+            max_schema_tokens: cfg.mcp.max_schema_tokens,
         }
     }
 
@@ -108,15 +121,20 @@ impl Agent {
         self
     }
 
+    /// The names of the agent's own tools (built-ins, extras, `skill`), without the source's.
+    pub(crate) fn tool_names(&self) -> Vec<String> {
+        self.tools.names().into_iter().map(String::from).collect()
+    }
+
+    /// The skills section of a new session's system prompt: the catalog as it is now (names
+    /// and descriptions in name order; empty without skills).
+    pub(crate) async fn skills_prompt(&self) -> String {
+        crate::skills::prompt_section(&*self.skills.load().await)
+    }
+
     /// The tool-round part of the agent (policy, hooks, the turn's tools, limits).
     fn round<'a>(&'a self, tools: &'a Tools) -> ToolRound<'a> {
-        ToolRound {
-            store: &*self.store,
-            tools,
-            policy: &self.policy,
-            hooks: &self.hooks,
-            limits: &self.limits,
-        }
+        ToolRound { store: &*self.store, tools, policy: &self.policy, hooks: &self.hooks, limits: &self.limits }
     }
 
     /// The context-window part of the agent (request building, recall, compaction).
@@ -167,7 +185,8 @@ impl Agent {
             workspace: self.workspace_root.join(&user.id),
         };
         // This turn's tools: the built-ins and what the source offers now.
-        let tools = self.tools.with_source(self.tool_source.as_deref());
+        let mut tools = self.tools.with_source(self.tool_source.as_deref());
+        let searchable = Catalog::install(&self.tools, &mut tools, self.max_schema_tokens);
         let mut turn = Turn {
             session,
             event,
@@ -181,6 +200,8 @@ impl Agent {
             tool_ctx,
             defs: tools.defs(),
             tools,
+            narrowing: Narrowing::default(),
+            catalog: searchable,
             progress: Progress::default(),
             recall: None,
             skip_model: None,
@@ -206,6 +227,19 @@ impl Agent {
                     Resumed::Stale => Some(Ending::Stale),
                 };
             }
+        }
+        // A turn taken up again (after an approval or a crash) keeps the narrowing of the
+        // skills it loaded before; a fresh one's message is not in the transcript yet.
+        if turn.progress.unsaved_user.is_none() && Narrowing::called_skill(&turn.session.history) {
+            let catalog = self.skills.load().await;
+            turn.narrowing = Narrowing::from_turn(&turn.session.history, &catalog);
+            turn.defs = turn.narrowing.offered(&turn.defs);
+        }
+        if let Some(catalog) = &turn.catalog {
+            if turn.progress.unsaved_user.is_none() {
+                catalog.resume(&turn.session.history);
+            }
+            turn.defs = catalog.offer(&turn.narrowing, &turn.tools, &[]);
         }
         Ok(turn)
     }
@@ -303,12 +337,30 @@ impl Agent {
         obs.tools(&calls.iter().map(|c| c.name.clone()).collect::<Vec<_>>());
         let tools = self.round(&turn.tools);
         let round = tokio::select! {
-            r = tools.tool_round(&turn.tool_ctx, turn.event, turn.session_key, &calls) => r?,
+            r = tools.tool_round(&turn.tool_ctx, turn.event, turn.session_key, &calls, &turn.narrowing) => r?,
             _ = turn.abort.cancelled() => return Ok(Some(Ending::Parked)),
         };
         obs.tools(&[]);
+        self.narrow(turn, &calls, &round.results).await;
+        if let Some(catalog) = &turn.catalog {
+            turn.defs = catalog.offer(&turn.narrowing, &turn.tools, &calls);
+        }
         self.append(turn.session, &mut turn.progress, storable::tool_messages(round.results)).await?;
         Ok((!round.asks.is_empty()).then_some(Ending::Waiting(round.asks)))
+    }
+
+    /// Takes in the skills this round loaded: their `allowed-tools` narrow the rest of the turn.
+    async fn narrow(&self, turn: &mut Turn<'_>, calls: &[ToolCall], results: &[ToolResult]) {
+        let ok = |c: &&ToolCall| results.iter().any(|r| r.call_id == c.id && !r.is_error);
+        let loaded: Vec<&ToolCall> = calls.iter().filter(|c| c.name == SKILL_TOOL).filter(ok).collect();
+        if loaded.is_empty() {
+            return;
+        }
+        let catalog = self.skills.load().await;
+        for call in loaded {
+            turn.narrowing.loaded(call, &catalog);
+        }
+        turn.defs = turn.narrowing.offered(&turn.defs);
     }
 
     /// How the turn ended, as what is left to do: nothing more (parked), a commit of its own

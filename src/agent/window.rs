@@ -239,7 +239,7 @@ impl Window<'_> {
                 return Ok(false);
             }
         };
-        let text = asm.text.trim().to_string();
+        let text = super::storable::text(asm.text.trim().to_string());
         if text.is_empty() {
             return Ok(false);
         }

@@ -51,6 +51,7 @@ pub async fn run(explicit: Option<&Path>) -> bool {
         Some(Err((problem, fix))) => r.fail("hook sandbox", problem, &fix),
         None => {}
     }
+    mcp_servers(&mut r, &cfg).await;
     for (what, result) in crate::channels::doctor(&cfg).await {
         match result {
             Ok(detail) => r.ok(&what, detail),
@@ -182,6 +183,42 @@ fn web(r: &mut Report, cfg: &Config) {
     }
     let mode = if web.token.is_some() || !web.tokens.is_empty() { "token auth" } else { "local only, no token" };
     r.ok("web chat", format!("http://{} ({mode})", cfg.server.listen));
+}
+
+/// Each `[[mcp.servers]]` entry: started (its tool count and a round trip) or why not, after
+/// at most its `connect_timeout_secs`; every server is stopped again before this returns.
+async fn mcp_servers(r: &mut Report, cfg: &Config) {
+    use crate::mcp::{report::status_words, McpManager, Status};
+    if cfg.mcp.servers.is_empty() {
+        return;
+    }
+    let manager = McpManager::start(&cfg.mcp);
+    let longest = cfg.mcp.servers.iter().map(|s| s.connect_timeout_secs).max().unwrap_or(0);
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(longest + 1);
+    let settled = |m: &McpManager| m.servers().iter().all(|s| !matches!(s.status(), Status::Starting));
+    while !settled(&manager) && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    for (i, (server, report)) in manager.servers().iter().zip(manager.report()).enumerate() {
+        let what = format!("mcp server `{}`", report.name);
+        let kind = if server.config().url.is_some() { "streamable HTTP" } else { "stdio" };
+        match &report.status {
+            Status::Ready { tools, round_trip } => {
+                r.ok(&what, format!("started ({kind}), {tools} tool(s), round trip {} ms", round_trip.as_millis()))
+            }
+            Status::Failed { why, .. } => r.fail(
+                &what,
+                format!("did not start ({kind}): {why}"),
+                &format!("check mcp.servers[{i}] (command, args, env, cwd or url, headers); run it by hand to see"),
+            ),
+            other => r.fail(
+                &what,
+                format!("did not start ({kind}): {}", status_words(other)),
+                &format!("raise mcp.servers[{i}].connect_timeout_secs or check that the server answers"),
+            ),
+        }
+    }
+    manager.stop().await;
 }
 
 /// With the shell on: is the sandbox it asks for there, and does it start a command?

@@ -24,11 +24,11 @@ mod validate;
 
 pub use error::{ConfigError, FileFrom, Problem};
 pub use hooks::{HookConfig, HookEvent, HookKind};
-pub use mcp::{McpConfig, McpServerConfig};
 pub use load::{
     load, load_from, parse_str, select_file, Env, Loaded, DEFAULT_ANTHROPIC_MODEL, DEFAULT_OPENAI_MODEL, DEFAULT_PATH,
     NO_FILE,
 };
+pub use mcp::{McpConfig, McpServerConfig};
 pub use permissions::{ContextKind, Mode, PermissionContext, PermissionsConfig};
 pub use platforms::{DiscordConfig, SlackConfig, TelegramConfig, TelegramMode};
 pub use roles::UserRole;

@@ -14,23 +14,23 @@ use serde::de::DeserializeOwned;
 use serde_json::json;
 
 #[derive(Debug, Clone)]
-pub struct ApiError {
+pub(crate) struct ApiError {
     pub status: StatusCode,
     pub code: &'static str,
     pub message: String,
 }
 
 impl ApiError {
-    pub fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> Self {
+    pub(crate) fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> Self {
         Self { status, code, message: message.into() }
     }
 
-    pub fn bad_request(message: impl Into<String>) -> Self {
+    pub(crate) fn bad_request(message: impl Into<String>) -> Self {
         Self::new(StatusCode::BAD_REQUEST, "invalid_request", message)
     }
 
     /// A failure on our side: logged with its cause, reported without it.
-    pub fn unavailable(cause: impl std::fmt::Display) -> Self {
+    pub(crate) fn unavailable(cause: impl std::fmt::Display) -> Self {
         tracing::warn!(error = %cause, "request failed on the server side");
         Self::new(StatusCode::SERVICE_UNAVAILABLE, "unavailable", "Butler cannot store this right now; try again")
     }
@@ -44,7 +44,7 @@ impl IntoResponse for ApiError {
 
 /// Which part of a request could not be read (it picks the error code for a 400).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Part {
+pub(crate) enum Part {
     Path,
     Query,
     Json,
@@ -55,7 +55,7 @@ pub enum Part {
 /// The one mapping from a refused request (status and the refusal's text) to an [`ApiError`].
 /// Used by the extractors below, the body limits and the layer that gives every other error
 /// response of the server this shape.
-pub fn rejection(status: StatusCode, part: Part, text: &str) -> ApiError {
+pub(crate) fn rejection(status: StatusCode, part: Part, text: &str) -> ApiError {
     let text = text.trim();
     let detail = |what: &str| if text.is_empty() { what.to_string() } else { format!("{what}: {text}") };
     let (code, message) = match status {
@@ -87,7 +87,7 @@ pub fn rejection(status: StatusCode, part: Part, text: &str) -> ApiError {
 }
 
 /// `Path<T>` whose rejections are [`ApiError`]s (e.g. `%ff` in a path segment).
-pub struct ApiPath<T>(pub T);
+pub(crate) struct ApiPath<T>(pub T);
 
 impl<S: Send + Sync, T: DeserializeOwned + Send> FromRequestParts<S> for ApiPath<T> {
     type Rejection = ApiError;
@@ -106,7 +106,7 @@ fn path_rejection(r: PathRejection) -> ApiError {
 }
 
 /// `Query<T>` whose rejections are [`ApiError`]s.
-pub struct ApiQuery<T>(pub T);
+pub(crate) struct ApiQuery<T>(pub T);
 
 impl<S: Send + Sync, T: DeserializeOwned> FromRequestParts<S> for ApiQuery<T> {
     type Rejection = ApiError;
@@ -124,7 +124,7 @@ fn query_rejection(r: QueryRejection) -> ApiError {
 }
 
 /// `Json<T>` whose rejections are [`ApiError`]s.
-pub struct ApiJson<T>(pub T);
+pub(crate) struct ApiJson<T>(pub T);
 
 impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for ApiJson<T> {
     type Rejection = ApiError;

@@ -19,7 +19,7 @@ use std::time::Duration;
 
 /// The limits [`body_limits`] enforces.
 #[derive(Clone, Copy, Debug)]
-pub struct BodyLimits {
+pub(crate) struct BodyLimits {
     pub max_bytes: usize,
     pub timeout: Duration,
 }
@@ -35,7 +35,7 @@ enum Refused {
 }
 
 /// Refuses an oversized declared body at once, and reads any other body within the limits.
-pub async fn body_limits(State(limits): State<BodyLimits>, req: Request, next: Next) -> Response {
+pub(crate) async fn body_limits(State(limits): State<BodyLimits>, req: Request, next: Next) -> Response {
     if declared_length(req.headers()).is_some_and(|n| n > limits.max_bytes as u64) {
         return refuse(StatusCode::PAYLOAD_TOO_LARGE);
     }
@@ -90,7 +90,7 @@ fn close(mut resp: Response) -> Response {
 
 /// Gives an error response that is not JSON the shape of Butler's errors, keeping the headers
 /// that matter to the caller (`Allow`, `Retry-After`, `WWW-Authenticate`, `Connection`).
-pub async fn json_errors(resp: Response) -> Response {
+pub(crate) async fn json_errors(resp: Response) -> Response {
     let status = resp.status();
     if !(status.is_client_error() || status.is_server_error()) || is_json(resp.headers()) {
         return resp;

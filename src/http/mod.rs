@@ -6,8 +6,9 @@ mod error;
 mod limits;
 mod serve;
 
-pub use error::{rejection, ApiError, ApiJson, ApiPath, ApiQuery, Part};
-pub use serve::{effective_max_connections, raise_fd_limit, serve, FdLimit, ServeLimits, FD_HEADROOM, HEALTH_RESERVE};
+pub(crate) use error::{ApiError, ApiJson, ApiPath, ApiQuery};
+pub use serve::{raise_fd_limit, FdLimit, FD_HEADROOM, HEALTH_RESERVE};
+pub(crate) use serve::{serve, ServeLimits};
 
 use crate::config::ServerConfig;
 use crate::metrics::METRICS;
@@ -23,15 +24,22 @@ use std::sync::Arc;
 
 /// Shared by the health endpoints.
 #[derive(Clone)]
-pub struct Health {
-    pub store: Arc<dyn Store>,
+pub(crate) struct Health {
+    store: Arc<dyn Store>,
     /// True between start-up finishing and shutdown beginning.
-    pub ready: Arc<AtomicBool>,
+    ready: Arc<AtomicBool>,
+}
+
+impl Health {
+    /// `ready` is true between start-up finishing and shutdown beginning.
+    pub(crate) fn new(store: Arc<dyn Store>, ready: Arc<AtomicBool>) -> Self {
+        Self { store, ready }
+    }
 }
 
 /// The full router: health + metrics + whatever the channels mount (`extra`), behind the body
 /// limits of `[server]` and the layer that makes every error response JSON.
-pub fn router(health: Health, extra: Router, server: &ServerConfig) -> Router {
+pub(crate) fn router(health: Health, extra: Router, server: &ServerConfig) -> Router {
     let body = limits::BodyLimits {
         max_bytes: server.max_body_bytes,
         timeout: std::time::Duration::from_secs(server.body_timeout_secs),

@@ -84,7 +84,7 @@ pub fn raise_fd_limit() -> Option<FdLimit> {
 }
 
 /// `max_connections` as configured, lowered to fit the soft open-file limit.
-pub fn effective_max_connections(configured: usize, soft_fd_limit: Option<u64>) -> usize {
+pub(crate) fn effective_max_connections(configured: usize, soft_fd_limit: Option<u64>) -> usize {
     let Some(soft) = soft_fd_limit else { return configured };
     let room = soft.saturating_sub(FD_HEADROOM + HEALTH_RESERVE as u64);
     configured.min(usize::try_from(room).unwrap_or(usize::MAX)).max(1)
@@ -92,14 +92,14 @@ pub fn effective_max_connections(configured: usize, soft_fd_limit: Option<u64>) 
 
 /// The server's timeouts and caps, from `[server]`.
 #[derive(Clone, Copy, Debug)]
-pub struct ServeLimits {
+pub(crate) struct ServeLimits {
     pub header_timeout: Duration,
     pub max_connections: usize,
 }
 
 impl ServeLimits {
     /// Raises the open-file limit, logs it, and fits `max_connections` below it.
-    pub fn from_config(cfg: &ServerConfig) -> Self {
+    pub(crate) fn from_config(cfg: &ServerConfig) -> Self {
         let fd = raise_fd_limit();
         let max_connections = effective_max_connections(cfg.max_connections, fd.map(|f| f.soft));
         match fd {
@@ -126,7 +126,7 @@ impl ServeLimits {
 
 /// Serves `router` on `listener` until `stop`, then waits for open connections to finish their
 /// requests in flight.
-pub async fn serve(listener: TcpListener, router: Router, limits: ServeLimits, stop: CancellationToken) {
+pub(crate) async fn serve(listener: TcpListener, router: Router, limits: ServeLimits, stop: CancellationToken) {
     let normal = Arc::new(Semaphore::new(limits.max_connections));
     let reserve = Arc::new(Semaphore::new(HEALTH_RESERVE));
     let connections = TaskTracker::new();

@@ -21,7 +21,7 @@ use serde_json::{json, Value};
 use std::collections::VecDeque;
 
 /// The Messages API version this client speaks.
-pub const ANTHROPIC_VERSION: &str = "2023-06-01";
+pub(crate) const ANTHROPIC_VERSION: &str = "2023-06-01";
 
 /// A Messages endpoint.
 pub(crate) struct Anthropic {
@@ -32,16 +32,16 @@ pub(crate) struct Anthropic {
 
 impl Anthropic {
     /// `base_url` is the host (`https://api.anthropic.com`); a trailing `/v1` is accepted too.
-    pub fn new(transport: Transport, base_url: &str, max_tokens: u32) -> Self {
+    pub(crate) fn new(transport: Transport, base_url: &str, max_tokens: u32) -> Self {
         let base = base_url.trim_end_matches('/');
         let url = if base.ends_with("/v1") { format!("{base}/messages") } else { format!("{base}/v1/messages") };
         Self { transport, url, max_tokens }
     }
 
     /// The JSON request body.
-    pub fn body(&self, req: &ChatRequest) -> Value {
+    pub(crate) fn body(&self, req: &ChatRequest) -> Value {
         let mut body = json!({
-            "model": self.transport.model,
+            "model": self.transport.model(),
             "max_tokens": req.max_tokens.unwrap_or(self.max_tokens),
             "stream": true,
             "messages": messages(&req.messages),
@@ -114,7 +114,7 @@ impl Provider for Anthropic {
     }
 
     fn model(&self) -> &str {
-        &self.transport.model
+        self.transport.model()
     }
 
     async fn stream(&self, req: &ChatRequest) -> Result<LlmStream, LlmError> {
@@ -122,7 +122,6 @@ impl Provider for Anthropic {
         let build = || {
             let rb = self
                 .transport
-                .client
                 .post(&self.url)
                 .header(CONTENT_TYPE, "application/json")
                 .header(ACCEPT, "text/event-stream")
@@ -139,7 +138,7 @@ impl Provider for Anthropic {
                 None => rb,
             }
         };
-        let model = self.transport.model.as_str();
+        let model = self.transport.model();
         self.transport.open(build, || AnthropicDecoder::new(model), parse_error).await
     }
 }

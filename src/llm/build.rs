@@ -15,8 +15,8 @@ use async_trait::async_trait;
 use std::sync::Arc;
 use std::time::Duration;
 
-pub const OPENAI_DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
-pub const ANTHROPIC_DEFAULT_BASE_URL: &str = "https://api.anthropic.com";
+pub(crate) const OPENAI_DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
+pub(crate) const ANTHROPIC_DEFAULT_BASE_URL: &str = "https://api.anthropic.com";
 
 /// The provider described by `cfg`, with its fallbacks. Never fails: problems show up as the
 /// error of each request.
@@ -50,15 +50,7 @@ pub fn from_config(cfg: &LlmConfig) -> Arc<dyn Provider> {
             kind,
             base_url,
             api_key,
-            Transport {
-                client: client.clone(),
-                base_url: String::new(),
-                timeouts,
-                max_retries: cfg.max_retries,
-                provider: "",
-                model: model.trim().to_string(),
-                api_key: None,
-            },
+            Transport::new(client.clone(), timeouts, cfg.max_retries, model),
             cfg.max_tokens,
         )
     };
@@ -82,7 +74,7 @@ fn endpoint(
     kind: ProviderKind,
     base_url: Option<&str>,
     api_key: Option<&Secret>,
-    mut transport: Transport,
+    transport: Transport,
     max_tokens: u32,
 ) -> Arc<dyn Provider> {
     let default = match kind {
@@ -90,17 +82,13 @@ fn endpoint(
         ProviderKind::Anthropic => ANTHROPIC_DEFAULT_BASE_URL,
     };
     let base = base_url.map(str::trim).filter(|b| !b.is_empty()).unwrap_or(default);
-    transport.base_url = display_url(base);
-    transport.api_key = api_key.filter(|k| !k.expose().trim().is_empty()).cloned();
-    tracing::debug!(provider = ?kind, base_url = %transport.base_url, model = %transport.model, has_key = transport.api_key.is_some(), "llm endpoint");
+    let shown = display_url(base);
+    let api_key = api_key.filter(|k| !k.expose().trim().is_empty()).cloned();
+    tracing::debug!(provider = ?kind, base_url = %shown, model = %transport.model(), has_key = api_key.is_some(), "llm endpoint");
     match kind {
-        ProviderKind::Openai => {
-            transport.provider = "openai";
-            Arc::new(OpenAi::new(transport, base, max_tokens))
-        }
+        ProviderKind::Openai => Arc::new(OpenAi::new(transport.at("openai", shown, api_key), base, max_tokens)),
         ProviderKind::Anthropic => {
-            transport.provider = "anthropic";
-            Arc::new(Anthropic::new(transport, base, max_tokens))
+            Arc::new(Anthropic::new(transport.at("anthropic", shown, api_key), base, max_tokens))
         }
     }
 }
@@ -120,14 +108,14 @@ fn display_url(base: &str) -> String {
 }
 
 /// A provider that fails every request with the same error.
-pub struct Unavailable {
+pub(crate) struct Unavailable {
     model: String,
     error: LlmError,
 }
 
 impl Unavailable {
     /// No model configured: every request fails with [`LlmError::NotConfigured`].
-    pub fn not_configured() -> Self {
+    pub(crate) fn not_configured() -> Self {
         Self { model: String::new(), error: LlmError::NotConfigured }
     }
 }
@@ -149,13 +137,13 @@ impl Provider for Unavailable {
 
 /// Tries each provider in order; moves to the next only on a transient error (rate limit,
 /// server error, timeout, unreachable) raised before the stream started.
-pub struct Fallback {
+pub(crate) struct Fallback {
     primary: Arc<dyn Provider>,
     fallbacks: Vec<Arc<dyn Provider>>,
 }
 
 impl Fallback {
-    pub fn new(primary: Arc<dyn Provider>, fallbacks: Vec<Arc<dyn Provider>>) -> Self {
+    pub(crate) fn new(primary: Arc<dyn Provider>, fallbacks: Vec<Arc<dyn Provider>>) -> Self {
         Self { primary, fallbacks }
     }
 }

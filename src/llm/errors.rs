@@ -26,7 +26,7 @@ pub(crate) struct ProviderError {
 
 impl ProviderError {
     /// An error whose body is not the provider's JSON (an HTML page from a proxy, plain text).
-    pub fn plain(status: u16, body: &str) -> Self {
+    pub(crate) fn plain(status: u16, body: &str) -> Self {
         Self { status: Some(status), message: body.trim().to_string(), ..Self::default() }
     }
 }

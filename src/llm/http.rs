@@ -25,7 +25,7 @@ use tokio::time::{timeout_at, Instant};
 
 /// A server asking for a longer pause than this is not waited for: the caller gets
 /// `RateLimited { retry_after }` at once.
-pub const MAX_RETRY_WAIT: Duration = Duration::from_secs(60);
+pub(crate) const MAX_RETRY_WAIT: Duration = Duration::from_secs(60);
 const BACKOFF_BASE: Duration = Duration::from_millis(250);
 const BACKOFF_CAP: Duration = Duration::from_secs(8);
 /// Error bodies are read up to this size.
@@ -33,7 +33,7 @@ const MAX_ERROR_BODY: usize = 64 * 1024;
 
 /// How long each phase of a request may take.
 #[derive(Clone, Copy, Debug)]
-pub struct Timeouts {
+pub(crate) struct Timeouts {
     pub connect: Duration,
     pub first_byte: Duration,
     pub idle: Duration,
@@ -45,27 +45,56 @@ pub(crate) type ErrorParser = fn(u16, &str) -> ProviderError;
 /// One endpoint: the client, where it is, how patient to be.
 #[derive(Clone)]
 pub(crate) struct Transport {
-    pub client: reqwest::Client,
+    client: reqwest::Client,
     /// The base URL without credentials, as shown in errors.
-    pub base_url: String,
-    pub timeouts: Timeouts,
-    pub max_retries: u32,
-    pub provider: &'static str,
-    pub model: String,
-    pub api_key: Option<Secret>,
+    base_url: String,
+    timeouts: Timeouts,
+    max_retries: u32,
+    provider: &'static str,
+    model: String,
+    api_key: Option<Secret>,
 }
 
 type Failure = (LlmError, Option<Duration>);
 
 impl Transport {
+    /// A transport for `model` that names no endpoint yet; [`Transport::at`] aims it.
+    pub(crate) fn new(client: reqwest::Client, timeouts: Timeouts, max_retries: u32, model: &str) -> Self {
+        Self {
+            client,
+            base_url: String::new(),
+            timeouts,
+            max_retries,
+            provider: "",
+            model: model.trim().to_string(),
+            api_key: None,
+        }
+    }
+
+    /// This transport aimed at `provider`: `base_url` is the form without credentials shown in
+    /// errors, `api_key` the key to send (if any).
+    pub(crate) fn at(self, provider: &'static str, base_url: String, api_key: Option<Secret>) -> Self {
+        Self { provider, base_url, api_key, ..self }
+    }
+
+    /// A POST to `url` on the shared client (the caller adds headers and body).
+    pub(crate) fn post(&self, url: &str) -> reqwest::RequestBuilder {
+        self.client.post(url)
+    }
+
+    /// The model every request names.
+    pub(crate) fn model(&self) -> &str {
+        &self.model
+    }
+
     /// The key to send, if one is configured and non-empty.
-    pub fn key(&self) -> Option<&str> {
+    pub(crate) fn key(&self) -> Option<&str> {
         self.api_key.as_ref().map(Secret::expose).filter(|k| !k.is_empty())
     }
 
     /// Sends the request built by `build` (called once per attempt) and returns the stream once
     /// content starts. See the module docs for retries and timeouts.
-    pub async fn open<D: Decode>(
+    pub(crate) async fn open<D: Decode>(
         &self,
         build: impl Fn() -> reqwest::RequestBuilder,
         decoder: impl Fn() -> D,
@@ -186,7 +215,7 @@ fn backoff(attempt: u32) -> Duration {
 }
 
 /// `retry-after-ms` (OpenAI), then `Retry-After` as seconds or as an HTTP date.
-pub fn retry_after(headers: &HeaderMap) -> Option<Duration> {
+pub(crate) fn retry_after(headers: &HeaderMap) -> Option<Duration> {
     let text = |name| headers.get(name).and_then(|v| v.to_str().ok()).map(str::trim);
     if let Some(ms) = text("retry-after-ms").and_then(|v| v.parse::<f64>().ok()) {
         if ms.is_finite() && ms >= 0.0 {

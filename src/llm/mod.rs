@@ -16,10 +16,10 @@ mod prices;
 pub mod sse;
 mod types;
 
-pub use anthropic::{AnthropicDecoder, ANTHROPIC_VERSION};
-pub use build::{from_config, Fallback, Unavailable, ANTHROPIC_DEFAULT_BASE_URL, OPENAI_DEFAULT_BASE_URL};
+pub use anthropic::AnthropicDecoder;
+pub use build::from_config;
 pub use decode::{decode_chunks, Decode, Flow};
-pub use http::{parse_retry_after, Timeouts, MAX_RETRY_WAIT};
+pub use http::parse_retry_after;
 pub use openai::OpenAiDecoder;
 pub use prices::Prices;
 pub use sse::{SseEvent, SseParser};

@@ -30,7 +30,7 @@ pub(crate) struct OpenAi {
 }
 
 impl OpenAi {
-    pub fn new(transport: Transport, base_url: &str, max_tokens: u32) -> Self {
+    pub(crate) fn new(transport: Transport, base_url: &str, max_tokens: u32) -> Self {
         let base = base_url.trim_end_matches('/');
         Self {
             url: format!("{base}/chat/completions"),
@@ -42,7 +42,7 @@ impl OpenAi {
 
     /// The JSON request body, serialized straight from borrowed data (this runs once per model
     /// call, so it avoids building an intermediate JSON tree).
-    pub fn body(&self, req: &ChatRequest) -> Vec<u8> {
+    pub(crate) fn body(&self, req: &ChatRequest) -> Vec<u8> {
         let mut messages = Vec::with_capacity(req.messages.len() + 1);
         if !req.system.is_empty() {
             messages.push(Msg::System { content: &req.system });
@@ -70,7 +70,7 @@ impl OpenAi {
         let (max_tokens, max_completion_tokens) =
             if self.completion_tokens_field { (None, Some(max)) } else { (Some(max), None) };
         let body = Body {
-            model: &self.transport.model,
+            model: self.transport.model(),
             messages,
             stream: true,
             stream_options: StreamOptions { include_usage: true },
@@ -163,7 +163,7 @@ impl Provider for OpenAi {
     }
 
     fn model(&self) -> &str {
-        &self.transport.model
+        self.transport.model()
     }
 
     async fn stream(&self, req: &ChatRequest) -> Result<LlmStream, LlmError> {
@@ -171,7 +171,6 @@ impl Provider for OpenAi {
         let build = || {
             let rb = self
                 .transport
-                .client
                 .post(&self.url)
                 .header(CONTENT_TYPE, "application/json")
                 .header(ACCEPT, "text/event-stream")
@@ -181,7 +180,7 @@ impl Provider for OpenAi {
                 None => rb,
             }
         };
-        let model = self.transport.model.as_str();
+        let model = self.transport.model();
         self.transport.open(build, || OpenAiDecoder::new(model), parse_error).await
     }
 }

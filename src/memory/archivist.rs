@@ -41,21 +41,21 @@ pub struct ArchiveJob {
 /// What the model answered.
 #[derive(Debug, Default, Deserialize, PartialEq)]
 #[serde(default)]
-pub struct Distilled {
+pub(crate) struct Distilled {
     pub add: Vec<String>,
     pub update: Vec<Revision>,
     pub forget: Vec<i64>,
 }
 
 #[derive(Debug, Deserialize, PartialEq)]
-pub struct Revision {
+pub(crate) struct Revision {
     pub id: i64,
     pub text: String,
 }
 
 impl Distilled {
     /// Reads the JSON object in `answer` (tolerating text or code fences around it).
-    pub fn parse(answer: &str) -> Option<Self> {
+    pub(crate) fn parse(answer: &str) -> Option<Self> {
         let start = answer.find('{')?;
         let end = answer.rfind('}')?;
         serde_json::from_str(answer.get(start..=end)?).ok()

@@ -7,5 +7,5 @@
 mod archivist;
 mod transfer;
 
-pub use archivist::{ArchiveJob, Archivist, Distilled};
-pub use transfer::{export_user, import_user, MemoryFile};
+pub use archivist::{ArchiveJob, Archivist};
+pub(crate) use transfer::{export_user, import_user, MemoryFile};

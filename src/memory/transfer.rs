@@ -7,13 +7,13 @@ use serde::{Deserialize, Serialize};
 
 /// The JSON document.
 #[derive(Debug, Serialize, Deserialize, PartialEq)]
-pub struct MemoryFile {
+pub(crate) struct MemoryFile {
     pub user: String,
     pub memories: Vec<MemoryEntry>,
 }
 
 #[derive(Debug, Serialize, Deserialize, PartialEq)]
-pub struct MemoryEntry {
+pub(crate) struct MemoryEntry {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub id: Option<i64>,
     #[serde(default)]
@@ -32,7 +32,11 @@ impl From<MemoryRow> for MemoryEntry {
 }
 
 /// Every memory of `user_id` in the given scopes (the personal scope is always included).
-pub async fn export_user(store: &dyn MemoryStore, user_id: &str, scopes: &[String]) -> Result<MemoryFile, StoreError> {
+pub(crate) async fn export_user(
+    store: &dyn MemoryStore,
+    user_id: &str,
+    scopes: &[String],
+) -> Result<MemoryFile, StoreError> {
     let mut memories = Vec::new();
     let mut all: Vec<String> = vec![String::new()];
     all.extend(scopes.iter().filter(|s| !s.is_empty()).cloned());
@@ -47,7 +51,7 @@ pub async fn export_user(store: &dyn MemoryStore, user_id: &str, scopes: &[Strin
 
 /// Adds the file's memories to `user_id` (the file's own user field is ignored); returns how
 /// many were added and how many were already there.
-pub async fn import_user(
+pub(crate) async fn import_user(
     store: &dyn MemoryStore,
     user_id: &str,
     file: &MemoryFile,

@@ -64,7 +64,7 @@ impl crate::agent::Nudge for Deliverer {
 }
 
 impl Deliverer {
-    pub fn new(store: Arc<dyn OutboxStore>, channels: Channels, cfg: DeliveryConfig) -> Arc<Self> {
+    pub(crate) fn new(store: Arc<dyn OutboxStore>, channels: Channels, cfg: DeliveryConfig) -> Arc<Self> {
         let (handoff_tx, handoff_rx) = mpsc::channel(cfg.batch * 8);
         let permits = Arc::new(Semaphore::new(cfg.concurrency.max(1)));
         Arc::new(Self {
@@ -80,13 +80,13 @@ impl Deliverer {
     }
 
     /// Something may be due that was not handed over: poll the store now.
-    pub fn wake(&self) {
+    pub(crate) fn wake(&self) {
         self.wake.notify_one();
     }
 
     /// Delivers a row just committed, without waiting for the next poll. If the hand-over queue
     /// is full the row is still safe in the store and the next poll finds it.
-    pub fn hand_over(&self, row: OutboxRow) {
+    pub(crate) fn hand_over(&self, row: OutboxRow) {
         if row.status != OutboxStatus::Pending {
             return;
         }
@@ -96,7 +96,7 @@ impl Deliverer {
     }
 
     /// Delivers until `cancel` fires, then finishes what is in flight.
-    pub async fn run(self: Arc<Self>, cancel: CancellationToken) {
+    pub(crate) async fn run(self: Arc<Self>, cancel: CancellationToken) {
         let Some(mut rx) = lock(&self.handoff_rx).take() else {
             tracing::error!("the delivery worker was started twice");
             return;
@@ -123,7 +123,7 @@ impl Deliverer {
     }
 
     /// Delivers everything due now, for shutdown; gives up after `within`.
-    pub async fn flush(self: Arc<Self>, within: Duration) {
+    pub(crate) async fn flush(self: Arc<Self>, within: Duration) {
         let deadline = tokio::time::Instant::now() + within;
         let mut tasks = JoinSet::new();
         loop {

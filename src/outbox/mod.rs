@@ -10,14 +10,14 @@ mod deliver;
 mod stream;
 
 pub use deliver::{Deliverer, DeliveryConfig};
-pub use stream::Streamer;
+pub(crate) use stream::Streamer;
 
 use butler_channel::Channel;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
 /// The idempotency key of chunk `n` of the reply with outbox key `key`.
-pub fn chunk_key(key: &str, n: usize) -> String {
+pub(crate) fn chunk_key(key: &str, n: usize) -> String {
     format!("{key}#{n}")
 }
 
@@ -28,19 +28,19 @@ pub struct Channels {
 }
 
 impl Channels {
-    pub fn add(&mut self, channel: Arc<dyn Channel>) {
+    pub(crate) fn add(&mut self, channel: Arc<dyn Channel>) {
         self.by_name.insert(channel.name().to_string(), channel);
     }
 
-    pub fn get(&self, name: &str) -> Option<&Arc<dyn Channel>> {
+    pub(crate) fn get(&self, name: &str) -> Option<&Arc<dyn Channel>> {
         self.by_name.get(name)
     }
 
-    pub fn names(&self) -> Vec<String> {
+    pub(crate) fn names(&self) -> Vec<String> {
         self.by_name.keys().cloned().collect()
     }
 
-    pub fn iter(&self) -> impl Iterator<Item = &Arc<dyn Channel>> {
+    pub(crate) fn iter(&self) -> impl Iterator<Item = &Arc<dyn Channel>> {
         self.by_name.values()
     }
 }

@@ -26,7 +26,7 @@ struct Draft {
 }
 
 /// Feeds a turn's progress to the streaming task.
-pub struct Streamer {
+pub(crate) struct Streamer {
     tx: watch::Sender<Draft>,
     close: CancellationToken,
     task: Option<JoinHandle<()>>,
@@ -45,7 +45,12 @@ impl TurnObserver for Streamer {
 impl Streamer {
     /// Starts streaming for the reply `row` (key, conversation, reply_to) on `channel`, with
     /// `base.buttons` (e.g. a Stop button) shown while the draft is live.
-    pub fn start(channel: Arc<dyn Channel>, store: Arc<dyn OutboxStore>, row: NewOutbox, base: Outbound) -> Self {
+    pub(crate) fn start(
+        channel: Arc<dyn Channel>,
+        store: Arc<dyn OutboxStore>,
+        row: NewOutbox,
+        base: Outbound,
+    ) -> Self {
         let (tx, rx) = watch::channel(Draft::default());
         let close = CancellationToken::new();
         let task = tokio::spawn(run(channel, store, row, base, rx, close.clone()));
@@ -53,7 +58,7 @@ impl Streamer {
     }
 
     /// Stops streaming and waits until no draft edit is in flight.
-    pub async fn close(mut self) {
+    pub(crate) async fn close(mut self) {
         self.close.cancel();
         if let Some(task) = self.task.take() {
             let _ = task.await;

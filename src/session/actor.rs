@@ -18,17 +18,22 @@ use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
 pub(super) struct Actor {
-    pub key: String,
-    pub shared: Arc<Shared>,
-    pub running: Arc<Mutex<Option<Running>>>,
-    pub state: Option<SessionState>,
+    key: String,
+    shared: Arc<Shared>,
+    running: Arc<Mutex<Option<Running>>>,
+    state: Option<SessionState>,
     /// A finished turn whose commit failed: the retry of its event commits this instead of
     /// asking the model again.
-    pub uncommitted: Option<Box<TurnCommit>>,
+    uncommitted: Option<Box<TurnCommit>>,
 }
 
 impl Actor {
-    pub async fn run(mut self, mut rx: mpsc::Receiver<Box<Job>>) {
+    /// A fresh actor for session `key`; `running` is the slot its handle watches.
+    pub(super) fn new(key: &str, shared: Arc<Shared>, running: Arc<Mutex<Option<Running>>>) -> Self {
+        Self { key: key.to_string(), shared, running, state: None, uncommitted: None }
+    }
+
+    pub(super) async fn run(mut self, mut rx: mpsc::Receiver<Box<Job>>) {
         let idle = Duration::from_secs(self.shared.deps.limits.session_idle_secs.max(1));
         let shutdown = self.shared.shutdown.clone();
         loop {
@@ -92,11 +97,14 @@ impl Actor {
             let row = match store.session_active(&self.key).await? {
                 Some(row) => row,
                 None => {
+                    // The skills as they are now: a new session sees added or edited skills.
+                    let skills = deps.agent.skills_prompt().await;
                     let prompt = system_prompt(
                         &deps.agent_cfg.name,
                         deps.agent_cfg.instructions.as_deref(),
                         job.event.channel(),
                         job.event.kind,
+                        &skills,
                     );
                     let new = NewSession {
                         id: uuid::Uuid::new_v4().to_string(),

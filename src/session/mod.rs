@@ -81,13 +81,7 @@ impl Sessions {
     fn spawn_actor(&self, key: &str) -> Handle {
         let (tx, rx) = mpsc::channel(self.inner.deps.limits.session_mailbox.max(1));
         let running = Arc::new(Mutex::new(None));
-        let actor = actor::Actor {
-            key: key.to_string(),
-            shared: self.inner.clone(),
-            running: running.clone(),
-            state: None,
-            uncommitted: None,
-        };
+        let actor = actor::Actor::new(key, self.inner.clone(), running.clone());
         METRICS.sessions_live.add(1);
         self.inner.tracker.spawn(actor.run(rx));
         Handle { tx, running }

@@ -27,6 +27,8 @@ pub(super) struct Answers {
     pub(super) schedules: Arc<Schedules>,
     /// `/approve ID`, `/deny ID` and `/stop` while a turn waits.
     pub(super) approvals: Approvals,
+    /// What `/tools` lists.
+    pub(super) tools: crate::mcp::ToolsOverview,
     /// The model name shown by /status.
     pub(super) model: String,
     /// Default time zone for users approved through pairing.
@@ -49,6 +51,7 @@ impl Answers {
                 None => reply("Nothing is running."),
             },
             Command::Status => reply(self.status(key, user).await?),
+            Command::Tools => reply(self.tools.render()),
             Command::WhoAmI => reply(self.whoami(event, user).await?),
             Command::Schedules => reply(self.schedules.describe_for(user).await?),
             Command::Memory(cmd) => reply(self.memory(cmd, event, user).await?),

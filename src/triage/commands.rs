@@ -9,6 +9,8 @@ pub enum Command {
     New,
     Stop,
     Status,
+    /// `/tools`: the tools the agent has, by source (built-in, each MCP server, skills).
+    Tools,
     WhoAmI,
     /// `/pair`, `/pair list`, `/pair approve CODE`, `/pair deny CODE` (owners).
     Pair(PairCommand),
@@ -47,6 +49,7 @@ pub const HELP: &str = "Commands:\n\
 /new - start a fresh conversation\n\
 /stop - stop the reply being written\n\
 /status - session, model, and today's usage\n\
+/tools - the tools I can use: built-in, each MCP server (and its state), skills\n\
 /whoami - who Butler thinks you are\n\
 /schedules - your scheduled jobs and their last runs\n\
 /memory - what I remember about you (`/memory search WORDS`, `/memory forget ID`)\n\
@@ -68,6 +71,7 @@ pub fn parse_command(text: &str) -> Option<Command> {
         "new" | "reset" => Command::New,
         "stop" => Command::Stop,
         "status" => Command::Status,
+        "tools" => Command::Tools,
         "whoami" => Command::WhoAmI,
         "schedules" => Command::Schedules,
         "memory" | "memories" => Command::Memory(match arg.as_deref() {
@@ -121,6 +125,7 @@ mod tests {
             ("/stop@butler_bot", Some(Command::Stop)),
             ("/STATUS now", Some(Command::Status)),
             ("/whoami", Some(Command::WhoAmI)),
+            ("/tools", Some(Command::Tools)),
             ("/link", Some(Command::Link(None))),
             ("/link@butler_bot K7QX-M2PD", Some(Command::Link(some("K7QX-M2PD")))),
             ("/pair", Some(Command::Pair(PairCommand::List))),

@@ -36,6 +36,8 @@ pub struct TriageParts {
     pub access: Arc<Access>,
     pub sessions: Sessions,
     pub triggers: Arc<Triggers>,
+    /// What `/tools` lists: the agent's own tools and the MCP servers.
+    pub tools: crate::mcp::ToolsOverview,
     /// The model name shown by /status.
     pub model: String,
     /// Default time zone for users approved through pairing.
@@ -62,7 +64,7 @@ pub struct Triage {
 
 impl Triage {
     pub fn new(parts: TriageParts) -> Self {
-        let TriageParts { store, access, sessions, triggers, model, timezone, deliverer, schedules } = parts;
+        let TriageParts { store, access, sessions, triggers, tools, model, timezone, deliverer, schedules } = parts;
         let scheduled = Arc::new(ScheduledEvents::new(store.clone(), access.clone()));
         let approvals = Approvals::new(store.clone(), access.clone(), deliverer);
         let answers = Answers {
@@ -71,6 +73,7 @@ impl Triage {
             sessions: sessions.clone(),
             schedules,
             approvals: approvals.clone(),
+            tools,
             model,
             timezone,
         };

@@ -3,8 +3,8 @@
 
 use super::channel::message_json;
 use super::{WebAuth, WebHub};
-use crate::ids::WEB_CHANNEL as CHANNEL;
 use crate::http::{ApiError, ApiJson, ApiPath, ApiQuery};
+use crate::ids::WEB_CHANNEL as CHANNEL;
 use crate::store::{now_ms, ConversationRow, NewWebMessage, Store};
 use axum::extract::State;
 use axum::http::{header, HeaderMap, StatusCode};
@@ -29,7 +29,7 @@ const MAX_TEXT_CHARS: usize = 32_000;
 
 /// What the page shows about the model.
 #[derive(Clone, Debug)]
-pub struct PageInfo {
+pub(crate) struct PageInfo {
     pub llm_configured: bool,
     pub provider: String,
     pub model: String,
@@ -38,7 +38,7 @@ pub struct PageInfo {
 /// Owners of conversations seen recently (an owner never changes), so a busy conversation does
 /// not cost a database read per message.
 #[derive(Default)]
-pub struct OwnerCache(std::sync::Mutex<std::collections::HashMap<String, String>>);
+pub(crate) struct OwnerCache(std::sync::Mutex<std::collections::HashMap<String, String>>);
 
 const OWNER_CACHE_MAX: usize = 10_000;
 
@@ -57,18 +57,32 @@ impl OwnerCache {
 }
 
 #[derive(Clone)]
-pub struct WebState {
-    pub store: Arc<dyn Store>,
-    pub ingress: Arc<dyn Ingress>,
-    pub hub: Arc<WebHub>,
-    pub auth: WebAuth,
-    pub info: PageInfo,
+pub(crate) struct WebState {
+    store: Arc<dyn Store>,
+    ingress: Arc<dyn Ingress>,
+    hub: Arc<WebHub>,
+    auth: WebAuth,
+    info: PageInfo,
     /// Ends open event streams on shutdown.
-    pub shutdown: CancellationToken,
-    pub owners: Arc<OwnerCache>,
+    shutdown: CancellationToken,
+    owners: Arc<OwnerCache>,
 }
 
-pub fn routes(state: WebState) -> Router {
+impl WebState {
+    /// The state the web routes share; `shutdown` ends open event streams.
+    pub(crate) fn new(
+        store: Arc<dyn Store>,
+        ingress: Arc<dyn Ingress>,
+        hub: Arc<WebHub>,
+        auth: WebAuth,
+        info: PageInfo,
+        shutdown: CancellationToken,
+    ) -> Self {
+        Self { store, ingress, hub, auth, info, shutdown, owners: Default::default() }
+    }
+}
+
+pub(crate) fn routes(state: WebState) -> Router {
     Router::new()
         .route("/", get(page))
         .route("/assets/app.js", get(app_js))

@@ -7,7 +7,7 @@ use crate::http::ApiError;
 use axum::http::{header, HeaderMap, StatusCode};
 
 #[derive(Clone, Default)]
-pub struct WebAuth {
+pub(crate) struct WebAuth {
     /// (token, web user name). Empty: local mode.
     tokens: Vec<(String, String)>,
 }
@@ -20,7 +20,7 @@ fn ct_eq(a: &[u8], b: &[u8]) -> bool {
 }
 
 impl WebAuth {
-    pub fn from_config(cfg: &WebConfig) -> Self {
+    pub(crate) fn from_config(cfg: &WebConfig) -> Self {
         let mut tokens: Vec<(String, String)> =
             cfg.tokens.iter().map(|(user, t)| (t.expose().to_string(), user.clone())).collect();
         if let Some(t) = &cfg.token {
@@ -30,13 +30,13 @@ impl WebAuth {
     }
 
     /// True when no token is configured (local mode).
-    pub fn is_local(&self) -> bool {
+    pub(crate) fn is_local(&self) -> bool {
         self.tokens.is_empty()
     }
 
     /// The web user the request is for. In token mode the bearer token decides and a `user`
     /// that disagrees is refused; in local mode `claimed` is trusted (default `local`).
-    pub fn user(&self, headers: &HeaderMap, claimed: Option<&str>) -> Result<String, ApiError> {
+    pub(crate) fn user(&self, headers: &HeaderMap, claimed: Option<&str>) -> Result<String, ApiError> {
         let claimed = claimed.map(|u| u.strip_prefix("web:").unwrap_or(u));
         if self.is_local() {
             return Ok(claimed.unwrap_or(super::LOCAL_USER).to_string());

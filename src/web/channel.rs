@@ -11,13 +11,13 @@ use serde_json::json;
 use std::sync::Arc;
 use std::time::Duration;
 
-pub struct WebChannel {
+pub(crate) struct WebChannel {
     store: Arc<dyn WebStore>,
     hub: Arc<WebHub>,
 }
 
 impl WebChannel {
-    pub fn new(store: Arc<dyn WebStore>, hub: Arc<WebHub>) -> Self {
+    pub(crate) fn new(store: Arc<dyn WebStore>, hub: Arc<WebHub>) -> Self {
         Self { store, hub }
     }
 }
@@ -26,7 +26,7 @@ fn transient(e: crate::store::StoreError) -> ChannelError {
     ChannelError::Transient(e.to_string())
 }
 
-pub fn message_json(m: &WebMessage) -> serde_json::Value {
+pub(crate) fn message_json(m: &WebMessage) -> serde_json::Value {
     json!({
         "id": m.id,
         "conversation": m.conversation,

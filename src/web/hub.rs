@@ -20,14 +20,14 @@ const PER_CONVERSATION: usize = 256;
 
 /// One event for a conversation's listeners.
 #[derive(Clone, Debug)]
-pub struct HubEvent {
+pub(crate) struct HubEvent {
     /// `created` or `updated`.
     pub kind: &'static str,
     pub data: Value,
 }
 
 #[derive(Default)]
-pub struct WebHub {
+pub(crate) struct WebHub {
     senders: Mutex<HashMap<String, broadcast::Sender<HubEvent>>>,
 }
 
@@ -37,7 +37,7 @@ impl WebHub {
     }
 
     /// Listens to `conversation` until the returned stream is dropped.
-    pub fn subscribe(self: &Arc<Self>, conversation: &str) -> Subscription {
+    pub(crate) fn subscribe(self: &Arc<Self>, conversation: &str) -> Subscription {
         let rx = self
             .senders()
             .entry(conversation.to_string())
@@ -49,7 +49,7 @@ impl WebHub {
         Subscription { rx: Some(BroadcastStream::new(rx)), hub: self.clone(), conversation: conversation.to_string() }
     }
 
-    pub fn publish(&self, conversation: &str, kind: &'static str, data: Value) {
+    pub(crate) fn publish(&self, conversation: &str, kind: &'static str, data: Value) {
         let senders = self.senders();
         if let Some(tx) = senders.get(conversation) {
             // An error means nobody listens: the last subscription removes the entry itself.
@@ -58,13 +58,14 @@ impl WebHub {
     }
 
     /// Conversations with at least one listener.
-    pub fn conversations(&self) -> usize {
+    #[cfg(test)]
+    pub(crate) fn conversations(&self) -> usize {
         self.senders().len()
     }
 }
 
 /// One page's stream of a conversation's events; dropping it unsubscribes.
-pub struct Subscription {
+pub(crate) struct Subscription {
     rx: Option<BroadcastStream<HubEvent>>,
     hub: Arc<WebHub>,
     conversation: String,

@@ -12,10 +12,10 @@ mod auth;
 mod channel;
 mod hub;
 
-pub use api::{routes, PageInfo, WebState};
-pub use auth::WebAuth;
-pub use channel::WebChannel;
-pub use hub::WebHub;
+pub(crate) use api::{routes, PageInfo, WebState};
+pub(crate) use auth::WebAuth;
+pub(crate) use channel::WebChannel;
+pub(crate) use hub::WebHub;
 
 /// The identity a tokenless local page speaks as.
-pub const LOCAL_USER: &str = "local";
+pub(crate) const LOCAL_USER: &str = "local";

@@ -10,7 +10,7 @@
 //! exit 2: the block reason carries what they saw.
 
 use crate::support::fake_llm::{FakeLlm, Reply};
-use crate::support::proc::{clean_command, Deployment, Server};
+use crate::support::proc::{Deployment, Server};
 use crate::{cmd, run, Expect, HookExt};
 use butler::config::HookEvent;
 use butler::hooks::{HookOutcome, Hooks};
@@ -18,7 +18,7 @@ use serde_json::{json, Value};
 use std::process::Stdio;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 const PRE: HookEvent = HookEvent::PreToolUse;
 const CANARY_VAR: &str = "BUTLER_HOOK_SANDBOX_CANARY";
@@ -271,24 +271,11 @@ async fn a_real_butlers_sandboxed_hook_reveals_nothing_of_its_environment() {
     llm.on("probe", Reply::text("probed"));
 
     // The canary arrives the README way: an API key exported in Butler's environment.
-    let log = dep.dir.path().join("serve-canary.log");
-    let mut serve = clean_command(dep.dir.path());
-    serve.args(["serve", "--config"]).arg(&dep.config).env("OPENAI_API_KEY", CANARY).env(CANARY_VAR, CANARY);
-    serve.stdout(Stdio::null()).stderr(std::fs::File::create(&log).unwrap());
-    let mut server = Server { child: serve.spawn().unwrap(), log };
-    server.wait_ready(&dep.base()).await;
+    let server = dep.serve_with_env(&[("OPENAI_API_KEY", CANARY), (CANARY_VAR, CANARY)]).await;
     let body = json!({"conversation": "hs1", "user": "local", "text": "probe the hook sandbox"});
     let r = reqwest::Client::new().post(format!("{}/api/v1/messages", dep.base())).json(&body).send().await.unwrap();
     assert_eq!(r.status(), 202);
-
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let result = loop {
-        if let Some(result) = llm.requests().iter().find_map(|r| r.last_tool_result()) {
-            break result;
-        }
-        assert!(Instant::now() < deadline, "no tool result; log:\n{}", server.log_text());
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    };
+    let result = llm.first_tool_result(|| server.log_text()).await;
     let (sandboxed, plain) = result.split_once("PLAIN").unwrap_or_else(|| panic!("both hooks block:\n{result}"));
     assert!(sandboxed.contains("SANDBOXED") && sandboxed.contains("BUTLER_HOOK_EVENT=pre_tool_use"), "{result}");
     for unwanted in [CANARY, CANARY_VAR, "OPENAI_API_KEY", "RUST_LOG"] {

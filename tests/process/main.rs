@@ -10,6 +10,7 @@ mod cli;
 mod crash;
 mod inbox;
 mod lifecycle;
+mod mcp;
 mod secrets;
 mod skills;
 mod streams;

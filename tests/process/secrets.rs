@@ -15,6 +15,7 @@ use crate::support::fake_discord::FakeDiscord;
 use crate::support::fake_llm::FakeLlm;
 use crate::support::fake_slack::{FakeSlack, APP_TOKEN, BOT_TOKEN};
 use crate::support::fake_telegram::FakeTelegram;
+use crate::support::proc::without_ansi;
 use crate::support::proc::{clean_command, free_port, Server};
 use hmac::{Hmac, Mac};
 use serde_json::{json, Value};
@@ -216,24 +217,6 @@ fn hmac_hex(secret: &str, parts: &[&[u8]]) -> String {
     hex::encode(mac.finalize().into_bytes())
 }
 
-/// `text` without ANSI colour sequences (`ESC [ ... m`).
-fn plain(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut chars = text.chars();
-    while let Some(c) = chars.next() {
-        if c == '\u{1b}' {
-            for d in chars.by_ref() {
-                if d.is_ascii_alphabetic() {
-                    break;
-                }
-            }
-        } else {
-            out.push(c);
-        }
-    }
-    out
-}
-
 /// Says where a canary leaked (by its position in [`CANARIES`], never its value).
 fn leaks(place: &str, text: &str) -> Vec<String> {
     CANARIES
@@ -348,7 +331,7 @@ async fn forged_requests_are_rate_limited_per_address_and_logged_in_aggregate() 
     ];
     assert_eq!(rig.post("/hooks/deploys", &signed, body).await.0, 202);
 
-    let log = plain(&rig.stop().await);
+    let log = without_ansi(&rig.stop().await);
     let warns: Vec<&str> = log.lines().filter(|l| l.contains("WARN") && l.contains("refused")).collect();
     // One line per endpoint and address in the minute, each with its count, for 4 * 45 requests.
     assert_eq!(warns.len(), forged.len(), "{warns:#?}");

@@ -317,6 +317,19 @@ impl FakeLlm {
         self.shared.requests.lock().unwrap_or_else(|p| p.into_inner()).iter().cloned().collect()
     }
 
+    /// Waits (up to 30 s) for the first request that carries a tool result, and returns that
+    /// result; `context` is shown if none comes (e.g. the server's log).
+    pub async fn first_tool_result(&self, context: impl Fn() -> String) -> String {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        loop {
+            if let Some(result) = self.requests().iter().find_map(|r| r.last_tool_result()) {
+                return result;
+            }
+            assert!(std::time::Instant::now() < deadline, "no tool result; log:\n{}", context());
+            tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+        }
+    }
+
     pub fn last_request(&self) -> Option<RecordedRequest> {
         self.shared.requests.lock().unwrap_or_else(|p| p.into_inner()).back().cloned()
     }

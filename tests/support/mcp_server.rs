@@ -32,6 +32,8 @@ pub const HANG_SECS: u64 = 30;
 #[derive(Clone, Default)]
 pub struct TestServer {
     grown: Arc<AtomicBool>,
+    /// How many extra `bulk_<i>` tools it offers (see [`serve_http_bulk`]).
+    bulk: usize,
 }
 
 fn schema(v: Value) -> Arc<serde_json::Map<String, Value>> {
@@ -59,6 +61,15 @@ impl TestServer {
         ];
         if self.grown.load(Ordering::SeqCst) {
             tools.push(tool("extra", "Appeared after `grow`.", json!({}), &[]));
+        }
+        for i in 0..self.bulk {
+            let description = format!("Reports the weather of city number {i}, with a long forecast.");
+            let props = json!({"city": {"type": "string", "description": "The city, as its full name."}});
+            tools.push(Tool::new(
+                format!("bulk_{i}"),
+                description,
+                schema(json!({"type": "object", "properties": props, "required": ["city"]})),
+            ));
         }
         tools
     }
@@ -135,6 +146,9 @@ impl ServerHandler for TestServer {
             }
             "read_file" => text(format!("contents of {}", args.get("path").and_then(Value::as_str).unwrap_or(""))),
             "extra" if self.grown.load(Ordering::SeqCst) => text("extra!".into()),
+            bulk if bulk.strip_prefix("bulk_").and_then(|n| n.parse::<usize>().ok()).is_some_and(|n| n < self.bulk) => {
+                text(format!("{bulk} ran for {}", args.get("city").and_then(Value::as_str).unwrap_or("")))
+            }
             other => Err(ErrorData::invalid_params(format!("no tool {other}"), None)),
         }
     }
@@ -160,11 +174,17 @@ pub fn serve_stdio_and_exit() -> ! {
 
 /// A streamable HTTP MCP server on 127.0.0.1; stops when `ct` fires.
 pub async fn serve_http(ct: CancellationToken) -> SocketAddr {
+    serve_http_bulk(ct, 0).await
+}
+
+/// [`serve_http`] with `bulk` more tools `bulk_0` .. (each takes `city`, answers "bulk_<i> ran
+/// for <city>").
+pub async fn serve_http_bulk(ct: CancellationToken, bulk: usize) -> SocketAddr {
     use rmcp::transport::streamable_http_server::{
         session::local::LocalSessionManager, StreamableHttpServerConfig, StreamableHttpService,
     };
     let config = StreamableHttpServerConfig::default().with_cancellation_token(ct.child_token());
-    let shared = TestServer::default();
+    let shared = TestServer { bulk, ..TestServer::default() };
     let service: StreamableHttpService<TestServer, LocalSessionManager> =
         StreamableHttpService::new(move || Ok(shared.clone()), Default::default(), config);
     let router = axum::Router::new().nest_service("/mcp", service);

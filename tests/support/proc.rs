@@ -53,6 +53,17 @@ impl Deployment {
         cmd
     }
 
+    /// Starts `butler serve` with `vars` added to its clean environment (e.g. a canary secret
+    /// exported the README way) and waits until /readyz answers 200.
+    pub async fn serve_with_env(&self, vars: &[(&str, &str)]) -> Server {
+        let log = self.dir.path().join("serve-env.log");
+        let mut cmd = self.command(&["serve"]);
+        cmd.envs(vars.iter().copied()).stdout(Stdio::null()).stderr(std::fs::File::create(&log).unwrap());
+        let mut server = Server { child: cmd.spawn().expect("spawn butler serve"), log };
+        server.wait_ready(&self.base()).await;
+        server
+    }
+
     /// Starts `butler serve` and waits until /readyz answers 200.
     pub async fn serve(&self) -> Server {
         let n = std::fs::read_dir(self.dir.path()).map(|d| d.count()).unwrap_or(0);
@@ -152,4 +163,22 @@ impl Drop for Server {
 pub fn signal(pid: u32, name: &str) {
     let ok = Command::new("kill").arg(format!("-{name}")).arg(pid.to_string()).status().unwrap().success();
     assert!(ok, "kill -{name} {pid} failed");
+}
+
+/// `text` without ANSI colour sequences (`ESC [ ... <letter>`), for reading logs.
+pub fn without_ansi(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' {
+            for d in chars.by_ref() {
+                if d.is_ascii_alphabetic() {
+                    break;
+                }
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
 }

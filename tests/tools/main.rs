@@ -14,12 +14,14 @@ mod actions;
 mod config;
 mod files;
 mod http;
+mod many_tools;
 mod mcp;
 mod net;
 mod sandbox;
 mod send;
 mod shell;
 mod skills;
+mod skills_agent;
 mod web;
 
 use axum::Router;

@@ -6,7 +6,7 @@
 //! Every wait here is bounded; nothing reaches beyond loopback and this machine's processes.
 
 #[path = "../support/mcp_server.rs"]
-mod server;
+pub(crate) mod server;
 
 use super::{err_text, Harness};
 use butler::config::{McpConfig, McpServerConfig, Secret};

@@ -5,7 +5,7 @@
 //! `sandbox = "none"`, and `doctor` says which it is. Needs `bwrap` (tests/run installs it).
 
 use crate::support::fake_llm::{FakeLlm, Reply};
-use crate::support::proc::{clean_command, Deployment, Server};
+use crate::support::proc::{Deployment, Server};
 use crate::Harness;
 use butler::config::{SandboxMode, ShellConfig};
 use butler::tools::builtin::Shell;
@@ -13,7 +13,7 @@ use serde_json::json;
 use std::process::Stdio;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 const CANARY_VAR: &str = "BUTLER_SANDBOX_TEST_CANARY";
 const CANARY: &str = "canary-9f2c41e7-butler-secret";
@@ -241,24 +241,11 @@ async fn a_real_butler_shell_reveals_nothing_of_its_environment() {
     llm.on("probe", Reply::text("probed"));
 
     // The canary arrives the README way: an API key exported in Butler's environment.
-    let log = dep.dir.path().join("serve-canary.log");
-    let mut cmd = clean_command(dep.dir.path());
-    cmd.args(["serve", "--config"]).arg(&dep.config).env("OPENAI_API_KEY", CANARY).env(CANARY_VAR, CANARY);
-    cmd.stdout(Stdio::null()).stderr(std::fs::File::create(&log).unwrap());
-    let mut server = Server { child: cmd.spawn().unwrap(), log };
-    server.wait_ready(&dep.base()).await;
+    let server = dep.serve_with_env(&[("OPENAI_API_KEY", CANARY), (CANARY_VAR, CANARY)]).await;
     let body = json!({"conversation": "sb1", "user": "local", "text": "probe the sandbox"});
     let r = reqwest::Client::new().post(format!("{}/api/v1/messages", dep.base())).json(&body).send().await.unwrap();
     assert_eq!(r.status(), 202);
-
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let result = loop {
-        if let Some(result) = llm.requests().iter().find_map(|r| r.last_tool_result()) {
-            break result;
-        }
-        assert!(Instant::now() < deadline, "no tool result; log:\n{}", server.log_text());
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    };
+    let result = llm.first_tool_result(|| server.log_text()).await;
     assert!(result.contains("END-OF-PROBES"), "{result}");
     for unwanted in [CANARY, CANARY_VAR, "OPENAI_API_KEY", shadow_marker(), "SQLite format", "[llm]"] {
         assert!(!result.contains(unwanted), "the shell revealed `{unwanted}`:\n{result}");

@@ -5,6 +5,7 @@
 //! keeps its connections below it. Timeouts are checked as bounds, never as speeds.
 
 use crate::support::app::{config, TestApp};
+use crate::support::proc::without_ansi;
 use crate::support::proc::{Deployment, Server};
 use serde_json::Value;
 use std::net::SocketAddr;
@@ -225,24 +226,6 @@ async fn health_answers_while_the_connection_cap_is_reached() {
     app.stop().await;
 }
 
-/// `text` without ANSI colour sequences (`ESC [ ... m`).
-fn plain(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut chars = text.chars();
-    while let Some(c) = chars.next() {
-        if c == '\u{1b}' {
-            for d in chars.by_ref() {
-                if d == 'm' {
-                    break;
-                }
-            }
-        } else {
-            out.push(c);
-        }
-    }
-    out
-}
-
 /// Sets the child's open-file limit (soft, hard) before it runs.
 fn with_fd_limit(cmd: &mut std::process::Command, soft: u64, hard: u64) {
     use std::os::unix::process::CommandExt;
@@ -275,7 +258,7 @@ async fn the_binary_raises_its_fd_limit_and_keeps_connections_below_it() {
     with_fd_limit(&mut cmd, 128, 256);
     let mut server = Server { child: cmd.spawn().expect("spawn butler serve"), log };
     server.wait_ready(&dep.base()).await;
-    let logged = plain(&server.log_text());
+    let logged = without_ansi(&server.log_text());
     let line = logged.lines().find(|l| l.contains("fd_limit")).unwrap_or_else(|| panic!("no fd_limit line:\n{logged}"));
     let cap = 256 - butler::http::FD_HEADROOM as usize - butler::http::HEALTH_RESERVE;
     assert!(line.contains("soft=256 hard=256 was=128"), "{line}");

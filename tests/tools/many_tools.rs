@@ -1,0 +1,126 @@
+//! Many tools stay cheap, through a real Butler with the fake LLM and a real MCP server over
+//! HTTP: above `[mcp] max_schema_tokens` a turn offers the built-ins and `tool_search` (never the
+//! 300 MCP schemas); a tool found by search, or called by name, is sent in full for the rest of
+//! the turn and its call works; under the budget every tool is offered and no `tool_search`.
+
+use crate::mcp::server::serve_http_bulk;
+use crate::support::app::{config, TestApp};
+use crate::support::fake_llm::{FakeLlm, RecordedRequest, Reply};
+use butler::config::McpServerConfig;
+use serde_json::json;
+use std::time::Duration;
+use tokio_util::sync::CancellationToken;
+
+const BUDGET: usize = 8_000;
+
+/// A Butler with the MCP server `many` (its `bulk` extra tools, read-only) at the default budget.
+async fn start(llm: &FakeLlm, ct: &CancellationToken, bulk: usize) -> TestApp {
+    let addr = serve_http_bulk(ct.clone(), bulk).await;
+    let (mut cfg, dir) = config(Some(&llm.openai_url()));
+    cfg.tools.workspace_dir = dir.path().join("workspaces").display().to_string();
+    assert_eq!(cfg.mcp.max_schema_tokens, BUDGET, "the default budget");
+    cfg.mcp.servers = vec![McpServerConfig {
+        name: "many".into(),
+        url: Some(format!("http://{addr}/mcp")),
+        read_only: true,
+        timeout_secs: 10,
+        connect_timeout_secs: 20,
+        ..McpServerConfig::default()
+    }];
+    TestApp::start(cfg, Some(dir)).await
+}
+
+fn offered(req: &RecordedRequest) -> Vec<String> {
+    req.tools().iter().filter_map(|t| t["function"]["name"].as_str().map(str::to_string)).collect()
+}
+
+/// Estimated tokens of a request's tools payload (its JSON, four characters a token).
+fn tools_tokens(req: &RecordedRequest) -> usize {
+    serde_json::to_string(req.tools()).unwrap().len() / 4
+}
+
+/// Waits for `n` requests whose last user text contains `needle`, and returns them.
+async fn requests_for(llm: &FakeLlm, needle: &str, n: usize) -> Vec<RecordedRequest> {
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let found: Vec<_> = llm.requests().into_iter().filter(|r| r.last_user_text().contains(needle)).collect();
+        if found.len() >= n || std::time::Instant::now() > deadline {
+            assert!(found.len() >= n, "expected {n} requests for {needle:?}, got {}", found.len());
+            return found;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+}
+
+/// Posts warm-up messages until a request offers `name` (the MCP server has joined).
+async fn until_offered(app: &TestApp, llm: &FakeLlm, name: &str) {
+    for i in 0..100 {
+        let needle = format!("warm up {i}");
+        app.post("warm", "local", &needle).await;
+        if offered(&requests_for(llm, &needle, 1).await[0]).iter().any(|n| n == name) {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    panic!("`{name}` was never offered");
+}
+
+#[tokio::test]
+async fn over_the_budget_tools_are_found_by_search_and_then_sent_in_full() {
+    let (llm, ct) = (FakeLlm::start().await, CancellationToken::new());
+    let app = start(&llm, &ct, 300).await;
+    until_offered(&app, &llm, "tool_search").await;
+
+    llm.on("find weather", Reply::tool_call("tool_search", json!({"query": "bulk 7 weather"})));
+    llm.on("find weather", Reply::tool_call("many__bulk_7", json!({"city": "Oslo"})));
+    llm.on("find weather", Reply::text("Done."));
+    app.post("s-1", "local", "find weather for Oslo").await;
+    let reqs = requests_for(&llm, "find weather", 3).await;
+
+    let first = offered(&reqs[0]);
+    assert!(first.contains(&"tool_search".to_string()) && first.contains(&"now".to_string()), "{first:?}");
+    assert!(!first.iter().any(|n| n.starts_with("many__")), "no MCP schema before a search: {first:?}");
+    assert!(tools_tokens(&reqs[0]) < BUDGET, "first request's tools: {} tokens", tools_tokens(&reqs[0]));
+
+    let found = reqs[1].last_tool_result().expect("the search result");
+    assert!(found.lines().nth(1).is_some_and(|l| l.starts_with("- many__bulk_7: ")), "best first: {found}");
+    assert!(found.lines().count() <= 11, "at most ten hits: {found}");
+    let bulk7 = reqs[1].tools().iter().find(|t| t["function"]["name"] == "many__bulk_7").expect("bulk_7 offered");
+    assert_eq!(bulk7["function"]["parameters"]["required"], json!(["city"]), "its full schema");
+    assert!(tools_tokens(&reqs[1]) < BUDGET, "after the search: {} tokens", tools_tokens(&reqs[1]));
+    assert!(offered(&reqs[2]).contains(&"many__bulk_7".to_string()), "for the rest of the turn");
+    let ran = reqs[2].last_tool_result().expect("the bulk_7 result");
+    assert!(ran.contains("many__bulk_7 ran for Oslo") || ran.contains("bulk_7 ran for Oslo"), "{ran}");
+
+    // A new turn starts from the built-ins again; a tool called by name (no search) runs and
+    // is then sent in full.
+    llm.on("direct call", Reply::tool_call("many__bulk_42", json!({"city": "Rome"})));
+    llm.on("direct call", Reply::text("Done."));
+    app.post("s-1", "local", "direct call please").await;
+    let next = requests_for(&llm, "direct call", 2).await;
+    assert!(!offered(&next[0]).iter().any(|n| n.starts_with("many__")), "{:?}", offered(&next[0]));
+    assert!(
+        next[1].last_tool_result().unwrap_or_default().contains("bulk_42 ran for Rome"),
+        "{:?}",
+        next[1].last_tool_result()
+    );
+    assert!(offered(&next[1]).contains(&"many__bulk_42".to_string()), "{:?}", offered(&next[1]));
+    app.stop().await;
+    ct.cancel();
+}
+
+#[tokio::test]
+async fn under_the_budget_every_tool_is_sent_in_full_without_search() {
+    let (llm, ct) = (FakeLlm::start().await, CancellationToken::new());
+    let app = start(&llm, &ct, 0).await;
+    until_offered(&app, &llm, "many__echo").await;
+    app.post("s-2", "local", "small set").await;
+    let req = &requests_for(&llm, "small set", 1).await[0];
+    let names = offered(req);
+    assert!(!names.contains(&"tool_search".to_string()), "{names:?}");
+    for name in ["many__echo", "many__add", "many__read_file", "now"] {
+        assert!(names.contains(&name.to_string()), "{name} in {names:?}");
+    }
+    app.stop().await;
+    ct.cancel();
+}

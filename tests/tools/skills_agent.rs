@@ -1,0 +1,121 @@
+//! Skills wired into the agent, through a real Butler with the fake LLM: a new session's system
+//! prompt holds each skill's name and description (never its body) and sees skills added
+//! without a restart while a running session keeps its prompt byte for byte; the model loads a
+//! body with `skill`; a skill's `allowed-tools` narrows the rest of the turn's tools.
+
+use crate::support::app::{config, TestApp};
+use crate::support::fake_llm::{FakeLlm, RecordedRequest, Reply};
+use serde_json::json;
+use std::path::Path;
+use std::time::Duration;
+
+fn write_skill(root: &Path, name: &str, front: &str, body: &str) {
+    let dir = root.join(name);
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("SKILL.md"), format!("---\nname: {name}\n{front}---\n{body}\n")).unwrap();
+}
+
+/// A Butler whose data dir is `<tmp>/data` and whose `[skills] dirs` is `<tmp>/extra`.
+async fn start(llm: &FakeLlm) -> (TestApp, std::path::PathBuf) {
+    let (mut cfg, dir) = config(Some(&llm.openai_url()));
+    let root = dir.path().to_path_buf();
+    cfg.tools.workspace_dir = root.join("data/workspaces").display().to_string();
+    cfg.skills.dirs = vec![root.join("extra").display().to_string()];
+    (TestApp::start(cfg, Some(dir)).await, root)
+}
+
+/// The names of the tools a request offered.
+fn offered(req: &RecordedRequest) -> Vec<String> {
+    let mut names: Vec<String> =
+        req.tools().iter().filter_map(|t| t["function"]["name"].as_str().map(str::to_string)).collect();
+    names.sort();
+    names
+}
+
+/// Waits for `n` requests whose last user text contains `needle`, and returns them.
+async fn requests_for(llm: &FakeLlm, needle: &str, n: usize) -> Vec<RecordedRequest> {
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let found: Vec<_> = llm.requests().into_iter().filter(|r| r.last_user_text().contains(needle)).collect();
+        if found.len() >= n || std::time::Instant::now() > deadline {
+            assert!(found.len() >= n, "expected {n} requests for {needle:?}, got {}", found.len());
+            return found;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+}
+
+#[tokio::test]
+async fn new_sessions_see_added_skills_while_a_running_session_keeps_its_prompt() {
+    let llm = FakeLlm::start().await;
+    let (app, root) = start(&llm).await;
+    write_skill(&root.join("data/skills"), "alpha", "description: Alpha does the first thing.\n", "ALPHA-BODY-SECRET");
+
+    app.post("s-a", "local", "hello one").await;
+    let first = requests_for(&llm, "hello one", 1).await[0].system_text();
+    let cases = [
+        ("`alpha`: Alpha does the first thing.", true),
+        ("`morning-briefing`", true),
+        ("`summarize-thread`", true),
+        ("ALPHA-BODY-SECRET", false),
+        ("`beta`", false),
+    ];
+    for (needle, want) in cases {
+        assert_eq!(first.contains(needle), want, "{needle:?} in\n{first}");
+    }
+
+    // A skill added while Butler runs: the next new session sees it, the running one does not.
+    write_skill(&root.join("extra"), "beta", "description: Beta, added later.\n", "BETA-BODY");
+    app.post("s-a", "local", "hello two").await;
+    app.post("s-b", "local", "hello three").await;
+    let again = requests_for(&llm, "hello two", 1).await[0].system_text();
+    let fresh = requests_for(&llm, "hello three", 1).await[0].system_text();
+    assert_eq!(again, first, "the running session's stored prompt is unchanged byte for byte");
+    assert!(fresh.contains("`beta`: Beta, added later."), "{fresh}");
+    assert!(fresh.contains("`alpha`: Alpha does the first thing.") && !fresh.contains("BETA-BODY"), "{fresh}");
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn the_model_loads_a_skill_body_with_the_skill_tool() {
+    let llm = FakeLlm::start().await;
+    let (app, root) = start(&llm).await;
+    write_skill(&root.join("extra"), "gamma", "description: Gamma.\n", "Step 1: GAMMA-INSTRUCTIONS.");
+    llm.on("use gamma", Reply::tool_call("skill", json!({"name": "gamma"})));
+    llm.on("use gamma", Reply::text("Done with gamma."));
+    app.post("s-g", "local", "use gamma").await;
+    let reqs = requests_for(&llm, "use gamma", 2).await;
+    assert!(offered(&reqs[0]).contains(&"skill".to_string()), "{:?}", offered(&reqs[0]));
+    let result = reqs[1].last_tool_result().expect("a tool result");
+    assert!(result.contains("# Skill `gamma`") && result.contains("GAMMA-INSTRUCTIONS"), "{result}");
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn allowed_tools_narrow_the_rest_of_the_turn_and_refuse_other_calls() {
+    let llm = FakeLlm::start().await;
+    let (app, root) = start(&llm).await;
+    write_skill(&root.join("extra"), "clock", "description: Tells the time.\nallowed-tools: [\"now\"]\n", "Use now.");
+    write_skill(&root.join("extra"), "open", "description: No narrowing.\n", "Anything goes.");
+    // Turn 1: loads `clock`, then tries `recall` (allowed by the policy, refused by the skill).
+    llm.on("what time", Reply::tool_call("skill", json!({"name": "clock"})));
+    llm.on("what time", Reply::tool_call("recall", json!({"query": "time"})));
+    llm.on("what time", Reply::text("It is now."));
+    // Turn 2 of the same session, and a skill without allowed-tools: nothing is narrowed.
+    llm.on("next turn", Reply::tool_call("skill", json!({"name": "open"})));
+    llm.on("next turn", Reply::text("ok"));
+    app.post("s-c", "local", "what time is it").await;
+    let reqs = requests_for(&llm, "what time", 3).await;
+    let all = offered(&reqs[0]);
+    assert!(all.contains(&"recall".to_string()) && all.contains(&"now".to_string()), "{all:?}");
+    assert_eq!(offered(&reqs[1]), ["now", "skill"], "after `clock` loaded");
+    assert_eq!(offered(&reqs[2]), ["now", "skill"], "for the rest of the turn");
+    let refused = reqs[2].last_tool_result().expect("the recall result");
+    assert!(refused.contains("refused") && refused.contains("`clock`") && refused.contains("now"), "{refused}");
+
+    app.post("s-c", "local", "next turn").await;
+    let next = requests_for(&llm, "next turn", 2).await;
+    assert_eq!(offered(&next[0]), all, "a new turn starts with every tool");
+    assert_eq!(offered(&next[1]), all, "a skill without allowed-tools narrows nothing");
+    app.stop().await;
+}
