@@ -14,11 +14,11 @@ mod support;
 
 use futures::StreamExt;
 use serde_json::{json, Value};
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
+use support::bench::Serve;
 use support::db::PgTestDb;
 use support::fake_llm::FakeLlm;
-use support::proc::{binary, free_port};
+use support::proc::free_port;
 
 fn env_usize(name: &str, default: usize) -> usize {
     std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
@@ -44,27 +44,6 @@ fn cpu_secs(pid: u32) -> f64 {
     (ticks(11) + ticks(12)) / 100.0
 }
 
-struct Serve {
-    child: Child,
-    base: String,
-    _dir: tempfile::TempDir,
-}
-
-impl Drop for Serve {
-    fn drop(&mut self) {
-        let _ = Command::new("kill").arg("-TERM").arg(self.child.id().to_string()).status();
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while Instant::now() < deadline {
-            if let Ok(Some(_)) = self.child.try_wait() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 /// Starts `butler serve` on `db_url`; returns it and the time from spawn to /readyz = 200.
 async fn serve(db_url: &str, llm_url: &str) -> (Serve, Duration) {
     serve_with(db_url, llm_url, "").await
@@ -86,28 +65,7 @@ async fn serve_with(db_url: &str, llm_url: &str, extra: &str) -> (Serve, Duratio
         ),
     )
     .unwrap();
-    let client = reqwest::Client::new();
-    let base = format!("http://127.0.0.1:{port}");
-    let started = Instant::now();
-    let child = Command::new(binary())
-        .args(["serve", "--config"])
-        .arg(&config)
-        .env("RUST_LOG", "warn")
-        .current_dir(dir.path())
-        .stdout(Stdio::null())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("spawn butler serve");
-    loop {
-        if let Ok(r) = client.get(format!("{base}/readyz")).send().await {
-            if r.status() == 200 {
-                break;
-            }
-        }
-        assert!(started.elapsed() < Duration::from_secs(60), "butler did not become ready");
-        tokio::time::sleep(Duration::from_millis(1)).await;
-    }
-    (Serve { child, base, _dir: dir }, started.elapsed())
+    Serve::start(dir, &config, port).await
 }
 
 /// One conversation: `turns` messages, each waited for until its final reply arrives on the

@@ -21,10 +21,10 @@ mod server;
 
 use futures::StreamExt;
 use serde_json::{json, Value};
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
+use support::bench::Serve;
 use support::fake_llm::{FakeLlm, Reply};
-use support::proc::{binary, free_port};
+use support::proc::free_port;
 use tokio_util::sync::CancellationToken;
 
 /// The tools compared: (label, tool name as the model sees it, its arguments as JSON).
@@ -39,27 +39,6 @@ const WARMUP_TURNS: usize = 20;
 
 fn env_usize(name: &str, default: usize) -> usize {
     std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
-}
-
-struct Serve {
-    child: Child,
-    base: String,
-    _dir: tempfile::TempDir,
-}
-
-impl Drop for Serve {
-    fn drop(&mut self) {
-        let _ = Command::new("kill").arg("-TERM").arg(self.child.id().to_string()).status();
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while Instant::now() < deadline {
-            if let Ok(Some(_)) = self.child.try_wait() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }
 
 /// Starts `butler serve` on SQLite with both MCP servers configured; waits for /readyz = 200.
@@ -83,28 +62,7 @@ async fn serve(llm_url: &str, mcp_http: &str) -> Serve {
         ),
     )
     .unwrap();
-    let client = reqwest::Client::new();
-    let base = format!("http://127.0.0.1:{port}");
-    let started = Instant::now();
-    let child = Command::new(binary())
-        .args(["serve", "--config"])
-        .arg(&config)
-        .env("RUST_LOG", "warn")
-        .current_dir(dir.path())
-        .stdout(Stdio::null())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("spawn butler serve");
-    loop {
-        if let Ok(r) = client.get(format!("{base}/readyz")).send().await {
-            if r.status() == 200 {
-                break;
-            }
-        }
-        assert!(started.elapsed() < Duration::from_secs(60), "butler did not become ready");
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
-    Serve { child, base, _dir: dir }
+    Serve::start(dir, &config, port).await.0
 }
 
 /// One web conversation with its event stream open.

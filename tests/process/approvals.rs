@@ -2,36 +2,11 @@
 //! still resumes the turn, exactly once, with the real binary (the acting tool is the built-in
 //! `file_write`, which asks by default), and `butler audit` lists every decision.
 
-use super::{llm_section, messages, post};
+use super::{approve_action, click, llm_section, messages, post, wait_messages};
 use crate::support::fake_llm::{FakeLlm, Reply};
 use crate::support::proc::Deployment;
-use serde_json::{json, Value};
-use std::time::{Duration, Instant};
-
-async fn wait_messages(base: &str, conv: &str, what: &str, pred: impl Fn(&[Value]) -> bool) -> Vec<Value> {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let msgs = messages(base, conv).await;
-        if pred(&msgs) {
-            return msgs;
-        }
-        assert!(Instant::now() < deadline, "{what} never happened: {msgs:#?}");
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
-}
-
-fn approve_action(msgs: &[Value]) -> Option<String> {
-    msgs.iter()
-        .flat_map(|m| m["buttons"].as_array().cloned().unwrap_or_default())
-        .map(|b| b["action"].as_str().unwrap_or_default().to_string())
-        .find(|a| a.starts_with("ap:") && a.ends_with(":once"))
-}
-
-async fn click(base: &str, conv: &str, action: &str) {
-    let body = json!({"conversation": conv, "user": "local", "action": action});
-    let r = reqwest::Client::new().post(format!("{base}/api/v1/actions")).json(&body).send().await.unwrap();
-    assert_eq!(r.status(), 202);
-}
+use serde_json::json;
+use std::time::Duration;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_pending_approval_survives_sigkill_and_resumes_once() {

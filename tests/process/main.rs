@@ -15,7 +15,8 @@ mod secrets;
 mod skills;
 mod streams;
 
-use serde_json::Value;
+use serde_json::{json, Value};
+use std::time::{Duration, Instant};
 
 /// Rows of a SQLite query, as JSON-ish strings, for assertions on what the binary stored.
 pub async fn query(db_url: &str, sql: &str) -> Vec<Vec<String>> {
@@ -58,4 +59,32 @@ pub async fn post(base: &str, conv: &str, text: &str) -> Value {
 
 pub fn llm_section(url: &str) -> String {
     format!("[llm]\nprovider = \"openai\"\nbase_url = \"{url}\"\nmodel = \"fake-model\"\nmax_retries = 0\n")
+}
+
+/// Polls the conversation until `pred` holds (30 s at most), naming `what` if it never does.
+pub async fn wait_messages(base: &str, conv: &str, what: &str, pred: impl Fn(&[Value]) -> bool) -> Vec<Value> {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let msgs = messages(base, conv).await;
+        if pred(&msgs) {
+            return msgs;
+        }
+        assert!(Instant::now() < deadline, "{what} never happened: {msgs:#?}");
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+}
+
+/// The "approve once" action of the first approval request among `msgs`.
+pub fn approve_action(msgs: &[Value]) -> Option<String> {
+    msgs.iter()
+        .flat_map(|m| m["buttons"].as_array().cloned().unwrap_or_default())
+        .map(|b| b["action"].as_str().unwrap_or_default().to_string())
+        .find(|a| a.starts_with("ap:") && a.ends_with(":once"))
+}
+
+/// A click on `action` in `conv`, as the web page sends it.
+pub async fn click(base: &str, conv: &str, action: &str) {
+    let body = json!({"conversation": conv, "user": "local", "action": action});
+    let r = reqwest::Client::new().post(format!("{base}/api/v1/actions")).json(&body).send().await.unwrap();
+    assert_eq!(r.status(), 202);
 }

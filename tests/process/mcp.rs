@@ -11,7 +11,7 @@
 #[allow(dead_code)]
 mod server;
 
-use super::{llm_section, messages, post};
+use super::{approve_action, click, llm_section, post, wait_messages};
 use crate::support::fake_llm::{FakeLlm, Reply};
 use crate::support::proc::Deployment;
 use serde_json::{json, Value};
@@ -59,31 +59,6 @@ async fn wait_for_tools(llm: &FakeLlm, base: &str, want: &[&str]) {
         assert!(Instant::now() < deadline, "the MCP tools {want:?} never reached the model: {names:?}");
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
-}
-
-async fn wait_messages(base: &str, conv: &str, what: &str, pred: impl Fn(&[Value]) -> bool) -> Vec<Value> {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let msgs = messages(base, conv).await;
-        if pred(&msgs) {
-            return msgs;
-        }
-        assert!(Instant::now() < deadline, "{what} never happened: {msgs:#?}");
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
-}
-
-fn approve_action(msgs: &[Value]) -> Option<String> {
-    msgs.iter()
-        .flat_map(|m| m["buttons"].as_array().cloned().unwrap_or_default())
-        .map(|b| b["action"].as_str().unwrap_or_default().to_string())
-        .find(|a| a.starts_with("ap:") && a.ends_with(":once"))
-}
-
-async fn click(base: &str, conv: &str, action: &str) {
-    let body = json!({"conversation": conv, "user": "local", "action": action});
-    let r = reqwest::Client::new().post(format!("{base}/api/v1/actions")).json(&body).send().await.unwrap();
-    assert_eq!(r.status(), 202);
 }
 
 /// `(pid, pgrp)` of every live (not zombie) process whose parent is `parent`.

@@ -2,6 +2,7 @@
 //! `#[path = "../support/mod.rs"] mod support;`.
 #![allow(dead_code)]
 pub mod app;
+pub mod bench;
 pub mod db;
 pub mod fake_channel;
 pub mod fake_discord;
