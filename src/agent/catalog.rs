@@ -92,7 +92,14 @@ impl Catalog {
     /// everything fits or nothing is searchable.
     pub(super) fn install(builtin: &Tools, tools: &mut Tools, budget: usize) -> Option<Catalog> {
         let defs = tools.defs();
+        // Cheap checks first: this runs at the start of every turn.
+        if defs.len() == builtin.names().len() || tools.get(SEARCH_TOOL).is_some() {
+            return None;
+        }
         let tokens = schema_tokens(&defs);
+        if tokens <= budget {
+            return None;
+        }
         let always: BTreeSet<String> =
             builtin.names().into_iter().map(String::from).chain([SEARCH_TOOL.to_string()]).collect();
         let entries: Arc<[Entry]> = defs
@@ -107,7 +114,7 @@ impl Catalog {
                 Entry { name: d.name.clone(), line }
             })
             .collect();
-        if tokens <= budget || entries.is_empty() || tools.get(SEARCH_TOOL).is_some() {
+        if entries.is_empty() {
             return None;
         }
         tracing::info!(tokens, budget, searchable = entries.len(), "tool schemas over budget: offering tool_search");

@@ -16,8 +16,7 @@ use butler::config::HookEvent;
 use butler::hooks::{HookOutcome, Hooks};
 use serde_json::{json, Value};
 use std::process::Stdio;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 const PRE: HookEvent = HookEvent::PreToolUse;
@@ -131,15 +130,7 @@ async fn decisions_and_the_payload_work_in_the_sandbox() {
 
 #[tokio::test]
 async fn the_network_follows_the_hooks_network_key() {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let port = listener.local_addr().unwrap().port();
-    let accepted = Arc::new(AtomicUsize::new(0));
-    let count = accepted.clone();
-    tokio::spawn(async move {
-        while let Ok((_socket, _)) = listener.accept().await {
-            count.fetch_add(1, Ordering::SeqCst);
-        }
-    });
+    let (port, accepted) = crate::support::proc::counting_listener().await;
     let probe = format!("bash -c 'echo ping > /dev/tcp/127.0.0.1/{port}' 2>&1 && echo CONNECTED-OK >&2; exit 2");
     for network in [false, true] {
         let reason = reason_of(cmd(PRE, &probe).sandboxed(network), &json!({})).await;

@@ -86,7 +86,7 @@ fn use_trees_and_paths_resolve_to_files() {
              const R: &str = r#\"crate::a::\"B\"\"#; const Q: char = '\"'; fn f() { crate::a::helper() }",
             &["src/a/mod.rs::helper"],
         ),
-        ("src/x.rs", "fn f<'a>(x: &'a str) -> crate::a::A { todo!() }", &["src/a/mod.rs::A"]),
+        ("src/x.rs", "fn f<'a>(x: &'a str) -> crate::a::A { make(x) }", &["src/a/mod.rs::A"]),
         ("src/x.rs", "macro_rules! m { () => { impl $crate::s::Store for X {} } }", &["src/s/mod.rs::Store"]),
         // 2018-style module files: `src/d.rs` owns `src/d/e.rs`
         ("src/d.rs", "pub mod e; use e::E;", &["src/d/e.rs::E"]),

@@ -330,6 +330,19 @@ impl FakeLlm {
         }
     }
 
+    /// Waits (up to 20 s) for `n` requests whose last user text contains `needle`; returns them.
+    pub async fn requests_for(&self, needle: &str, n: usize) -> Vec<RecordedRequest> {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        loop {
+            let found: Vec<_> = self.requests().into_iter().filter(|r| r.last_user_text().contains(needle)).collect();
+            if found.len() >= n || std::time::Instant::now() > deadline {
+                assert!(found.len() >= n, "expected {n} requests for {needle:?}, got {}", found.len());
+                return found;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+        }
+    }
+
     pub fn last_request(&self) -> Option<RecordedRequest> {
         self.shared.requests.lock().unwrap_or_else(|p| p.into_inner()).back().cloned()
     }

@@ -182,3 +182,19 @@ pub fn without_ansi(text: &str) -> String {
     }
     out
 }
+
+/// A TCP listener on 127.0.0.1 that accepts and counts connections (for network probes);
+/// returns its port and the count.
+pub async fn counting_listener() -> (u16, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let accepted = std::sync::Arc::new(AtomicUsize::new(0));
+    let count = accepted.clone();
+    tokio::spawn(async move {
+        while let Ok((_socket, _)) = listener.accept().await {
+            count.fetch_add(1, Ordering::SeqCst);
+        }
+    });
+    (port, accepted)
+}

@@ -39,25 +39,12 @@ fn tools_tokens(req: &RecordedRequest) -> usize {
     serde_json::to_string(req.tools()).unwrap().len() / 4
 }
 
-/// Waits for `n` requests whose last user text contains `needle`, and returns them.
-async fn requests_for(llm: &FakeLlm, needle: &str, n: usize) -> Vec<RecordedRequest> {
-    let deadline = std::time::Instant::now() + Duration::from_secs(20);
-    loop {
-        let found: Vec<_> = llm.requests().into_iter().filter(|r| r.last_user_text().contains(needle)).collect();
-        if found.len() >= n || std::time::Instant::now() > deadline {
-            assert!(found.len() >= n, "expected {n} requests for {needle:?}, got {}", found.len());
-            return found;
-        }
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
-}
-
 /// Posts warm-up messages until a request offers `name` (the MCP server has joined).
 async fn until_offered(app: &TestApp, llm: &FakeLlm, name: &str) {
     for i in 0..100 {
         let needle = format!("warm up {i}");
         app.post("warm", "local", &needle).await;
-        if offered(&requests_for(llm, &needle, 1).await[0]).iter().any(|n| n == name) {
+        if offered(&llm.requests_for(&needle, 1).await[0]).iter().any(|n| n == name) {
             return;
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
@@ -75,7 +62,7 @@ async fn over_the_budget_tools_are_found_by_search_and_then_sent_in_full() {
     llm.on("find weather", Reply::tool_call("many__bulk_7", json!({"city": "Oslo"})));
     llm.on("find weather", Reply::text("Done."));
     app.post("s-1", "local", "find weather for Oslo").await;
-    let reqs = requests_for(&llm, "find weather", 3).await;
+    let reqs = llm.requests_for("find weather", 3).await;
 
     let first = offered(&reqs[0]);
     assert!(first.contains(&"tool_search".to_string()) && first.contains(&"now".to_string()), "{first:?}");
@@ -97,7 +84,7 @@ async fn over_the_budget_tools_are_found_by_search_and_then_sent_in_full() {
     llm.on("direct call", Reply::tool_call("many__bulk_42", json!({"city": "Rome"})));
     llm.on("direct call", Reply::text("Done."));
     app.post("s-1", "local", "direct call please").await;
-    let next = requests_for(&llm, "direct call", 2).await;
+    let next = llm.requests_for("direct call", 2).await;
     assert!(!offered(&next[0]).iter().any(|n| n.starts_with("many__")), "{:?}", offered(&next[0]));
     assert!(
         next[1].last_tool_result().unwrap_or_default().contains("bulk_42 ran for Rome"),
@@ -115,7 +102,7 @@ async fn under_the_budget_every_tool_is_sent_in_full_without_search() {
     let app = start(&llm, &ct, 0).await;
     until_offered(&app, &llm, "many__echo").await;
     app.post("s-2", "local", "small set").await;
-    let req = &requests_for(&llm, "small set", 1).await[0];
+    let req = &llm.requests_for("small set", 1).await[0];
     let names = offered(req);
     assert!(!names.contains(&"tool_search".to_string()), "{names:?}");
     for name in ["many__echo", "many__add", "many__read_file", "now"] {

@@ -11,8 +11,7 @@ use butler::config::{SandboxMode, ShellConfig};
 use butler::tools::builtin::Shell;
 use serde_json::json;
 use std::process::Stdio;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 const CANARY_VAR: &str = "BUTLER_SANDBOX_TEST_CANARY";
@@ -119,15 +118,7 @@ async fn ordinary_commands_work_in_the_workspace() {
 #[tokio::test]
 async fn the_network_is_there_only_when_configured() {
     let h = Harness::new().await;
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let port = listener.local_addr().unwrap().port();
-    let accepted = Arc::new(AtomicUsize::new(0));
-    let count = accepted.clone();
-    tokio::spawn(async move {
-        while let Ok((_socket, _)) = listener.accept().await {
-            count.fetch_add(1, Ordering::SeqCst);
-        }
-    });
+    let (port, accepted) = crate::support::proc::counting_listener().await;
     let probe = format!("bash -c 'echo ping > /dev/tcp/127.0.0.1/{port}' && echo connected");
     // (network, connects)
     for (network, connects) in [(false, false), (true, true)] {

@@ -7,7 +7,6 @@ use crate::support::app::{config, TestApp};
 use crate::support::fake_llm::{FakeLlm, RecordedRequest, Reply};
 use serde_json::json;
 use std::path::Path;
-use std::time::Duration;
 
 fn write_skill(root: &Path, name: &str, front: &str, body: &str) {
     let dir = root.join(name);
@@ -32,19 +31,6 @@ fn offered(req: &RecordedRequest) -> Vec<String> {
     names
 }
 
-/// Waits for `n` requests whose last user text contains `needle`, and returns them.
-async fn requests_for(llm: &FakeLlm, needle: &str, n: usize) -> Vec<RecordedRequest> {
-    let deadline = std::time::Instant::now() + Duration::from_secs(20);
-    loop {
-        let found: Vec<_> = llm.requests().into_iter().filter(|r| r.last_user_text().contains(needle)).collect();
-        if found.len() >= n || std::time::Instant::now() > deadline {
-            assert!(found.len() >= n, "expected {n} requests for {needle:?}, got {}", found.len());
-            return found;
-        }
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
-}
-
 #[tokio::test]
 async fn new_sessions_see_added_skills_while_a_running_session_keeps_its_prompt() {
     let llm = FakeLlm::start().await;
@@ -52,7 +38,7 @@ async fn new_sessions_see_added_skills_while_a_running_session_keeps_its_prompt(
     write_skill(&root.join("data/skills"), "alpha", "description: Alpha does the first thing.\n", "ALPHA-BODY-SECRET");
 
     app.post("s-a", "local", "hello one").await;
-    let first = requests_for(&llm, "hello one", 1).await[0].system_text();
+    let first = llm.requests_for("hello one", 1).await[0].system_text();
     let cases = [
         ("`alpha`: Alpha does the first thing.", true),
         ("`morning-briefing`", true),
@@ -68,8 +54,8 @@ async fn new_sessions_see_added_skills_while_a_running_session_keeps_its_prompt(
     write_skill(&root.join("extra"), "beta", "description: Beta, added later.\n", "BETA-BODY");
     app.post("s-a", "local", "hello two").await;
     app.post("s-b", "local", "hello three").await;
-    let again = requests_for(&llm, "hello two", 1).await[0].system_text();
-    let fresh = requests_for(&llm, "hello three", 1).await[0].system_text();
+    let again = llm.requests_for("hello two", 1).await[0].system_text();
+    let fresh = llm.requests_for("hello three", 1).await[0].system_text();
     assert_eq!(again, first, "the running session's stored prompt is unchanged byte for byte");
     assert!(fresh.contains("`beta`: Beta, added later."), "{fresh}");
     assert!(fresh.contains("`alpha`: Alpha does the first thing.") && !fresh.contains("BETA-BODY"), "{fresh}");
@@ -84,7 +70,7 @@ async fn the_model_loads_a_skill_body_with_the_skill_tool() {
     llm.on("use gamma", Reply::tool_call("skill", json!({"name": "gamma"})));
     llm.on("use gamma", Reply::text("Done with gamma."));
     app.post("s-g", "local", "use gamma").await;
-    let reqs = requests_for(&llm, "use gamma", 2).await;
+    let reqs = llm.requests_for("use gamma", 2).await;
     assert!(offered(&reqs[0]).contains(&"skill".to_string()), "{:?}", offered(&reqs[0]));
     let result = reqs[1].last_tool_result().expect("a tool result");
     assert!(result.contains("# Skill `gamma`") && result.contains("GAMMA-INSTRUCTIONS"), "{result}");
@@ -105,7 +91,7 @@ async fn allowed_tools_narrow_the_rest_of_the_turn_and_refuse_other_calls() {
     llm.on("next turn", Reply::tool_call("skill", json!({"name": "open"})));
     llm.on("next turn", Reply::text("ok"));
     app.post("s-c", "local", "what time is it").await;
-    let reqs = requests_for(&llm, "what time", 3).await;
+    let reqs = llm.requests_for("what time", 3).await;
     let all = offered(&reqs[0]);
     assert!(all.contains(&"recall".to_string()) && all.contains(&"now".to_string()), "{all:?}");
     assert_eq!(offered(&reqs[1]), ["now", "skill"], "after `clock` loaded");
@@ -114,7 +100,7 @@ async fn allowed_tools_narrow_the_rest_of_the_turn_and_refuse_other_calls() {
     assert!(refused.contains("refused") && refused.contains("`clock`") && refused.contains("now"), "{refused}");
 
     app.post("s-c", "local", "next turn").await;
-    let next = requests_for(&llm, "next turn", 2).await;
+    let next = llm.requests_for("next turn", 2).await;
     assert_eq!(offered(&next[0]), all, "a new turn starts with every tool");
     assert_eq!(offered(&next[1]), all, "a skill without allowed-tools narrows nothing");
     app.stop().await;
