@@ -81,7 +81,7 @@ impl ToolRound<'_> {
         let actor = event.actor.identity.to_string();
         for (i, call) in calls.iter().enumerate() {
             let hash = args_hash(&call.arguments);
-            let refuse = |content: String| ToolResult { call_id: call.id.clone(), content, is_error: true };
+            let refuse = |content: String| ToolResult::error(call.id.clone(), content);
             if let Some(reason) = narrowing.refusal(&call.name) {
                 self.store.audit_add(&self.audit(ctx, &actor, &call.name, &hash, "refused", &reason)).await?;
                 immediate.push((i, refuse(reason)));
@@ -193,18 +193,14 @@ impl ToolRound<'_> {
             return Ok((vec![], Resumed::Stale));
         };
         let by = approval.decided_by.clone().unwrap_or_default();
-        let refuse = |content: String| ToolResult { call_id: call.id.clone(), content, is_error: true };
+        let refuse = |content: String| ToolResult::error(call.id.clone(), content);
         match approval.status {
             ApprovalStatus::Cancelled => {
                 // /stop: every call still waiting in the round is closed, and the turn ends.
                 let results = dangling
                     .iter()
                     .filter_map(|d| d.tool_call_id.clone())
-                    .map(|id| ToolResult {
-                        call_id: id,
-                        content: "not run: stopped before approval".into(),
-                        is_error: true,
-                    })
+                    .map(|id| ToolResult::error(id, "not run: stopped before approval"))
                     .collect();
                 Ok((results, Resumed::Stopped))
             }

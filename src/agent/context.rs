@@ -31,7 +31,7 @@ pub(super) fn build_messages(history: &[NewMessage]) -> Vec<ChatMessage> {
     let mut open_calls: Vec<String> = Vec::new();
     let close = |out: &mut Vec<ChatMessage>, open: &mut Vec<String>| {
         for id in open.drain(..) {
-            out.push(ChatMessage::Tool { call_id: id, content: INTERRUPTED.into(), is_error: true });
+            out.push(ChatMessage::Tool { call_id: id, content: INTERRUPTED.into(), is_error: true, images: vec![] });
         }
     };
     for m in &history[start..] {
@@ -53,6 +53,7 @@ pub(super) fn build_messages(history: &[NewMessage]) -> Vec<ChatMessage> {
                     call_id: id.to_string(),
                     content: m.content.clone(),
                     is_error: m.is_error,
+                    images: m.images.clone(),
                 });
             }
         }

@@ -3,8 +3,8 @@
 //! exactly one result, in the order the model asked. Oversized results are cut with a marker.
 //! Nothing here may outlive the turn: the tasks live in a JoinSet dropped with it.
 
-use crate::llm::ToolCall;
-use crate::tools::{validate_args, Tool, ToolCtx, ToolError, Tools};
+use crate::llm::{Image, ToolCall};
+use crate::tools::{validate_args, Tool, ToolCtx, ToolError, ToolOutput, Tools};
 use serde_json::Value;
 use std::sync::Arc;
 use std::time::Duration;
@@ -16,6 +16,14 @@ pub(super) struct ToolResult {
     pub call_id: String,
     pub content: String,
     pub is_error: bool,
+    pub images: Vec<Image>,
+}
+
+impl ToolResult {
+    /// A failed or refused call: the model sees `content` as a tool error.
+    pub fn error(call_id: impl Into<String>, content: impl Into<String>) -> Self {
+        Self { call_id: call_id.into(), content: content.into(), is_error: true, images: Vec::new() }
+    }
 }
 
 /// Cuts `text` to at most `max` characters, saying how much was left out.
@@ -64,7 +72,7 @@ pub(super) async fn run_calls(
         let span = info_span!("tool", tool = %ready.call.name, call_id = %ready.call.id);
         let handle = set.spawn(
             async move {
-                let outcome = match tokio::time::timeout(timeout, ready.tool.call(&ctx, ready.args)).await {
+                let outcome = match tokio::time::timeout(timeout, ready.tool.call_rich(&ctx, ready.args)).await {
                     Ok(r) => r,
                     Err(_) => Err(ToolError::Failed(format!("timed out after {}s", timeout.as_secs()))),
                 };
@@ -80,14 +88,15 @@ pub(super) async fn run_calls(
     while let Some(joined) = set.join_next_with_id().await {
         match joined {
             Ok((_, (i, outcome))) => {
-                let (content, is_error) = match outcome {
-                    Ok(text) => (text, false),
-                    Err(e) => (e.to_string(), true),
+                let (content, is_error, images) = match outcome {
+                    Ok(ToolOutput { text, images }) => (text, false, images),
+                    Err(e) => (e.to_string(), true, Vec::new()),
                 };
                 results[i] = Some(ToolResult {
                     call_id: calls[i].call.id.clone(),
                     content: truncate_result(content, max_chars),
                     is_error,
+                    images,
                 });
             }
             Err(e) => {
@@ -95,7 +104,7 @@ pub(super) async fn run_calls(
                 if let Some(&i) = index_of.get(&e.id()) {
                     let call = &calls[i].call;
                     let content = format!("tool `{}` {}", call.name, panic_message(e));
-                    results[i] = Some(ToolResult { call_id: call.id.clone(), content, is_error: true });
+                    results[i] = Some(ToolResult::error(call.id.clone(), content));
                 }
             }
         }
@@ -104,10 +113,8 @@ pub(super) async fn run_calls(
         .into_iter()
         .zip(&calls)
         .map(|(r, ready)| {
-            r.unwrap_or_else(|| ToolResult {
-                call_id: ready.call.id.clone(),
-                content: format!("tool `{}` produced no result", ready.call.name),
-                is_error: true,
+            r.unwrap_or_else(|| {
+                ToolResult::error(ready.call.id.clone(), format!("tool `{}` produced no result", ready.call.name))
             })
         })
         .collect()

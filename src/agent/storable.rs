@@ -36,7 +36,10 @@ pub(super) fn event(ev: StreamEvent) -> StreamEvent {
 
 /// Tool results as transcript messages, their text storable.
 pub(super) fn tool_messages(results: Vec<ToolResult>) -> Vec<NewMessage> {
-    results.into_iter().map(|r| NewMessage::tool(r.call_id, text(r.content), r.is_error)).collect()
+    results
+        .into_iter()
+        .map(|r| NewMessage { images: r.images, ..NewMessage::tool(r.call_id, text(r.content), r.is_error) })
+        .collect()
 }
 
 #[cfg(test)]
@@ -68,7 +71,12 @@ mod tests {
     fn tool_results_table() {
         let cases = [("out\0put", false, "out\u{FFFD}put"), ("fine", true, "fine"), ("\0", false, "\u{FFFD}")];
         for (content, is_error, want) in cases {
-            let msgs = tool_messages(vec![ToolResult { call_id: "c1".into(), content: content.into(), is_error }]);
+            let msgs = tool_messages(vec![ToolResult {
+                call_id: "c1".into(),
+                content: content.into(),
+                is_error,
+                images: vec![],
+            }]);
             assert_eq!(msgs, vec![NewMessage::tool("c1", want, is_error)], "{content:?}");
         }
     }

@@ -51,6 +51,10 @@ impl SessionState {
     }
 }
 
+/// What one image counts as in the estimate, in characters (about 1,600 tokens: a large
+/// image as vision models bill it).
+const IMAGE_CHARS: usize = 6_400;
+
 /// Estimated tokens of a request: about four characters a token, plus a little per message.
 pub(super) fn estimate(req: &ChatRequest) -> usize {
     let chars: usize = req.system.len()
@@ -63,7 +67,7 @@ pub(super) fn estimate(req: &ChatRequest) -> usize {
                 ChatMessage::Assistant { content, tool_calls } => {
                     content.len() + tool_calls.iter().map(|c| c.name.len() + c.arguments.len()).sum::<usize>()
                 }
-                ChatMessage::Tool { content, .. } => content.len(),
+                ChatMessage::Tool { content, images, .. } => content.len() + images.len() * IMAGE_CHARS,
             })
             .sum::<usize>();
     chars / 4 + req.messages.len() * 4
@@ -83,9 +87,16 @@ pub(super) fn shrink(req: &mut ChatRequest, budget: usize) -> usize {
         if size <= budget {
             return size;
         }
-        if let ChatMessage::Tool { content, .. } = m {
-            if content.len() > 80 {
-                let cleared = format!("[old tool result cleared to save space; it had {} characters]", content.len());
+        if let ChatMessage::Tool { content, images, .. } = m {
+            if content.len() > 80 || !images.is_empty() {
+                let shown = match images.len() {
+                    0 => String::new(),
+                    n => format!(" and {n} image(s)"),
+                };
+                let cleared =
+                    format!("[old tool result cleared to save space; it had {} characters{shown}]", content.len());
+                size = size.saturating_sub(images.len() * IMAGE_CHARS / 4);
+                images.clear();
                 replace(content, cleared, &mut size);
             }
         }
@@ -277,7 +288,7 @@ mod tests {
                 content: String::new(),
                 tool_calls: vec![ToolCall { id: "1".into(), name: "t".into(), arguments: "{}".into() }],
             },
-            ChatMessage::Tool { call_id: "1".into(), content: long.clone(), is_error: false },
+            ChatMessage::Tool { call_id: "1".into(), content: long.clone(), is_error: false, images: vec![] },
         ];
         msgs.extend((0..KEEP_RECENT).map(|i| ChatMessage::User { content: format!("recent {i} {long}"), name: None }));
         let mut r = req(msgs);

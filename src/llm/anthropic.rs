@@ -86,8 +86,16 @@ fn messages(history: &[ChatMessage]) -> Vec<Value> {
                     push("assistant", json!({"type": "tool_use", "id": c.id, "name": c.name, "input": input}));
                 }
             }
-            ChatMessage::Tool { call_id, content, is_error } => {
-                let mut block = json!({"type": "tool_result", "tool_use_id": call_id, "content": content});
+            ChatMessage::Tool { call_id, content, is_error, images } => {
+                let mut block = if images.is_empty() {
+                    json!({"type": "tool_result", "tool_use_id": call_id, "content": content})
+                } else {
+                    let mut parts = vec![json!({"type": "text", "text": content})];
+                    parts.extend(images.iter().map(|i| {
+                        json!({"type": "image", "source": {"type": "base64", "media_type": i.mime, "data": i.data}})
+                    }));
+                    json!({"type": "tool_result", "tool_use_id": call_id, "content": parts})
+                };
                 if *is_error {
                     block["is_error"] = json!(true);
                 }

@@ -47,7 +47,13 @@ impl OpenAi {
         if !req.system.is_empty() {
             messages.push(Msg::System { content: &req.system });
         }
+        // Chat Completions takes images only in user messages: the images of a run of tool
+        // results follow it as one user message naming the calls they came from.
+        let mut images: Vec<Part> = Vec::new();
         for m in &req.messages {
+            if !matches!(m, ChatMessage::Tool { .. }) && !images.is_empty() {
+                messages.push(Msg::UserParts { content: std::mem::take(&mut images) });
+            }
             messages.push(match m {
                 ChatMessage::User { content, name } => Msg::User { content: speaker_text(name.as_deref(), content) },
                 ChatMessage::Assistant { content, tool_calls } => Msg::Assistant {
@@ -61,10 +67,19 @@ impl OpenAi {
                         })
                         .collect(),
                 },
-                ChatMessage::Tool { call_id, content, is_error } => {
+                ChatMessage::Tool { call_id, content, is_error, images: shown } => {
+                    if !shown.is_empty() {
+                        let n = shown.len();
+                        images.push(Part::Text { text: format!("[{n} image(s) returned by tool call {call_id}]") });
+                        images
+                            .extend(shown.iter().map(|i| Part::ImageUrl { image_url: ImageUrl { url: i.data_url() } }));
+                    }
                     Msg::Tool { tool_call_id: call_id, content: tool_result_text(content, *is_error) }
                 }
             });
+        }
+        if !images.is_empty() {
+            messages.push(Msg::UserParts { content: images });
         }
         let max = req.max_tokens.unwrap_or(self.max_tokens);
         let (max_tokens, max_completion_tokens) =
@@ -126,6 +141,23 @@ enum Msg<'a> {
         tool_call_id: &'a str,
         content: Cow<'a, str>,
     },
+    #[serde(rename = "user")]
+    UserParts {
+        content: Vec<Part>,
+    },
+}
+
+/// One part of a user message with images.
+#[derive(Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum Part {
+    Text { text: String },
+    ImageUrl { image_url: ImageUrl },
+}
+
+#[derive(Serialize)]
+struct ImageUrl {
+    url: String,
 }
 
 #[derive(Serialize)]

@@ -35,7 +35,30 @@ pub enum ChatMessage {
         call_id: String,
         content: String,
         is_error: bool,
+        /// Images the tool returned (a screenshot, a chart), shown to vision models.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        images: Vec<Image>,
     },
+}
+
+/// An image for the model: base64 `data` of a `mime` type (`image/png`, `image/jpeg`, ...).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Image {
+    pub mime: String,
+    pub data: String,
+}
+
+impl Image {
+    /// Bytes once decoded (computed from the base64 length).
+    pub fn decoded_len(&self) -> usize {
+        let trimmed = self.data.trim_end_matches('=');
+        trimmed.len() * 3 / 4
+    }
+
+    /// The `data:` URL OpenAI-style APIs take.
+    pub fn data_url(&self) -> String {
+        format!("data:{};base64,{}", self.mime, self.data)
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Default, Serialize, Deserialize)]

@@ -1,15 +1,19 @@
 //! One tool of an MCP server as an ordinary [`Tool`]: named `<server>__<tool>`, read-only when
 //! its server is `read_only`, arguments checked against the server's schema, every path-like
 //! argument put into its [`Action`] (so the hard deny list and path rules see it), and the
-//! result (text, structured content, images, resources) turned into the text the model sees;
+//! result (text, structured content, images, resources) turned into what the model sees;
 //! `isError` becomes a [`ToolError`].
 //!
 //! This must never trust the server: a result is cut to [`MAX_RESULT_CHARS`] before the
-//! agent's own limit, binary data (images, audio, blobs) is described, never inlined, and the
-//! server's tool annotations never make a tool read-only.
+//! agent's own limit; an image reaches the model only when its bytes decode and are a PNG,
+//! JPEG, GIF or WebP by their own signature (the declared type is not trusted), at most
+//! [`MAX_IMAGES`] of at most [`MAX_IMAGE_BYTES`] each (one bad image would otherwise fail every
+//! later request of the session); other binary data is described, never inlined; the server's
+//! tool annotations never make a tool read-only.
 
 use super::server::{McpServer, RemoteTool};
-use crate::tools::{mask_secrets, validate_args, Action, Risk, Tool, ToolCtx, ToolError, ToolSpec};
+use crate::llm::Image;
+use crate::tools::{mask_secrets, validate_args, Action, Risk, Tool, ToolCtx, ToolError, ToolOutput, ToolSpec};
 use async_trait::async_trait;
 use rmcp::model::CallToolResult;
 use serde_json::Value;
@@ -19,6 +23,12 @@ use std::sync::Arc;
 /// The most text one result may give the model (the agent's `max_tool_result_chars` may cut
 /// it further).
 pub const MAX_RESULT_CHARS: usize = 200_000;
+
+/// The most images one result may show the model.
+pub const MAX_IMAGES: usize = 4;
+
+/// The largest image shown to the model, decoded (the providers' own limit is about 5 MB).
+pub const MAX_IMAGE_BYTES: usize = 4 * 1024 * 1024;
 
 /// Argument names taken as paths whatever their value looks like.
 const PATH_KEYS: &[&str] = &[
@@ -108,17 +118,21 @@ impl Tool for McpTool {
     }
 
     async fn call(&self, ctx: &ToolCtx, args: Value) -> Result<String, ToolError> {
+        self.call_rich(ctx, args).await.map(|out| out.text)
+    }
+
+    async fn call_rich(&self, ctx: &ToolCtx, args: Value) -> Result<ToolOutput, ToolError> {
         validate_args(&self.spec.parameters, &args).map_err(ToolError::InvalidArgs)?;
         let Value::Object(map) = args else {
             return Err(ToolError::InvalidArgs("arguments must be a JSON object".into()));
         };
         let result =
             self.server.call(&self.remote, map, &ctx.cancel).await.map_err(|e| ToolError::Failed(e.to_string()))?;
-        let (text, is_error) = render(&result);
+        let (out, is_error) = render(&result);
         if is_error {
-            Err(ToolError::Failed(if text.is_empty() { "the tool reported an error".into() } else { text }))
+            Err(ToolError::Failed(if out.text.is_empty() { "the tool reported an error".into() } else { out.text }))
         } else {
-            Ok(text)
+            Ok(out)
         }
     }
 }
@@ -145,19 +159,28 @@ pub fn collect_paths(key: Option<&str>, v: &Value, out: &mut Vec<PathBuf>) {
     }
 }
 
-/// The text the model sees and whether the server flagged an error.
-pub fn render(result: &CallToolResult) -> (String, bool) {
+/// What the model sees and whether the server flagged an error.
+pub fn render(result: &CallToolResult) -> (ToolOutput, bool) {
     let is_error = result.is_error.unwrap_or(false);
     // Walk the wire form: it is stable across rmcp's own type changes.
     let wire = serde_json::to_value(result).unwrap_or(Value::Null);
     let mut parts: Vec<String> = Vec::new();
+    let mut images: Vec<Image> = Vec::new();
     for block in wire.get("content").and_then(Value::as_array).into_iter().flatten() {
         let kind = block.get("type").and_then(Value::as_str).unwrap_or("");
         let str_of = |k: &str| block.get(k).and_then(Value::as_str).unwrap_or("");
         match kind {
             "text" => parts.push(str_of("text").to_string()),
-            "image" | "audio" => parts.push(format!(
-                "[{kind}: {}, {} bytes; not shown to the model]",
+            "image" => parts.push(match image(str_of("data"), images.len()) {
+                Ok((image, len)) => {
+                    let line = format!("[image {}: {}, {len} bytes]", images.len() + 1, image.mime);
+                    images.push(image);
+                    line
+                }
+                Err(why) => format!("[image: {}; not shown to the model: {why}]", str_of("mimeType")),
+            }),
+            "audio" => parts.push(format!(
+                "[audio: {}, {} bytes; not given to the model]",
                 str_of("mimeType"),
                 decoded_len(str_of("data"))
             )),
@@ -190,7 +213,36 @@ pub fn render(result: &CallToolResult) -> (String, bool) {
         text = text.chars().take(MAX_RESULT_CHARS).collect();
         text.push_str("\n[… cut: the MCP result was longer]");
     }
-    (text, is_error)
+    (ToolOutput { text, images }, is_error)
+}
+
+/// An image block's data as an image for the model, typed by its own signature, with its
+/// decoded size; or why it is not shown. `shown` images of the result came before it.
+fn image(data: &str, shown: usize) -> Result<(Image, usize), String> {
+    use base64::Engine;
+    if shown >= MAX_IMAGES {
+        return Err(format!("only the first {MAX_IMAGES} images of a result are shown"));
+    }
+    let len = decoded_len(data);
+    if len > MAX_IMAGE_BYTES {
+        return Err(format!("{len} bytes is over the {MAX_IMAGE_BYTES}-byte limit"));
+    }
+    let bytes =
+        base64::engine::general_purpose::STANDARD.decode(data.trim()).map_err(|_| "not valid base64".to_string())?;
+    let mime =
+        sniff(&bytes).ok_or_else(|| format!("{} bytes that are not a PNG, JPEG, GIF or WebP image", bytes.len()))?;
+    Ok((Image { mime: mime.to_string(), data: data.trim().to_string() }, bytes.len()))
+}
+
+/// The image type of `bytes` by their signature.
+fn sniff(bytes: &[u8]) -> Option<&'static str> {
+    match bytes {
+        [0x89, b'P', b'N', b'G', 0x0d, 0x0a, 0x1a, 0x0a, ..] => Some("image/png"),
+        [0xff, 0xd8, 0xff, ..] => Some("image/jpeg"),
+        [b'G', b'I', b'F', b'8', b'7' | b'9', b'a', ..] => Some("image/gif"),
+        [b'R', b'I', b'F', b'F', _, _, _, _, b'W', b'E', b'B', b'P', ..] => Some("image/webp"),
+        _ => None,
+    }
 }
 
 /// Bytes of base64 `data` once decoded (an estimate from its length).
@@ -219,6 +271,46 @@ mod tests {
             collect_paths(None, &args, &mut got);
             let want: Vec<PathBuf> = want.into_iter().map(PathBuf::from).collect();
             assert_eq!(got, want, "{args}");
+        }
+    }
+
+    #[test]
+    fn images_table() {
+        use rmcp::model::ContentBlock as Content;
+        const PNG: &str =
+            "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==";
+        let huge = "A".repeat(MAX_IMAGE_BYTES / 3 * 4 + 8);
+        // (blocks, shown mime types, text)
+        let cases: Vec<(Vec<Content>, Vec<&str>, &str)> = vec![
+            (vec![Content::image(PNG, "image/png")], vec!["image/png"], "[image 1: image/png, 70 bytes]"),
+            // The declared type is not trusted: the bytes are a PNG.
+            (vec![Content::image(PNG, "image/jpeg")], vec!["image/png"], "[image 1: image/png, 70 bytes]"),
+            (
+                vec![Content::image("iVBORw==", "image/png")],
+                vec![],
+                "[image: image/png; not shown to the model: 4 bytes that are not a PNG, JPEG, GIF or WebP image]",
+            ),
+            (
+                vec![Content::image("**not base64**", "image/png")],
+                vec![],
+                "[image: image/png; not shown to the model: not valid base64]",
+            ),
+            (
+                vec![Content::image(huge.as_str(), "image/png")],
+                vec![],
+                "[image: image/png; not shown to the model: 4194309 bytes is over the 4194304-byte limit]",
+            ),
+            (
+                (0..5).map(|_| Content::image(PNG, "image/png")).collect(),
+                vec!["image/png"; 4],
+                "[image 4: image/png, 70 bytes]\n[image: image/png; not shown to the model: only the first 4 images of a result are shown]",
+            ),
+        ];
+        for (blocks, mimes, text) in cases {
+            let (out, is_error) = render(&CallToolResult::success(blocks));
+            assert!(!is_error);
+            assert_eq!(out.images.iter().map(|i| i.mime.as_str()).collect::<Vec<_>>(), mimes, "{}", out.text);
+            assert!(out.text.ends_with(text), "{} does not end with {text}", out.text);
         }
     }
 }

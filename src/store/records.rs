@@ -111,6 +111,8 @@ pub struct NewMessage {
     pub is_error: bool,
     /// For user messages: the inbound event they came from.
     pub event_id: Option<String>,
+    /// For tool results: images the tool returned, shown to vision models.
+    pub images: Vec<crate::llm::Image>,
 }
 
 impl NewMessage {

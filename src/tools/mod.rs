@@ -103,6 +103,24 @@ pub trait Tool: Send + Sync {
         Action { summary: format!("use `{}` with {}", self.spec().name, mask_secrets(args)), ..Action::default() }
     }
     async fn call(&self, ctx: &ToolCtx, args: Value) -> Result<String, ToolError>;
+    /// The call with what else it returns besides text (images); what the agent runs. Tools
+    /// that only ever return text keep this default.
+    async fn call_rich(&self, ctx: &ToolCtx, args: Value) -> Result<ToolOutput, ToolError> {
+        self.call(ctx, args).await.map(ToolOutput::from)
+    }
+}
+
+/// What a tool call returned: text, and images for vision models.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ToolOutput {
+    pub text: String,
+    pub images: Vec<crate::llm::Image>,
+}
+
+impl From<String> for ToolOutput {
+    fn from(text: String) -> Self {
+        Self { text, images: Vec::new() }
+    }
 }
 
 /// `args` as compact JSON with values of secret-looking keys (a name with one of

@@ -4,7 +4,7 @@
 use crate::common::{self, ask, complete, config, events, BOTH, KEY};
 use crate::support::fake_llm::{FakeLlm, Protocol, Reply};
 use butler::config::ProviderKind;
-use butler::llm::{ChatMessage, ChatRequest, FinishReason, LlmError, StreamEvent, ToolCall, ToolDef};
+use butler::llm::{ChatMessage, ChatRequest, FinishReason, Image, LlmError, StreamEvent, ToolCall, ToolDef};
 use serde_json::{json, Value};
 use std::time::Duration;
 
@@ -82,8 +82,8 @@ fn full_request() -> ChatRequest {
                     ToolCall { id: "c2".into(), name: "get_time".into(), arguments: String::new() },
                 ],
             },
-            ChatMessage::Tool { call_id: "c1".into(), content: "sunny".into(), is_error: false },
-            ChatMessage::Tool { call_id: "c2".into(), content: "clock broken".into(), is_error: true },
+            ChatMessage::Tool { call_id: "c1".into(), content: "sunny".into(), is_error: false, images: vec![] },
+            ChatMessage::Tool { call_id: "c2".into(), content: "clock broken".into(), is_error: true, images: vec![] },
         ],
         tools: vec![ToolDef {
             name: "get_weather".into(),
@@ -163,6 +163,40 @@ async fn anthropic_request_has_the_messages_shape_with_cached_system() {
         json!({"role": "user", "content": [
         {"type": "tool_result", "tool_use_id": "c1", "content": "sunny"},
         {"type": "tool_result", "tool_use_id": "c2", "content": "clock broken", "is_error": true}]})
+    );
+}
+
+/// A tool's image reaches both protocols as image content: an Anthropic `image` block inside
+/// the `tool_result`; for Chat Completions (images only in user messages) a user message with
+/// an `image_url` data part right after the run of tool results.
+#[tokio::test]
+async fn tool_images_reach_the_model_as_image_content() {
+    let png = Image { mime: "image/png".into(), data: "iVBORw0KGgo=".into() };
+    let mut req = full_request();
+    if let ChatMessage::Tool { images, .. } = &mut req.messages[2] {
+        images.push(png.clone());
+    }
+    req.messages.push(ChatMessage::Assistant { content: "Here it is.".into(), tool_calls: vec![] });
+    let llm = FakeLlm::start().await;
+    complete(common::provider(&llm, ProviderKind::Openai).as_ref(), &req).await.unwrap();
+    let m = llm.last_request().unwrap().messages().to_vec();
+    assert_eq!(m[3], json!({"role": "tool", "tool_call_id": "c1", "content": "sunny"}));
+    assert_eq!(m[4]["role"], "tool", "every tool result comes before the images");
+    assert_eq!(
+        m[5],
+        json!({"role": "user", "content": [
+            {"type": "text", "text": "[1 image(s) returned by tool call c1]"},
+            {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}}]})
+    );
+    assert_eq!(m[6]["role"], "assistant");
+
+    complete(common::provider(&llm, ProviderKind::Anthropic).as_ref(), &req).await.unwrap();
+    let m = llm.last_request().unwrap().messages().to_vec();
+    assert_eq!(
+        m[2]["content"][0],
+        json!({"type": "tool_result", "tool_use_id": "c1", "content": [
+            {"type": "text", "text": "sunny"},
+            {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBORw0KGgo="}}]})
     );
 }
 

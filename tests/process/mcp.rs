@@ -144,6 +144,22 @@ async fn mcp_tools_reach_the_model_and_ask_unless_read_only() {
         assert_eq!(last.last_tool_result().as_deref(), Some(text), "{tool}: the server's result reached the model");
     }
 
+    // An image result reaches the model as an image, and stays in the stored transcript: the
+    // next turn of the conversation (read back from the database) still shows it.
+    let png_url = format!("data:image/png;base64,{}", server::PNG);
+    llm.on("show the picture", Reply::tool_call("ro__image", json!({})));
+    llm.on("show the picture", Reply::text("A tiny picture."));
+    post(&base, "c-img", "show the picture").await;
+    wait_messages(&base, "c-img", "the picture answer", |m| m.iter().any(|x| x["text"] == "A tiny picture.")).await;
+    let after = llm.requests().into_iter().rev().find(|r| r.last_user_text().contains("show the picture")).unwrap();
+    assert_eq!(after.images(), std::slice::from_ref(&png_url), "the follow-up request carries the image");
+    assert!(after.last_tool_result().unwrap().contains("[image 1: image/png, 70 bytes]"));
+    llm.on("what was in it", Reply::text("One pixel."));
+    post(&base, "c-img", "what was in it").await;
+    wait_messages(&base, "c-img", "the second answer", |m| m.iter().any(|x| x["text"] == "One pixel.")).await;
+    let next = llm.requests().into_iter().rev().find(|r| r.last_user_text().contains("what was in it")).unwrap();
+    assert_eq!(next.images(), [png_url], "the next turn still has it");
+
     // list_changed: `grow` adds `ro__extra`; the turn that grew keeps its tools, the next turn
     // of the same conversation offers it, and the system prompt stays byte-identical.
     llm.on("grow it", Reply::tool_call("ro__grow", json!({})));

@@ -51,7 +51,10 @@ fn transcript() -> Vec<NewMessage> {
     vec![
         NewMessage::user("[Alice] what's the weather? ünïcödé 🌦", Some("Alice".into()), Some("ev-1".into())),
         NewMessage::assistant("", calls),
-        NewMessage::tool("call_1", "sunny, 21°C", false),
+        NewMessage {
+            images: vec![butler::llm::Image { mime: "image/png".into(), data: "iVBORw0KGgo=".into() }],
+            ..NewMessage::tool("call_1", "sunny, 21°C", false)
+        },
         NewMessage::tool("call_2", "timeout", true),
         NewMessage::assistant("It is sunny.", vec![]),
     ]

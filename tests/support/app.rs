@@ -109,6 +109,29 @@ impl TestApp {
         }
     }
 
+    /// Waits (up to 30 s) for an approval request in the conversation and clicks its
+    /// "approve once" button, as the web page does.
+    pub async fn approve(&self, conversation: &str) {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        let action = loop {
+            let found = self
+                .messages(conversation)
+                .await
+                .iter()
+                .flat_map(|m| m["buttons"].as_array().cloned().unwrap_or_default())
+                .filter_map(|b| b["action"].as_str().map(str::to_string))
+                .find(|a| a.starts_with("ap:") && a.ends_with(":once"));
+            if let Some(action) = found {
+                break action;
+            }
+            assert!(std::time::Instant::now() < deadline, "no approval request in `{conversation}`");
+            tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+        };
+        let body = serde_json::json!({"conversation": conversation, "user": "local", "action": action});
+        let r = self.http.post(self.url("/api/v1/actions")).json(&body).send().await.expect("click");
+        assert_eq!(r.status(), 202, "the click is taken");
+    }
+
     /// Hands an event to the app's ingress, as a channel adapter would.
     pub async fn emit(&self, event: butler::channel::InboundEvent) {
         self.app.ingress.accept(event).await.expect("ingress accepts");

@@ -120,15 +120,36 @@ impl RecordedRequest {
         }
     }
 
-    /// The text of the last user message that has text (tool-result-only messages skipped).
+    /// The text of the last user message that has text (tool-result-only messages skipped, and
+    /// the user message right after OpenAI tool results, which carries their images).
     pub fn last_user_text(&self) -> String {
-        self.messages()
-            .iter()
+        let msgs = self.messages();
+        let role = |i: usize| msgs.get(i).and_then(|m| m.get("role")).and_then(Value::as_str);
+        (0..msgs.len())
             .rev()
-            .filter(|m| m.get("role").and_then(Value::as_str) == Some("user"))
-            .map(|m| text_of(m.get("content").unwrap_or(&Value::Null)))
+            .filter(|&i| role(i) == Some("user") && !(i > 0 && role(i - 1) == Some("tool")))
+            .map(|i| text_of(msgs[i].get("content").unwrap_or(&Value::Null)))
             .find(|t| !t.is_empty())
             .unwrap_or_default()
+    }
+
+    /// The `image_url` URLs of every user message (OpenAI) and the `image` blocks' data of
+    /// every tool result (Anthropic), in order.
+    pub fn images(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        for m in self.messages() {
+            for part in m.get("content").and_then(Value::as_array).into_iter().flatten() {
+                if let Some(url) = part.pointer("/image_url/url").and_then(Value::as_str) {
+                    out.push(url.to_string());
+                }
+                for inner in part.get("content").and_then(Value::as_array).into_iter().flatten() {
+                    if let Some(data) = inner.pointer("/source/data").and_then(Value::as_str) {
+                        out.push(data.to_string());
+                    }
+                }
+            }
+        }
+        out
     }
 
     /// The content of the last tool result (OpenAI `tool` message or Anthropic `tool_result`).

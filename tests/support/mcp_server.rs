@@ -29,6 +29,10 @@ pub static CANCELLED: std::sync::atomic::AtomicUsize = std::sync::atomic::Atomic
 /// Seconds `hang` blocks the server's only thread.
 pub const HANG_SECS: u64 = 30;
 
+/// A real 1x1 PNG, base64: what the `image` tool returns.
+pub const PNG: &str =
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==";
+
 #[derive(Clone, Default)]
 pub struct TestServer {
     grown: Arc<AtomicBool>,
@@ -49,7 +53,7 @@ impl TestServer {
         let mut tools = vec![
             tool("echo", "Echoes `text`.", json!({"text": {"type": "string"}}), &["text"]),
             tool("add", "Adds `a` and `b`.", json!({"a": {"type": "integer"}, "b": {"type": "integer"}}), &["a", "b"]),
-            tool("image", "Returns a 4-byte PNG-typed image.", json!({}), &[]),
+            tool("image", "Returns a 1x1 PNG image.", json!({}), &[]),
             tool("fail", "Always reports an error.", json!({}), &[]),
             tool("slow", "Sleeps `secs` seconds.", json!({"secs": {"type": "number"}}), &["secs"]),
             tool("hang", "Blocks the whole server.", json!({}), &[]),
@@ -104,7 +108,7 @@ impl ServerHandler for TestServer {
             }
             "image" => Ok(CallToolResult::success(vec![
                 ContentBlock::text("a tiny picture"),
-                ContentBlock::image("iVBORw==", "image/png"),
+                ContentBlock::image(PNG, "image/png"),
             ])
             .into()),
             "fail" => Ok(CallToolResult::error(vec![ContentBlock::text("the disk is on fire")]).into()),

@@ -96,6 +96,35 @@ async fn over_the_budget_tools_are_found_by_search_and_then_sent_in_full() {
     ct.cancel();
 }
 
+/// Tools unlocked by `tool_search` stay unlocked in a turn resumed after an approval: the
+/// unlocks are rebuilt from the turn's transcript.
+#[tokio::test]
+async fn a_turn_resumed_after_an_approval_keeps_its_unlocked_tools() {
+    let (llm, ct) = (FakeLlm::start().await, CancellationToken::new());
+    let app = start(&llm, &ct, 300).await;
+    until_offered(&app, &llm, "tool_search").await;
+    llm.on("plan a trip", Reply::tool_call("tool_search", json!({"query": "bulk 9 weather"})));
+    llm.on("plan a trip", Reply::tool_call("file_write", json!({"path": "trip.md", "content": "Oslo"})));
+    llm.on("plan a trip", Reply::tool_call("many__bulk_9", json!({"city": "Oslo"})));
+    llm.on("plan a trip", Reply::text("Planned."));
+    app.post("s-r", "local", "plan a trip to Oslo").await;
+    let asked = llm.requests_for("plan a trip", 2).await;
+    assert!(offered(&asked[1]).contains(&"many__bulk_9".to_string()), "unlocked: {:?}", offered(&asked[1]));
+    app.approve("s-r").await;
+    let reqs = llm.requests_for("plan a trip", 4).await;
+    assert_eq!(reqs[2].last_tool_result().as_deref(), Some("Wrote 4 bytes to trip.md."), "the approved call ran");
+    let resumed = offered(&reqs[2]);
+    assert!(resumed.contains(&"many__bulk_9".to_string()), "still unlocked after the approval: {resumed:?}");
+    assert_eq!(resumed, offered(&asked[1]), "the same tools as before the approval");
+    assert!(
+        reqs[3].last_tool_result().unwrap_or_default().contains("bulk_9 ran for Oslo"),
+        "{:?}",
+        reqs[3].last_tool_result()
+    );
+    app.stop().await;
+    ct.cancel();
+}
+
 #[tokio::test]
 async fn under_the_budget_every_tool_is_sent_in_full_without_search() {
     let (llm, ct) = (FakeLlm::start().await, CancellationToken::new());

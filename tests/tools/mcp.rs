@@ -126,7 +126,7 @@ async fn tools_over_stdio_and_http() {
         let cases: [(&str, serde_json::Value, Result<&str, &str>); 6] = [
             ("echo", json!({"text": "hello there"}), Ok("hello there")),
             ("add", json!({"a": 2, "b": 3}), Ok(r#""sum":5"#)),
-            ("image", json!({}), Ok("[image: image/png, 4 bytes; not shown to the model]")),
+            ("image", json!({}), Ok("[image 1: image/png, 70 bytes]")),
             ("fail", json!({}), Err("the disk is on fire")),
             ("echo", json!({"text": 5}), Err("invalid arguments: argument `text` must be of type string")),
             ("add", json!({"a": 1}), Err("missing required argument `b`")),
@@ -140,8 +140,10 @@ async fn tools_over_stdio_and_http() {
                 (w, g) => panic!("{prefix} {name} {args}: want {w:?}, got {g:?}"),
             }
         }
-        let out = h.call(tool(&m, &format!("{prefix}__image")).as_ref(), json!({})).await.unwrap();
-        assert!(out.starts_with("a tiny picture\n"), "{out}");
+        let out = tool(&m, &format!("{prefix}__image")).call_rich(&h.ctx, json!({})).await.unwrap();
+        assert!(out.text.starts_with("a tiny picture\n"), "{out:?}");
+        let shown: Vec<_> = out.images.iter().map(|i| (i.mime.as_str(), i.data.as_str())).collect();
+        assert_eq!(shown, [("image/png", server::PNG)], "the image itself reaches the model");
         let fail = h.call(tool(&m, &format!("{prefix}__fail")).as_ref(), json!({})).await;
         assert!(matches!(fail, Err(ToolError::Failed(_))), "{fail:?}");
     }

@@ -105,3 +105,29 @@ async fn allowed_tools_narrow_the_rest_of_the_turn_and_refuse_other_calls() {
     assert_eq!(offered(&next[1]), all, "a skill without allowed-tools narrows nothing");
     app.stop().await;
 }
+
+/// A turn that waits for an approval and is resumed after the click is narrowed exactly as
+/// before: the narrowing is rebuilt from the turn's transcript, not kept in memory.
+#[tokio::test]
+async fn a_turn_resumed_after_an_approval_stays_narrowed() {
+    let llm = FakeLlm::start().await;
+    let (app, root) = start(&llm).await;
+    let front = "description: Writes notes.\nallowed-tools: [\"file_write\"]\n";
+    write_skill(&root.join("extra"), "notes", front, "Write the note.");
+    llm.on("take a note", Reply::tool_call("skill", json!({"name": "notes"})));
+    llm.on("take a note", Reply::tool_call("file_write", json!({"path": "note.md", "content": "milk"})));
+    llm.on("take a note", Reply::tool_call("recall", json!({"query": "milk"})));
+    llm.on("take a note", Reply::text("Noted."));
+    app.post("s-n", "local", "take a note: milk").await;
+    let asked = llm.requests_for("take a note", 2).await;
+    assert_eq!(offered(&asked[1]), ["file_write", "skill"], "narrowed before the approval");
+    app.approve("s-n").await;
+    let reqs = llm.requests_for("take a note", 4).await;
+    assert_eq!(offered(&reqs[2]), ["file_write", "skill"], "the resumed turn is narrowed as before");
+    let wrote = reqs[2].last_tool_result().unwrap_or_default();
+    assert_eq!(wrote, "Wrote 4 bytes to note.md.", "the approved call ran");
+    assert_eq!(offered(&reqs[3]), ["file_write", "skill"]);
+    let refused = reqs[3].last_tool_result().expect("the recall result");
+    assert!(refused.contains("refused") && refused.contains("`notes`"), "{refused}");
+    app.stop().await;
+}

@@ -21,7 +21,7 @@ macro_rules! cols {
         "id, key, user_id, conversation, system_prompt, version, created_ms, updated_ms"
     };
     (message) => {
-        "seq, role, content, name, tool_calls, tool_call_id, is_error, event_id, created_ms"
+        "seq, role, content, name, tool_calls, tool_call_id, is_error, event_id, created_ms, images"
     };
     (outbox) => {
         "id, key, channel, conversation, text, buttons, reply_to, status, platform_ids, attempts, \
@@ -142,6 +142,7 @@ pub(crate) struct MessageRaw {
     is_error: bool,
     event_id: Option<String>,
     created_ms: i64,
+    images: Option<String>,
 }
 
 impl TryFrom<MessageRaw> for StoredMessage {
@@ -150,6 +151,10 @@ impl TryFrom<MessageRaw> for StoredMessage {
         let tool_calls = match r.tool_calls.as_deref() {
             None | Some("") => Vec::new(),
             Some(j) => from_json("messages.tool_calls", j)?,
+        };
+        let images = match r.images.as_deref() {
+            None | Some("") => Vec::new(),
+            Some(j) => from_json("messages.images", j)?,
         };
         Ok(StoredMessage {
             seq: r.seq,
@@ -161,9 +166,19 @@ impl TryFrom<MessageRaw> for StoredMessage {
                 tool_call_id: r.tool_call_id,
                 is_error: r.is_error,
                 event_id: r.event_id,
+                images,
             },
             created_ms: r.created_ms,
         })
+    }
+}
+
+/// `images` as stored: `NULL` when there are none.
+pub(crate) fn images_json(msg: &NewMessage) -> Result<Option<String>> {
+    if msg.images.is_empty() {
+        Ok(None)
+    } else {
+        to_json("images", &msg.images).map(Some)
     }
 }
 

@@ -52,13 +52,18 @@ macro_rules! impl_sessions {
                     let mut rows = Vec::with_capacity(chunk.len());
                     for m in chunk {
                         seq += 1;
-                        rows.push((seq, m, $crate::store::sql::rows::tool_calls_json(m)?));
+                        rows.push((
+                            seq,
+                            m,
+                            $crate::store::sql::rows::tool_calls_json(m)?,
+                            $crate::store::sql::rows::images_json(m)?,
+                        ));
                     }
                     let mut qb = sqlx::QueryBuilder::<$db>::new(
                         "INSERT INTO messages (session_id, seq, role, content, name, tool_calls, tool_call_id, \
-                         is_error, event_id, created_ms) ",
+                         is_error, event_id, created_ms, images) ",
                     );
-                    qb.push_values(rows, |mut b, (seq, m, calls)| {
+                    qb.push_values(rows, |mut b, (seq, m, calls, images)| {
                         b.push_bind(session_id)
                             .push_bind(seq)
                             .push_bind(m.role().as_str())
@@ -68,7 +73,8 @@ macro_rules! impl_sessions {
                             .push_bind(m.tool_call_id.as_deref())
                             .push_bind(m.is_error)
                             .push_bind(m.event_id.as_deref())
-                            .push_bind(now);
+                            .push_bind(now)
+                            .push_bind(images);
                     });
                     qb.build().execute(&mut *conn).await.map_err(db_err)?;
                 }
