@@ -138,6 +138,14 @@ impl Metrics {
              # TYPE butler_web_stream_conversations gauge\nbutler_web_stream_conversations {}",
             self.web_streams.get()
         );
+        let _ = writeln!(
+            out,
+            "# HELP butler_channel_unreadable_updates_total Platform updates that could not be read (acknowledged, logged)\n\
+             # TYPE butler_channel_unreadable_updates_total counter"
+        );
+        for (channel, n) in butler_channel::unreadable_counts() {
+            let _ = writeln!(out, "butler_channel_unreadable_updates_total{{channel=\"{channel}\"}} {n}");
+        }
         let h = &self.turn_seconds;
         let _ = writeln!(out, "# HELP butler_turn_seconds Agent turn duration\n# TYPE butler_turn_seconds histogram");
         for (b, bound) in h.buckets.iter().zip(BOUNDS) {

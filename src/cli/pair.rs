@@ -4,7 +4,7 @@
 use super::exit;
 use crate::config::Config;
 use crate::store::{now_ms, CodeKind};
-use crate::triage::access::{approve_pairing, deny_pairing};
+use crate::triage::access::{approve_pairing, approved_earlier, deny_pairing};
 use clap::Subcommand;
 use std::process::ExitCode;
 
@@ -39,10 +39,16 @@ pub async fn run(cfg: Config, cmd: PairCommand) -> Result<ExitCode, ExitCode> {
                 println!("approved {} (user {}, role {})", row.identity, user.id, user.role.as_str());
                 ExitCode::SUCCESS
             }
-            Ok(None) => {
-                eprintln!("error: no waiting request has the code {code}; `butler pair list` shows them (codes expire after an hour)");
-                ExitCode::from(1)
-            }
+            Ok(None) => match approved_earlier(&*store, &code).await {
+                Ok(Some(who)) => {
+                    println!("{code} was already approved: {who} is in");
+                    ExitCode::SUCCESS
+                }
+                _ => {
+                    eprintln!("error: no waiting request has the code {code}; `butler pair list` shows them (codes expire after an hour)");
+                    ExitCode::from(1)
+                }
+            },
             Err(e) => exit::fail(1, e),
         },
         PairCommand::Deny { code } => match deny_pairing(&*store, &code).await {

@@ -230,7 +230,7 @@ impl Policy {
         let from = chosen.entry.map(|i| format!(" (permissions.contexts[{i}])")).unwrap_or_default();
         match (chosen.mode, req.tool.read_only) {
             (Mode::FullAuto, _) => Permission::Allow(format!("{name} mode: `{tool}` runs without asking{from}")),
-            (_, true) => Permission::Allow(format!("{name} mode: `{tool}` only reads{from}")),
+            (_, true) => Permission::Allow(format!("{name} mode: `{tool}` changes nothing outside Butler{from}")),
             (Mode::Default, false) => Permission::Ask(format!("{name} mode: `{tool}` changes things{from}")),
             (Mode::Plan, false) => Permission::Deny(format!("{name} mode: `{tool}` changes things{from}")),
         }

@@ -1,6 +1,6 @@
 //! Fire times: standard 5-field crontab (names, ranges, steps, lists, the day-of-month /
 //! day-of-week OR rule, croner's `L`, `W`, `#` and `+` extensions and the `@daily`-style
-//! nicknames) read in an IANA zone, and the times people write for one-shot jobs.
+//! nicknames, plus the Vixie/Quartz and croniter forms `fields.rs` rewrites) read in an IANA zone, and the times people write for one-shot jobs.
 //!
 //! Daylight saving follows croner 4, which matches the rules Butler promises (the tables in
 //! `tests/schedule/cron.rs` pin them down for New York, Berlin and Sao Paulo):
@@ -29,6 +29,8 @@ pub enum CronError {
          8:00 on weekdays): {reason}"
     )]
     NotCrontab { expr: String, reason: String },
+    #[error("`{expr}`: the {field} field `{value}` {reason}")]
+    Field { expr: String, field: &'static str, value: String, reason: String },
     #[error("`{0}` is not an IANA time zone; use a name such as UTC, Europe/Berlin or America/New_York")]
     UnknownZone(String),
     #[error("`{time}` does not exist in {tz}")]
@@ -56,11 +58,17 @@ pub fn parse_cron(expr: &str) -> Result<Cron, CronError> {
     if expr.is_empty() {
         return Err(CronError::EmptyCron);
     }
+    let normalized = super::fields::normalize(expr).map_err(|e| CronError::Field {
+        expr: expr.to_string(),
+        field: e.field,
+        value: e.value,
+        reason: e.reason,
+    })?;
     CronParser::builder()
         .seconds(Seconds::Disallowed)
         .year(Year::Disallowed)
         .build()
-        .parse(expr)
+        .parse(&normalized)
         .map_err(|e| CronError::NotCrontab { expr: expr.to_string(), reason: e.to_string() })
 }
 
@@ -282,5 +290,28 @@ mod tests {
         let head = "`0 0 8 * * 1-5` is not a 5-field crontab (minute hour day-of-month month day-of-week, e.g. \
                     `0 8 * * 1-5` for 8:00 on weekdays): ";
         assert!(crontab.starts_with(head), "{crontab}");
+    }
+
+    /// Forms from other crons fire as they do there: (expression, after, the next fire times).
+    #[test]
+    fn other_crons_forms_fire_as_there() {
+        let utc = chrono_tz::UTC;
+        let cases: [(&str, &str, &[&str]); 6] = [
+            ("0/15 * * * *", "2025-03-10T12:01:00Z", &["2025-03-10T12:15:00+00:00", "2025-03-10T12:30:00+00:00"]),
+            ("5/15 * * * *", "2025-03-10T12:01:00Z", &["2025-03-10T12:05:00+00:00", "2025-03-10T12:20:00+00:00"]),
+            // February 2025 has no 29th: the next is March 29th; in February only leap years match.
+            ("0 9 29-L * *", "2025-02-01T00:00:00Z", &["2025-03-29T09:00:00+00:00", "2025-03-30T09:00:00+00:00"]),
+            ("0 9 29-L 2 *", "2024-01-01T00:00:00Z", &["2024-02-29T09:00:00+00:00", "2028-02-29T09:00:00+00:00"]),
+            ("0 9 * * 5L", "2025-03-01T00:00:00Z", &["2025-03-28T09:00:00+00:00", "2025-04-25T09:00:00+00:00"]),
+            ("0 9 * * L5", "2025-03-01T00:00:00Z", &["2025-03-28T09:00:00+00:00", "2025-04-25T09:00:00+00:00"]),
+        ];
+        for (expr, after, want) in cases {
+            let cron = parse_cron(expr).unwrap_or_else(|e| panic!("{expr}: {e}"));
+            let got: Vec<String> =
+                fire_times(&cron, utc, ms(after), want.len()).into_iter().map(|t| rfc3339(t, utc)).collect();
+            assert_eq!(got, want, "{expr}");
+        }
+        let hour = parse_cron("0 25 * * *").unwrap_err().to_string();
+        assert_eq!(hour, "`0 25 * * *`: the hour field `25` has 25, which is out of range: hours are 0-23");
     }
 }

@@ -259,7 +259,7 @@ mod tests {
         let bad: &[(JobSpec, &str)] = &[
             (spec(None, None), "say when"),
             (spec(Some("0 8 * * 1-5"), Some("in 1 hour")), "not both"),
-            (spec(Some("61 8 * * *"), None), "5-field"),
+            (spec(Some("61 8 * * *"), None), "the minute field `61`"),
             (spec(Some("0 0 30 2 *"), None), "never fires"),
             (spec(None, Some("2020-01-01 08:00")), "in the past"),
             (JobSpec { tz: "Nowhere/Town".into(), ..spec(Some("* * * * *"), None) }, "IANA"),

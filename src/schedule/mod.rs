@@ -26,6 +26,7 @@
 
 mod check;
 pub mod cron;
+mod fields;
 pub mod jobs;
 pub mod plan;
 pub mod tick;

@@ -322,6 +322,12 @@ impl Access {
     }
 }
 
+/// The conversation a pairing code let in, when it was approved earlier (its welcome message
+/// is in the outbox under the code), so a second approval can say so instead of "no such code".
+pub async fn approved_earlier(store: &dyn Store, code: &str) -> Result<Option<String>, StoreError> {
+    Ok(store.outbox_get(&format!("pair:{}:approved", normalize_code(code))).await?.map(|row| row.conversation))
+}
+
 /// Approves a pairing code (from `/pair approve` or `butler pair approve`): the identity becomes a
 /// member, and is told so in the conversation it asked from. `Ok(None)` for a wrong or expired code.
 pub async fn approve_pairing(

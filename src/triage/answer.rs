@@ -2,7 +2,7 @@
 //! text fallback for approvals. Owner-only commands refuse everyone else politely.
 
 use super::access::Access;
-use super::access::{approve_pairing, deny_pairing};
+use super::access::{approve_pairing, approved_earlier, deny_pairing, normalize_code};
 use super::approvals::Approvals;
 use super::commands::{start_of_day_ms, HELP};
 use super::commands::{Command, MemoryCommand, PairCommand};
@@ -74,15 +74,26 @@ impl Answers {
             Some(s) => self.store.last_context(&s.id).await?,
             None => 0,
         };
+        let context = match (self.model.is_empty(), context) {
+            (true, _) => "nothing sent (no model is configured)".to_string(),
+            (false, 0) => "no model request yet".to_string(),
+            (false, n) => format!("about {n} tokens in the last request"),
+        };
+        let today = match (self.model.is_empty(), usage.turns) {
+            (true, _) => "no model calls (no model is configured)".to_string(),
+            (false, 0) => "no model calls yet".to_string(),
+            (false, n) => format!(
+                "{n} {}, {} tokens in, {} tokens out, ${:.4}",
+                if n == 1 { "turn" } else { "turns" },
+                usage.input_tokens,
+                usage.output_tokens,
+                usage.cost_usd
+            ),
+        };
         let mut text = format!(
-            "Session: {} ({running})\nModel: {}\nContext: about {context} tokens in the last request\n\
-             Today: {} turns, {} tokens in, {} tokens out, ${:.4}",
+            "Session: {} ({running})\nModel: {}\nContext: {context}\nToday: {today}",
             session.map_or_else(|| "none yet".to_string(), |s| format!("`{}`", &s.id[..8.min(s.id.len())])),
             if self.model.is_empty() { "not configured" } else { &self.model },
-            usage.turns,
-            usage.input_tokens,
-            usage.output_tokens,
-            usage.cost_usd
         );
         if user.role == UserRole::Owner {
             let counts = self.store.decisions_since(since).await?;
@@ -226,7 +237,10 @@ impl Answers {
                     let text = format!("✅ Approved `{}`: they can talk to me now.", row.identity);
                     Verdict::recorded(Decision::Reply { text }, "paired", format!("{} approved by {id}", row.identity))
                 }
-                None => self.wrong_code(id, "pairing"),
+                None => match approved_earlier(&*self.store, &code).await? {
+                    Some(who) => reply(format!("`{}` was already approved: {who} is in.", normalize_code(&code))),
+                    None => self.wrong_code(id, "pairing"),
+                },
             },
             PairCommand::Deny(code) => match deny_pairing(&*self.store, &code).await? {
                 Some(row) => {

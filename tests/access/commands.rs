@@ -62,3 +62,22 @@ async fn decisions_are_recorded_and_shown_to_the_owner() {
     assert!(!member.contains("Triage today"), "{member}");
     app.stop().await;
 }
+
+/// `/status` with no model says so instead of estimating a context nobody sent or counting
+/// "1 turns"; with a model, one turn is "1 turn".
+#[tokio::test]
+async fn status_reads_right_without_a_model() {
+    let (app, chat, llm) = start(|c| c.llm.model = String::new()).await;
+    app.emit(chat.dm("owner", "hello")).await;
+    let texts = chat.wait_texts("owner", 1).await;
+    assert!(texts[0].contains("model"), "the reply says what is missing: {}", texts[0]);
+    app.emit(chat.dm("owner", "/status")).await;
+    let status = chat.wait_texts("owner", 2).await.remove(1);
+    let want = ["Model: not configured", "Context: nothing sent (no model is configured)", "Today: no model calls"];
+    for line in want {
+        assert!(status.contains(line), "`{line}` missing from:\n{status}");
+    }
+    assert!(!status.contains("turns") && !status.contains("about"), "{status}");
+    assert_eq!(llm.request_count(), 0);
+    app.stop().await;
+}

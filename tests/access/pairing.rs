@@ -43,10 +43,11 @@ async fn an_unknown_person_gets_one_pairing_code_and_the_owner_approves_it() {
     assert_eq!(texts[2], "echo: hi again");
     assert_eq!(llm.request_count(), 1);
 
-    // Single use: approving the same code again is a wrong code.
+    // Single use: approving the same code again says it was approved already (not "no such
+    // code"), and lets nobody else in.
     app.emit(chat.dm("owner", &format!("/pair approve {code}"))).await;
     let owner = chat.wait_texts("owner", 3).await;
-    assert!(owner[2].contains("not valid"), "{}", owner[2]);
+    assert_eq!(owner[2], format!("`{code}` was already approved: chat:mallory is in."));
     app.stop().await;
 }
 

@@ -37,6 +37,13 @@ fn next_previews_fire_times_without_touching_the_database() {
             &["0 0 1 1 *", "--after", "2025-06-01T00:00:00Z", "--count", "2"],
             "2026-01-01T00:00:00+00:00\n2027-01-01T00:00:00+00:00\n",
         ),
+        // Forms from other crons: Vixie/Quartz `0/15`, `29-L`, croniter's `L5` (last Friday).
+        (
+            &["0/15 * * * *", "--after", "2025-06-01T00:01:00Z", "--count", "2"],
+            "2025-06-01T00:15:00+00:00\n2025-06-01T00:30:00+00:00\n",
+        ),
+        (&["0 9 29-L * *", "--after", "2025-02-01T00:00:00Z", "--count", "1"], "2025-03-29T09:00:00+00:00\n"),
+        (&["0 9 * * L5", "--after", "2025-03-01T00:00:00Z", "--count", "1"], "2025-03-28T09:00:00+00:00\n"),
     ];
     for (args, want) in cases {
         let o = run(&dep, &[&["schedule", "next"], *args].concat());
@@ -53,6 +60,8 @@ fn next_previews_fire_times_without_touching_the_database() {
     // Usage errors exit 2 and say what is wrong.
     let bad: &[(&[&str], &str)] = &[
         (&["0 8 * *"], "5-field"),
+        (&["0 25 * * *"], "the hour field `25` has 25, which is out of range: hours are 0-23"),
+        (&["0 8 * * MON-FRX"], "the day-of-week field `MON-FRX` has `FRX`, which is not a value"),
         (&["0 8 * * *", "--tz", "Mars/Base"], "IANA"),
         (&["0 8 * * *", "--after", "yesterday-ish"], "--after"),
         (&["0 8 * * *", "--count", "0"], "--count"),

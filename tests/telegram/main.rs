@@ -13,6 +13,7 @@ mod modes;
 mod normalize;
 mod ratelimit;
 mod render;
+mod unreadable;
 
 use butler::config::{Secret, TelegramConfig, TelegramMode};
 use std::time::Duration;

@@ -31,9 +31,9 @@ async fn polling_is_the_default_and_registers_the_command_menu() {
     tg.stop().await;
 }
 
-const SECRET: &str = "s3cret-Token_42";
+pub(crate) const SECRET: &str = "s3cret-Token_42";
 
-async fn webhook_app() -> Tg {
+pub(crate) async fn webhook_app() -> Tg {
     Tg::start_with(
         |cfg| {
             let t = cfg.channels.telegram.as_mut().unwrap();
@@ -46,7 +46,7 @@ async fn webhook_app() -> Tg {
     .await
 }
 
-async fn post(tg: &Tg, secret: Option<&str>, body: &Value) -> (u16, Value) {
+pub(crate) async fn post(tg: &Tg, secret: Option<&str>, body: &Value) -> (u16, Value) {
     let mut req = tg.app.http.post(tg.app.url("/channels/telegram/webhook")).json(body);
     if let Some(s) = secret {
         req = req.header("X-Telegram-Bot-Api-Secret-Token", s);

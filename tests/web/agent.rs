@@ -173,7 +173,7 @@ async fn usage_and_cost_are_recorded_per_turn() {
     app.post("u1", "local", "/status").await;
     let replies = app.wait_replies("u1", 2, 30).await;
     let status = replies[1]["text"].as_str().unwrap();
-    assert!(status.contains("1 turns, 2900 tokens in, 300 tokens out"), "{status}");
+    assert!(status.contains("Today: 1 turn, 2900 tokens in, 300 tokens out"), "{status}");
     assert!(status.contains("fake-model"), "{status}");
     assert_eq!(llm.request_count(), before);
     app.stop().await;

@@ -16,6 +16,7 @@ pub mod limit;
 mod outbound;
 pub mod signature;
 mod storable;
+mod unreadable;
 
 pub use channel::{Accepted, Caps, Channel, ChannelError, Ingress, IngressError, TextFormat};
 pub use chunk::{chunk_text, ChunkLimit};
@@ -23,3 +24,4 @@ pub use clock::now_ms;
 pub use event::{Actor, ConversationKind, ConversationRef, EventBody, EventId, Identity, InboundEvent};
 pub use outbound::{Button, ButtonStyle, MessageRef, Outbound, PrivateTo};
 pub use storable::{storable_text, REPLACEMENT};
+pub use unreadable::{count_unreadable, unreadable_counts};

@@ -40,6 +40,39 @@ pub fn event(update: &Update, me: &BotIdentity) -> Option<InboundEvent> {
     }
 }
 
+/// An update teloxide could not read (`UpdateKind::Error`, holding the update as Telegram sent
+/// it), read again after repairing what is known to differ between Telegram's own documented
+/// examples and the SDK's types: a user object without `is_bot` (it is a person, so `false`).
+/// `None` when it still cannot be read; the caller logs and counts it.
+pub fn repair(raw: &serde_json::Value) -> Option<Update> {
+    fn fill(v: &mut serde_json::Value) {
+        match v {
+            serde_json::Value::Object(map) => {
+                // A User has `id` and `first_name`; a Chat with `first_name` also has `type`.
+                let user = map.contains_key("id") && map.contains_key("first_name") && !map.contains_key("type");
+                if user && !map.contains_key("is_bot") {
+                    map.insert("is_bot".into(), serde_json::Value::Bool(false));
+                }
+                map.values_mut().for_each(fill);
+            }
+            serde_json::Value::Array(items) => items.iter_mut().for_each(fill),
+            _ => {}
+        }
+    }
+    let mut fixed = raw.clone();
+    fill(&mut fixed);
+    // From text, as from the wire: teloxide's Update does not deserialize from a `Value`.
+    let update: Update = serde_json::from_str(&fixed.to_string()).ok()?;
+    (!matches!(update.kind, UpdateKind::Error(_))).then_some(update)
+}
+
+/// Logs (at warn, with its id) and counts an update that could not be read even after
+/// [`repair`]; it is acknowledged, since a redelivery would fail the same way.
+pub fn unreadable(update_id: u32) {
+    tracing::warn!(update = update_id, "a Telegram update could not be read; acknowledged and skipped");
+    butler_channel::count_unreadable(CHANNEL);
+}
+
 /// The conversation of a chat: `telegram:<chat id>`, plus `/<thread>` inside a forum topic.
 pub fn conversation(chat: &Chat, m: Option<&Message>) -> ConversationRef {
     let thread = m.filter(|m| m.is_topic_message).and_then(|m| m.thread_id).map(|t| t.0 .0.to_string());

@@ -6,7 +6,7 @@
 //! not an event. If the ingress is unavailable the loop stops where it is and asks again: the
 //! same updates come back. It must never confirm an update it has not handed over.
 
-use crate::normalize::event;
+use crate::normalize::{event, repair, unreadable};
 use crate::{Mode, TelegramChannel};
 use butler_channel::{ChannelError, Ingress, IngressError};
 use std::future::IntoFuture;
@@ -135,6 +135,17 @@ impl TelegramChannel {
         offset: &mut Option<i32>,
     ) -> Result<(), IngressError> {
         for update in updates {
+            let repaired = match &update.kind {
+                teloxide::types::UpdateKind::Error(raw) => match repair(raw) {
+                    Some(fixed) => Some(fixed),
+                    None => {
+                        unreadable(update.id.0);
+                        None
+                    }
+                },
+                _ => None,
+            };
+            let update = repaired.as_ref().unwrap_or(update);
             if let Some(ev) = event(update, &self.me) {
                 match ingress.accept(ev).await {
                     Ok(_) => {}

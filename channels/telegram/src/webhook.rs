@@ -8,7 +8,7 @@
 //! so Telegram delivers it again. It must never answer 200 for an
 //! update that was not stored.
 
-use crate::normalize::event;
+use crate::normalize::{event, repair, unreadable};
 use crate::TelegramChannel;
 use axum::extract::{ConnectInfo, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
@@ -82,6 +82,19 @@ async fn receive(
     let update: teloxide::types::Update = match serde_json::from_slice(&body) {
         Ok(u) => u,
         Err(e) => return error(StatusCode::BAD_REQUEST, "invalid_request", &format!("not a Telegram update: {e}")),
+    };
+    let update = match &update.kind {
+        teloxide::types::UpdateKind::Error(_) => {
+            match serde_json::from_slice::<serde_json::Value>(&body).ok().and_then(|raw| repair(&raw)) {
+                Some(fixed) => fixed,
+                None => {
+                    // Redelivery would fail the same way: acknowledged, logged and counted.
+                    unreadable(update.id.0);
+                    return StatusCode::OK.into_response();
+                }
+            }
+        }
+        _ => update,
     };
     let Some(ev) = event(&update, &hook.channel.me) else {
         return StatusCode::OK.into_response();

@@ -77,7 +77,13 @@ fn contexts_choose_the_mode_by_channel_kind_and_role() {
     // (channel, kind, role, read-only, expected answer and reason)
     let cases: &[(&str, ConversationKind, UserRole, bool, Permission)] = &[
         ("telegram", Group, Owner, false, deny("plan mode: `file_write` changes things (permissions.contexts[1])")),
-        ("telegram", Group, Member, true, allow("plan mode: `file_read` only reads (permissions.contexts[1])")),
+        (
+            "telegram",
+            Group,
+            Member,
+            true,
+            allow("plan mode: `file_read` changes nothing outside Butler (permissions.contexts[1])"),
+        ),
         (
             "telegram",
             Dm,
@@ -87,7 +93,13 @@ fn contexts_choose_the_mode_by_channel_kind_and_role() {
         ),
         ("telegram", Dm, Guest, false, deny("plan mode: `file_write` changes things (permissions.contexts[2])")),
         ("web", Group, Guest, false, deny("plan mode: `file_write` changes things (permissions.contexts[2])")),
-        ("web", Dm, Guest, true, allow("plan mode: `file_read` only reads (permissions.contexts[2])")),
+        (
+            "web",
+            Dm,
+            Guest,
+            true,
+            allow("plan mode: `file_read` changes nothing outside Butler (permissions.contexts[2])"),
+        ),
         ("cli", Dm, Owner, false, allow("full_auto mode: `file_write` runs without asking (permissions.contexts[3])")),
         (
             "cli",
@@ -100,7 +112,7 @@ fn contexts_choose_the_mode_by_channel_kind_and_role() {
         ("web", Dm, Owner, false, allow("full_auto mode: `file_write` runs without asking (permissions.contexts[4])")),
         ("web", Group, Owner, false, ask("default mode: `file_write` changes things")),
         ("web", Dm, Member, false, ask("default mode: `file_write` changes things")),
-        ("web", Dm, Member, true, allow("default mode: `file_read` only reads")),
+        ("web", Dm, Member, true, allow("default mode: `file_read` changes nothing outside Butler")),
         ("slack", Group, Member, false, ask("default mode: `file_write` changes things")),
     ];
     for (channel, kind, role, read_only, want) in cases {

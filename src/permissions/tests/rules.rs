@@ -306,7 +306,7 @@ fn each_rule_decides_in_order_with_its_reason() {
             tool: ("file_read", true),
             action: note,
             granted: false,
-            want: Want::Allow("default mode: `file_read` only reads"),
+            want: Want::Allow("default mode: `file_read` changes nothing outside Butler"),
         },
         Case {
             name: "default mode, mutating",
@@ -330,7 +330,7 @@ fn each_rule_decides_in_order_with_its_reason() {
             tool: ("file_read", true),
             action: note,
             granted: false,
-            want: Want::Allow("plan mode: `file_read` only reads"),
+            want: Want::Allow("plan mode: `file_read` changes nothing outside Butler"),
         },
         Case {
             name: "full_auto",

@@ -224,3 +224,48 @@ fn edits_and_other_updates_are_not_events() {
     let post = json!({"message_id": 1, "date": 1700000000, "chat": {"id": -100555, "type": "channel", "title": "News"}, "text": "news"});
     assert_eq!(event(&parse(json!({"update_id": 10, "channel_post": post})), &me()), None);
 }
+
+/// Updates teloxide cannot read: (what, raw update, Some(text of the event) when repaired).
+#[test]
+fn unreadable_updates_are_repaired_when_the_cause_is_known() {
+    let private = json!({"id": 42, "type": "private", "first_name": "Ann"});
+    let cases: Vec<(&str, Value, Option<&str>)> = vec![
+        (
+            "message from without is_bot (Telegram's documented example)",
+            json!({"update_id": 1, "message": {"message_id": 1, "date": 1700000000, "chat": private,
+                "from": {"id": 42, "first_name": "Ann"}, "text": "hello"}}),
+            Some("hello"),
+        ),
+        (
+            "reply_to_message from without is_bot too",
+            json!({"update_id": 2, "message": {"message_id": 2, "date": 1700000000, "chat": private,
+                "from": {"id": 42, "first_name": "Ann"}, "text": "and this",
+                "reply_to_message": {"message_id": 1, "date": 1700000000, "chat": private,
+                    "from": {"id": 42, "first_name": "Ann"}, "text": "hello"}}}),
+            Some("and this"),
+        ),
+        (
+            "callback query from without is_bot",
+            json!({"update_id": 3, "callback_query": {"id": "q1", "chat_instance": "c", "data": "ap:1:once",
+                "from": {"id": 42, "first_name": "Ann"},
+                "message": {"message_id": 1, "date": 1700000000, "chat": private,
+                    "from": {"id": 999, "is_bot": true, "first_name": "Butler"}, "text": "Approve?"}}}),
+            Some(""),
+        ),
+        ("a message without chat or date", json!({"update_id": 4, "message": {"message_id": 1, "text": "x"}}), None),
+        ("an update kind nobody knows", json!({"update_id": 5, "future_kind": {"a": 1}}), None),
+    ];
+    for (what, raw, want) in cases {
+        let parsed: Update = serde_json::from_str(&raw.to_string()).expect(what);
+        assert!(matches!(parsed.kind, UpdateKind::Error(_)), "{what}: teloxide alone cannot read it");
+        let repaired = repair(&raw);
+        match want {
+            None => assert!(repaired.is_none(), "{what}"),
+            Some(text) => {
+                let ev = event(&repaired.expect(what), &me()).expect(what);
+                assert_eq!(ev.text().unwrap_or(""), text, "{what}");
+                assert!(!ev.actor.is_bot, "{what}");
+            }
+        }
+    }
+}
