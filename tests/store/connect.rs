@@ -45,3 +45,25 @@ async fn in_memory_sqlite_keeps_its_data_across_calls() {
     assert!(store.inbox_get("mem:1").await.unwrap().is_some());
     store.close().await;
 }
+
+/// A missing role or database on a real Postgres is a config error that says how to create
+/// them, with the names from the URL and never its password.
+#[tokio::test]
+async fn a_missing_role_or_database_says_how_to_create_it() {
+    let admin = crate::support::db::pg_admin_url();
+    let nodb = crate::support::db::with_database(&admin, "butler_no_such_db_4242");
+    let host = admin.rsplit('@').next().unwrap_or("127.0.0.1:5432/postgres").split('/').next().unwrap().to_string();
+    let norole = format!("postgres://nobody_4242:hunter2@{host}/butler_no_such_db_4242");
+    // (url, the names the hint must carry)
+    let cases = [(nodb, "--owner postgres butler_no_such_db_4242"), (norole, "createuser --pwprompt nobody_4242")];
+    for (url, want) in cases {
+        let err = match butler::store::connect(&url, 1).await {
+            Ok(_) => panic!("{url}: connected"),
+            Err(e) => e,
+        };
+        let text = err.to_string();
+        assert!(matches!(err, StoreError::Config(_)), "{text}");
+        assert!(text.contains("create them: `sudo -u postgres createuser") && text.contains(want), "{text}");
+        assert!(!text.contains("hunter2"), "password leaked: {text}");
+    }
+}

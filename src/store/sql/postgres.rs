@@ -19,6 +19,16 @@ pub struct PgStore {
     pool: PgPool,
 }
 
+/// What to run when the role or the database is missing (or the password is wrong): the
+/// commands of the README's Postgres set-up, for the names in the URL.
+fn setup_hint(role: &str, database: &str) -> String {
+    format!(
+        " (if the role or the database is missing, create them: `sudo -u postgres createuser --pwprompt {role}` and \
+         `sudo -u postgres createdb --owner {role} {database}`, then \
+         url = \"postgres://{role}:PASSWORD@127.0.0.1:5432/{database}\")"
+    )
+}
+
 impl PgStore {
     /// Connects a pool of up to `max_connections` to `url` (`postgres://...`). Does not
     /// migrate. A server that cannot be reached is `Unavailable`; a wrong URL, database name
@@ -26,6 +36,10 @@ impl PgStore {
     pub async fn connect(url: &str, max_connections: u32) -> Result<Self> {
         let options = PgConnectOptions::from_str(url)
             .map_err(|e| StoreError::Config(format!("bad Postgres URL `{}`: {e}", redact_url(url))))?;
+        let (role, database) = (
+            options.get_username().to_string(),
+            options.get_database().map_or_else(|| options.get_username().to_string(), str::to_string),
+        );
         let pool = PgPoolOptions::new()
             .max_connections(max_connections.max(1))
             .acquire_timeout(Duration::from_secs(10))
@@ -33,7 +47,9 @@ impl PgStore {
             .connect_with(options)
             .await
             .map_err(|e| match db_err(e) {
-                StoreError::Config(m) => StoreError::Config(format!("{}: {m}", redact_url(url))),
+                StoreError::Config(m) => {
+                    StoreError::Config(format!("{}: {m}{}", redact_url(url), setup_hint(&role, &database)))
+                }
                 other => StoreError::Unavailable(format!("cannot connect to {}: {other}", redact_url(url))),
             })?;
         Ok(Self { pool })
