@@ -57,12 +57,27 @@ pub fn is_secret_name(name: &str) -> bool {
 
 /// `postgres://user:secret@host/db` -> `postgres://user:***@host/db`, for messages and logs.
 pub fn redact_url(url: &str) -> String {
-    let Some((scheme, rest)) = url.split_once("://") else { return url.to_string() };
-    let Some((creds, host)) = rest.rsplit_once('@') else { return url.to_string() };
-    match creds.split_once(':') {
-        Some((user, _)) => format!("{scheme}://{user}:***@{host}"),
-        None => url.to_string(),
-    }
+    let (base, query) = match url.split_once('?') {
+        Some((b, q)) => (b, Some(q)),
+        None => (url, None),
+    };
+    let base = match base.split_once("://").and_then(|(scheme, rest)| Some((scheme, rest.rsplit_once('@')?))) {
+        Some((scheme, (creds, host))) => match creds.split_once(':') {
+            Some((user, _)) => format!("{scheme}://{user}:***@{host}"),
+            None => base.to_string(),
+        },
+        None => base.to_string(),
+    };
+    // Query parameters with a secret-looking name (`?password=`, `sslpassword=`) are masked too.
+    let Some(query) = query else { return base };
+    let params: Vec<String> = query
+        .split('&')
+        .map(|p| match p.split_once('=') {
+            Some((k, _)) if is_secret_name(k) => format!("{k}=***"),
+            _ => p.to_string(),
+        })
+        .collect();
+    format!("{base}?{}", params.join("&"))
 }
 
 #[cfg(test)]
@@ -111,6 +126,8 @@ mod tests {
             ("postgres://butler@db/butler", "postgres://butler@db/butler"),
             ("sqlite://data/butler.db", "sqlite://data/butler.db"),
             ("not a url", "not a url"),
+            ("postgres://db/butler?user=b&password=pw", "postgres://db/butler?user=b&password=***"),
+            ("postgres://u:pw@db/b?sslmode=require&sslpassword=x", "postgres://u:***@db/b?sslmode=require&sslpassword=***"),
         ];
         for (url, want) in cases {
             assert_eq!(redact_url(url), want, "{url}");

@@ -91,7 +91,9 @@ async fn doctor_passes_only_when_everything_works() {
     let out = tokio::task::spawn_blocking(move || (run(&dep, &["doctor"], &[]), dep)).await.unwrap().0;
     let (stdout, _) = text(&out);
     assert!(out.status.success(), "{stdout}");
-    for line in ["[ ok ] config", "[ ok ] database", "[ ok ] model (openai fake-model)", "[ ok ] web chat"] {
+    for line in
+        ["[ ok ] config", "[ ok ] database", "[ ok ] model (openai fake-model at http://127.0.0.1:", "[ ok ] web chat"]
+    {
         assert!(stdout.contains(line), "missing `{line}`:\n{stdout}");
     }
     assert!(llm.request_count() >= 1, "doctor made a real model request");
@@ -151,9 +153,13 @@ async fn pair_list_approve_and_deny_from_the_shell() {
     assert!(out.status.success());
     assert!(text(&out).0.contains("declined telegram:5555"));
 
-    // Used codes are gone; a wrong code is an error that says what to do.
+    // A code approved before says so (and changes nothing); a wrong code is an error that says
+    // what to do.
     let out = run(&dep, &["pair", "approve", "K7QX-M2PD"], &[]);
-    assert_eq!(out.status.code(), Some(1));
+    assert!(out.status.success(), "{}", text(&out).1);
+    assert_eq!(text(&out).0.trim(), "K7QX-M2PD was already approved: telegram:4242 is in");
+    let out = run(&dep, &["pair", "approve", "HJKL-2345"], &[]);
+    assert_eq!(out.status.code(), Some(1), "a declined code is no longer waiting");
     assert!(text(&out).1.contains("butler pair list"), "{}", text(&out).1);
     assert!(text(&run(&dep, &["pair", "list"], &[])).0.contains("no pairing requests"));
 
