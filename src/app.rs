@@ -478,7 +478,8 @@ fn http_routes(
             model: llm.model().to_string(),
         };
         let auth = web::WebAuth::from_config(&cfg.channels.web);
-        web::routes(web::WebState::new(store.clone(), ingress.clone(), hub, auth, info, shutdown.clone()))
+        let state = web::WebState::new(store.clone(), ingress.clone(), hub, auth, info, shutdown.clone());
+        web::routes(state.clone()).merge(web::openai_routes(state))
     } else {
         axum::Router::new()
     };

@@ -1,8 +1,14 @@
 //! `butler chat`: a terminal conversation as `cli:local`, through the same ingress, triage,
-//! sessions, outbox and store as every other channel. Replies stream in as they are written;
-//! Ctrl-C stops the running turn; Ctrl-D (end of input) waits for outstanding replies and exits.
+//! sessions, outbox and store as every other channel. Replies stream in as they are written,
+//! Markdown rendered for a terminal (`render.rs`); Ctrl-C stops the running turn; Ctrl-D (end of
+//! input) waits for outstanding replies and exits.
+//!
+//! The conversation owns stdout: log lines go to a file (see `cli::chat_log`), the prompt is
+//! shown only when a person types at a terminal and is cleared before a reply is written, so it
+//! never stands in front of one.
 
 use super::exit;
+use super::render::{Markdown, Mode};
 use crate::app::{App, AppOptions};
 use crate::config::Config;
 use crate::store::{InboxStatus, OutboxStatus};
@@ -14,7 +20,7 @@ use butler_channel::{
 use std::collections::HashMap;
 use std::io::Write;
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::io::{AsyncBufReadExt, BufReader};
@@ -24,12 +30,51 @@ const PROMPT: &str = "› ";
 
 /// Prints replies to stdout. A terminal cannot edit what it printed, so each edit prints only
 /// what was added; the status line of running tools is left out.
-#[derive(Default)]
 pub struct Terminal {
     next_id: AtomicU64,
-    printed: Mutex<HashMap<String, String>>,
+    /// Per message: the text printed so far and its renderer.
+    printed: Mutex<HashMap<String, (String, Markdown)>>,
     /// The approval the next y/a/n line answers, with the message it was shown in.
     asking: Mutex<Option<(String, String)>>,
+    mode: Mode,
+    /// A person types at a terminal: show the prompt.
+    interactive: bool,
+    /// The prompt is on the screen with nothing typed after it yet.
+    prompting: AtomicBool,
+}
+
+impl Terminal {
+    fn new(mode: Mode, interactive: bool) -> Self {
+        Self {
+            next_id: AtomicU64::new(0),
+            printed: Mutex::default(),
+            asking: Mutex::default(),
+            mode,
+            interactive,
+            prompting: AtomicBool::new(false),
+        }
+    }
+
+    /// Shows the prompt (only to a person at a terminal).
+    fn prompt(&self, out: &mut impl Write) {
+        if self.interactive {
+            let _ = write!(out, "{PROMPT}");
+            self.prompting.store(true, Ordering::SeqCst);
+        }
+        let _ = out.flush();
+    }
+
+    /// A line was typed: the prompt is no longer alone on its line.
+    fn typed(&self) {
+        self.prompting.store(false, Ordering::SeqCst);
+    }
+
+    /// Before a reply is written: takes an unanswered prompt off the screen.
+    fn clear_prompt(&self, out: &mut impl Write) {
+        if self.prompting.swap(false, Ordering::SeqCst) {
+            let _ = write!(out, "\r\x1b[K");
+        }
+    }
 }
 
 /// The part of a draft worth printing: without the trailing "running tools" line.
@@ -45,23 +90,30 @@ impl Terminal {
     fn show(&self, id: &str, msg: &Outbound) {
         let text = if msg.draft { visible(&msg.text) } else { msg.text.as_str() };
         let mut printed = self.printed.lock().unwrap_or_else(|p| p.into_inner());
-        let before = printed.entry(id.to_string()).or_default();
-        let mut out = std::io::stdout().lock();
-        match text.strip_prefix(before.as_str()) {
-            Some(added) => {
-                let _ = out.write_all(added.as_bytes());
-            }
+        let (before, md) = printed.entry(id.to_string()).or_insert_with(|| (String::new(), Markdown::new(self.mode)));
+        let mut rendered = match text.strip_prefix(before.as_str()) {
+            Some(added) => md.push(added),
             None => {
-                let _ = write!(out, "\n{text}");
+                *md = Markdown::new(self.mode);
+                format!("\n{}", md.push(text))
             }
+        };
+        if !msg.draft {
+            rendered.push_str(&md.finish());
         }
         *before = text.to_string();
+        let mut out = std::io::stdout().lock();
+        if !rendered.is_empty() {
+            self.clear_prompt(&mut out);
+            let _ = out.write_all(rendered.as_bytes());
+        }
         let approval =
             msg.buttons.iter().find_map(|b| b.action.strip_prefix("ap:")?.split(':').next().map(str::to_string));
         let mut asking = self.asking.lock().unwrap_or_else(|p| p.into_inner());
         match approval {
             Some(approval) if !msg.draft => {
                 *asking = Some((approval, id.to_string()));
+                self.clear_prompt(&mut out);
                 let _ = write!(out, "\nApprove? [y] once, [a] always in this session, [n] no: ");
             }
             _ => {
@@ -69,7 +121,8 @@ impl Terminal {
                     *asking = None;
                 }
                 if !msg.draft {
-                    let _ = write!(out, "\n\n{PROMPT}");
+                    let _ = write!(out, "\n\n");
+                    self.prompt(&mut out);
                 }
             }
         }
@@ -123,18 +176,29 @@ impl Channel for Terminal {
     }
 }
 
-pub async fn run(mut cfg: Config, config_path: Option<std::path::PathBuf>) -> Result<ExitCode, ExitCode> {
+pub async fn run(
+    mut cfg: Config,
+    config_path: Option<std::path::PathBuf>,
+    log: Option<std::path::PathBuf>,
+) -> Result<ExitCode, ExitCode> {
+    use std::io::IsTerminal;
     cfg.channels.web.enabled = false;
-    let terminal = Arc::new(Terminal::default());
+    let interactive = std::io::stdin().is_terminal() && std::io::stdout().is_terminal();
+    let terminal = Arc::new(Terminal::new(Mode::detect(), interactive));
+    eprintln!("database: {}", crate::store::redact_url(cfg.database.url.expose()));
+    if let Some(log) = &log {
+        eprintln!("logs: {}", log.display());
+    }
+    let model_problem = super::model::setup_problem(&cfg.llm).await;
+    let self_call = super::model::points_at_butler(&cfg);
     let channel: Arc<dyn Channel> = terminal.clone();
     let opts = AppOptions { config: cfg, http: false, extra_channels: vec![channel], extra_tools: vec![], config_path };
     let app = App::start(opts).await.map_err(|e| exit::fail(1, e))?;
-    if app.llm.model().is_empty() {
-        eprintln!("note: {}", crate::llm::LlmError::NotConfigured);
+    for note in model_problem.iter().chain(&self_call) {
+        eprintln!("note: {note}");
     }
     eprintln!("Butler chat as cli:local. Ctrl-C stops a reply, Ctrl-D exits.");
-    print!("{PROMPT}");
-    let _ = std::io::stdout().flush();
+    terminal.prompt(&mut std::io::stdout().lock());
 
     let conversation = ConversationRef::new(CHANNEL, "local");
     let key = format!("dm:{conversation}:local");
@@ -143,8 +207,12 @@ pub async fn run(mut cfg: Config, config_path: Option<std::path::PathBuf>) -> Re
     loop {
         tokio::select! {
             line = lines.next_line() => match line {
-                Ok(Some(line)) if line.trim().is_empty() => {}
+                Ok(Some(line)) if line.trim().is_empty() => {
+                    terminal.typed();
+                    terminal.prompt(&mut std::io::stdout().lock());
+                }
                 Ok(Some(line)) => {
+                    terminal.typed();
                     let id = format!("{CHANNEL}:{}", uuid::Uuid::new_v4());
                     let body = match terminal.answer(&line) {
                         Some(action) => EventBody::Action { action, message: None, interaction: None },
@@ -173,7 +241,9 @@ pub async fn run(mut cfg: Config, config_path: Option<std::path::PathBuf>) -> Re
                 if app.sessions.stop(&key, None) {
                     eprintln!("\n(stopping…)");
                 } else {
-                    eprint!("\n(nothing is running; Ctrl-D exits)\n{PROMPT}");
+                    terminal.typed();
+                    eprintln!("\n(nothing is running; Ctrl-D exits)");
+                    terminal.prompt(&mut std::io::stdout().lock());
                 }
             }
         }

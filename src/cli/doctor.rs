@@ -79,6 +79,8 @@ pub async fn run(explicit: Option<&Path>) -> bool {
 async fn database(r: &mut Report, cfg: &Config) {
     let url = cfg.database.url.expose();
     let shown = crate::store::redact_url(url);
+    // Failures name the database too: which one Butler uses is the first thing to know.
+    let what = format!("database ({shown})");
     let connected = tokio::time::timeout(Duration::from_secs(10), crate::store::connect(url, 1)).await;
     match connected {
         Ok(Ok(store)) => {
@@ -87,16 +89,16 @@ async fn database(r: &mut Report, cfg: &Config) {
                     r.ok("database", &shown);
                     failed_events(&*store).await;
                 }
-                Err(e) => r.fail("database", e, "check that the database server is running and reachable"),
+                Err(e) => r.fail(&what, e, "check that the database server is running and reachable"),
             }
             store.close().await;
         }
         Ok(Err(e)) => r.fail(
-            "database",
+            &what,
             e,
             "check [database] url (sqlite://path/to/file.db or postgres://user:password@host/db) and that the server is up",
         ),
-        Err(_) => r.fail("database", format!("no answer from {shown} within 10s"), "check the host and port in [database] url"),
+        Err(_) => r.fail(&what, format!("no answer from {shown} within 10s"), "check the host and port in [database] url"),
     }
 }
 
@@ -144,6 +146,18 @@ async fn redis(r: &mut Report, cfg: &Config) {
 }
 
 async fn llm(r: &mut Report, cfg: &Config) {
+    let what = format!("model ({})", super::model::describe(&cfg.llm));
+    if let Some(warning) = super::model::points_at_butler(cfg) {
+        println!("[warn] model base URL: {warning}");
+    }
+    if let Some(problem) = super::model::setup_problem(&cfg.llm).await {
+        let fix = if cfg.llm.base_url.is_some() {
+            "set BUTLER_MODEL (or [llm] model) to one of the models above"
+        } else {
+            "run `butler init`, or set OPENAI_API_KEY (+ BUTLER_MODEL), ANTHROPIC_API_KEY, or [llm] in the config"
+        };
+        return r.fail(&what, problem, fix);
+    }
     let provider = crate::llm::from_config(&cfg.llm);
     let req = ChatRequest {
         system: "You are a health check.".into(),
@@ -151,21 +165,19 @@ async fn llm(r: &mut Report, cfg: &Config) {
         tools: Vec::new().into(),
         max_tokens: Some(5),
     };
-    let what =
-        format!("model ({} {})", provider.name(), if provider.model().is_empty() { "-" } else { provider.model() });
     let check = crate::llm::complete(&*provider, &req);
     match tokio::time::timeout(Duration::from_secs(60), check).await {
         Ok(Ok(_)) => r.ok(&what, "answered a test request"),
         Ok(Err(e)) => {
             let fix = match e {
-                crate::llm::LlmError::NotConfigured => {
+                crate::llm::LlmError::NotConfigured | crate::llm::LlmError::MissingModel(_) => {
                     "set OPENAI_API_KEY (+ BUTLER_MODEL), ANTHROPIC_API_KEY, or [llm] in the config"
                 }
                 crate::llm::LlmError::Auth(_) => {
                     "set a valid key in [llm] api_key (or OPENAI_API_KEY / ANTHROPIC_API_KEY)"
                 }
                 crate::llm::LlmError::UnknownModel(_) => {
-                    "set [llm] model (or BUTLER_MODEL) to a model this endpoint serves"
+                    "set [llm] model (or BUTLER_MODEL) to a model this endpoint serves (listed below)"
                 }
                 crate::llm::LlmError::Unreachable(_) => "check [llm] base_url and that the model server is running",
                 _ => "check [llm] and the provider's status",
@@ -173,6 +185,18 @@ async fn llm(r: &mut Report, cfg: &Config) {
             r.fail(&what, e, fix)
         }
         Err(_) => r.fail(&what, "no complete answer within 60s", "check [llm] base_url and the model server"),
+    }
+    match crate::llm::list_models(&cfg.llm, Duration::from_secs(10)).await {
+        Ok(models) if !models.is_empty() => {
+            let listed = crate::llm::model_list_line(&models, 20);
+            if models.contains(&cfg.llm.model) {
+                println!("[ ok ] served models: {listed}");
+            } else {
+                println!("[warn] served models: {listed} (`{}` is not among them)", cfg.llm.model);
+            }
+        }
+        Ok(_) => println!("[warn] served models: the endpoint lists none (GET /models)"),
+        Err(e) => println!("[warn] served models: the list (GET /models) could not be read: {e}"),
     }
 }
 

@@ -9,8 +9,11 @@ mod chat;
 mod doctor;
 mod exit;
 mod inbox;
+mod init;
 mod memory;
+mod model;
 mod pair;
+mod render;
 mod schedule;
 mod skills;
 
@@ -24,7 +27,8 @@ use std::process::ExitCode;
 #[derive(Parser, Debug)]
 #[command(name = "butler", version, about = "A personal AI assistant in the chat apps you already use")]
 pub struct Cli {
-    /// Config file (default: $BUTLER_CONFIG, else config/butler.toml if present, else built-in defaults)
+    /// Config file (default: $BUTLER_CONFIG, else config/butler.toml if present, else
+    /// ~/.config/butler/butler.toml if present, else built-in defaults)
     #[arg(long, global = true, value_name = "PATH")]
     pub config: Option<PathBuf>,
     #[command(subcommand)]
@@ -33,6 +37,8 @@ pub struct Cli {
 
 #[derive(Subcommand, Debug)]
 pub enum Command {
+    /// Set Butler up: asks for the model and the channels, checks each answer, writes the config file
+    Init,
     /// Run Butler: the HTTP server (web chat, API, health, metrics) and every configured channel
     Serve,
     /// Chat with Butler in this terminal, through the same pipeline and store (as `cli:local`)
@@ -88,18 +94,39 @@ pub enum ConfigCommand {
 /// Parses arguments, runs the command, returns the process exit code.
 pub async fn main() -> ExitCode {
     let cli = Cli::parse();
-    init_tracing(matches!(cli.command, Command::Chat));
+    // The terminal chat logs to a file once its config (and so its data dir) is known.
+    if !matches!(cli.command, Command::Chat | Command::Init) {
+        init_tracing(None);
+    }
     match run(cli).await {
         Ok(code) => code,
         Err(code) => code,
     }
 }
 
-fn init_tracing(quiet: bool) {
-    let default = if quiet { "warn" } else { "info,sqlx=warn,hyper=warn" };
+/// Colour only for a terminal, and never with `NO_COLOR` set (https://no-color.org).
+fn colour(is_terminal: bool) -> bool {
+    is_terminal && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+}
+
+/// Logs to stderr, or to `file` (the terminal chat, which keeps stderr for the conversation).
+fn init_tracing(file: Option<std::fs::File>) {
+    use std::io::IsTerminal;
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
-    let _ = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).try_init();
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,sqlx=warn,hyper=warn"));
+    let builder = tracing_subscriber::fmt().with_env_filter(filter);
+    let _ = match file {
+        Some(file) => builder.with_ansi(false).with_writer(std::sync::Mutex::new(file)).try_init(),
+        None => builder.with_ansi(colour(std::io::stderr().is_terminal())).with_writer(std::io::stderr).try_init(),
+    };
+}
+
+/// `<data dir>/logs/chat.log`, opened for appending, for the terminal chat's log lines.
+fn chat_log(cfg: &config::Config) -> Option<(PathBuf, std::fs::File)> {
+    let path = crate::skills::data_dir(cfg).join("logs").join("chat.log");
+    std::fs::create_dir_all(path.parent()?).ok()?;
+    let file = std::fs::OpenOptions::new().create(true).append(true).open(&path).ok()?;
+    Some((path, file))
 }
 
 async fn run(cli: Cli) -> Result<ExitCode, ExitCode> {
@@ -135,14 +162,27 @@ async fn run(cli: Cli) -> Result<ExitCode, ExitCode> {
         Command::Audit { limit } => audit::run(load_config(cli.config.as_deref())?.config, limit).await,
         Command::Chat => {
             let loaded = load_config(cli.config.as_deref())?;
-            chat::run(loaded.config, loaded.source).await
+            let log = match chat_log(&loaded.config) {
+                Some((path, file)) => {
+                    init_tracing(Some(file));
+                    Some(path)
+                }
+                None => None,
+            };
+            chat::run(loaded.config, loaded.source, log).await
         }
+        Command::Init => init::run(cli.config.as_deref()).await,
     }
 }
 
 async fn serve(loaded: config::Loaded) -> Result<ExitCode, ExitCode> {
-    if loaded.config.llm.model.is_empty() {
-        tracing::warn!("{}", crate::llm::LlmError::NotConfigured);
+    let database = crate::store::redact_url(loaded.config.database.url.expose());
+    tracing::info!(database = %database, "using the database {database}");
+    if let Some(problem) = model::setup_problem(&loaded.config.llm).await {
+        tracing::warn!("{problem}");
+    }
+    if let Some(warning) = model::points_at_butler(&loaded.config) {
+        tracing::warn!("{warning}");
     }
     let mut opts = AppOptions::serve(loaded.config);
     opts.config_path = loaded.source;

@@ -14,12 +14,14 @@ mod env;
 mod interpolate;
 mod llm_env;
 mod overrides;
+mod paths;
 
 use super::error::ConfigError;
 use super::error::FileFrom;
 use super::{Config, OwnerChecks};
 pub use env::Env;
 pub use llm_env::{DEFAULT_ANTHROPIC_MODEL, DEFAULT_OPENAI_MODEL};
+pub use paths::{data_dir, user_config_file};
 use std::path::{Path, PathBuf};
 
 /// The file looked for when neither `--config` nor `BUTLER_CONFIG` names one.
@@ -34,8 +36,9 @@ pub struct Loaded {
 }
 
 /// Loads, checks and returns the configuration for this process: the file from `explicit`
-/// (`--config`), else `BUTLER_CONFIG`, else `config/butler.toml` if it exists, else none;
-/// relative paths are relative to the working directory. Calls [`Config::validate_with`]
+/// (`--config`), else `BUTLER_CONFIG`, else `config/butler.toml` if it exists, else the user's
+/// config file ([`user_config_file`]) if it exists, else none; relative paths are relative to
+/// the working directory. Calls [`Config::validate_with`]
 /// `owners` (the components' checks, `app::CONFIG_CHECKS`).
 pub fn load(explicit: Option<&Path>, owners: &OwnerChecks) -> Result<Loaded, ConfigError> {
     load_checked(explicit, &Env::process(), Path::new(""), owners)
@@ -71,8 +74,9 @@ fn load_checked(
 pub const NO_FILE: &str = "built-in defaults (no config file)";
 
 /// Which file to read: `explicit`, else `BUTLER_CONFIG` (empty counts as unset), else
-/// `config/butler.toml` under `base_dir` if it exists, else `None`. A named file that does not
-/// exist is an error naming it.
+/// `config/butler.toml` under `base_dir` if it exists, else the user's config file
+/// (`$XDG_CONFIG_HOME/butler/butler.toml`, else `~/.config/butler/butler.toml`) if it exists,
+/// else `None`. A named file that does not exist is an error naming it.
 pub fn select_file(explicit: Option<&Path>, env: &Env, base_dir: &Path) -> Result<Option<PathBuf>, ConfigError> {
     let named = match explicit {
         Some(p) => Some((p.to_path_buf(), FileFrom::Flag)),
@@ -83,7 +87,10 @@ pub fn select_file(explicit: Option<&Path>, env: &Env, base_dir: &Path) -> Resul
         return if path.exists() { Ok(Some(path)) } else { Err(ConfigError::NotFound { path, from }) };
     }
     let default = base_dir.join(DEFAULT_PATH);
-    Ok(default.is_file().then_some(default))
+    if default.is_file() {
+        return Ok(Some(default));
+    }
+    Ok(user_config_file(env).filter(|p| p.is_file()))
 }
 
 /// Parses `text` (the contents of `origin`, used in messages) into a [`Config`]: TOML, then
@@ -99,14 +106,20 @@ pub fn select_file(explicit: Option<&Path>, env: &Env, base_dir: &Path) -> Resul
 ///   `BUTLER_MODEL`, else [`DEFAULT_ANTHROPIC_MODEL`] when a key is set.
 ///
 /// Empty variables count as unset; when the file (or an override) sets `llm.provider`, only
-/// that provider's variables are used; `BUTLER_MODEL` alone configures nothing.
+/// that provider's variables are used; `BUTLER_MODEL` alone configures nothing, but it names
+/// the model of an endpoint the file or an override set without one (`BUTLER_LLM__BASE_URL`).
+///
+/// `[database] url` and `[tools] workspace_dir`, when neither the file nor an override sets
+/// them, go under the data dir ([`data_dir`]: `BUTLER_DATA_DIR`, else the user's data folder).
 pub fn parse_str(text: &str, origin: &str, env: &Env) -> Result<Config, ConfigError> {
     let mut table: toml::Table = text.parse().map_err(|e: toml::de::Error| syntax_error(text, origin, &e))?;
     interpolate::expand_table(&mut table, origin, env)?;
     let applied = overrides::apply(&mut table, env)?;
     let provider_set = table.get("llm").and_then(|llm| llm.get("provider")).is_some();
+    let preset = paths::preset(&table);
     let mut config = deser::deserialize(table, text, origin, applied)?;
     llm_env::apply_defaults(&mut config.llm, provider_set, env);
+    paths::apply_data_dir(&mut config, preset, env);
     Ok(config)
 }
 

@@ -25,8 +25,8 @@ mod validate;
 pub use error::{ConfigError, FileFrom, Problem};
 pub use hooks::{HookConfig, HookEvent, HookKind};
 pub use load::{
-    load, load_from, parse_str, select_file, Env, Loaded, DEFAULT_ANTHROPIC_MODEL, DEFAULT_OPENAI_MODEL, DEFAULT_PATH,
-    NO_FILE,
+    data_dir, load, load_from, parse_str, select_file, user_config_file, Env, Loaded, DEFAULT_ANTHROPIC_MODEL,
+    DEFAULT_OPENAI_MODEL, DEFAULT_PATH, NO_FILE,
 };
 pub use mcp::{McpConfig, McpServerConfig};
 pub use permissions::{ContextKind, Mode, PermissionContext, PermissionsConfig};
@@ -79,7 +79,7 @@ impl Default for ServerConfig {
 #[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct DatabaseConfig {
-    /// `sqlite://data/butler.db` (default) or `postgres://user:pass@host/db`.
+    /// `sqlite://<data dir>/butler.db` (default) or `postgres://user:pass@host/db`.
     pub url: Secret,
     pub max_connections: u32,
 }

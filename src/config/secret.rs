@@ -127,7 +127,10 @@ mod tests {
             ("sqlite://data/butler.db", "sqlite://data/butler.db"),
             ("not a url", "not a url"),
             ("postgres://db/butler?user=b&password=pw", "postgres://db/butler?user=b&password=***"),
-            ("postgres://u:pw@db/b?sslmode=require&sslpassword=x", "postgres://u:***@db/b?sslmode=require&sslpassword=***"),
+            (
+                "postgres://u:pw@db/b?sslmode=require&sslpassword=x",
+                "postgres://u:***@db/b?sslmode=require&sslpassword=***",
+            ),
         ];
         for (url, want) in cases {
             assert_eq!(redact_url(url), want, "{url}");

@@ -38,7 +38,17 @@ impl ApiError {
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        (self.status, Json(json!({"error": {"code": self.code, "message": self.message}}))).into_response()
+        // `type` in OpenAI's words, so OpenAI clients of `/v1` read every error the same way.
+        let kind = match self.status.as_u16() {
+            401 => "authentication_error",
+            403 => "permission_error",
+            404 => "not_found_error",
+            429 => "rate_limit_error",
+            400..=499 => "invalid_request_error",
+            _ => "api_error",
+        };
+        (self.status, Json(json!({"error": {"code": self.code, "message": self.message, "type": kind}})))
+            .into_response()
     }
 }
 

@@ -2,12 +2,13 @@
 //! `fallback` entry in order, behind one [`Provider`].
 //!
 //! An empty model gives a provider that answers every request with `NotConfigured` (Butler still
-//! starts and says what to set). The fallback moves on only when an endpoint fails with a
+//! starts and says what to set), or `MissingModel` when a base URL is set without a model. The fallback moves on only when an endpoint fails with a
 //! transient error before streaming starts; it must never move on after content was delivered,
 //! nor on errors that another endpoint would repeat to no purpose (Auth, BadRequest, ...).
 
 use super::anthropic::Anthropic;
 use super::http::{Timeouts, Transport};
+use super::models::{display_url, ANTHROPIC_DEFAULT_BASE_URL, OPENAI_DEFAULT_BASE_URL};
 use super::openai::OpenAi;
 use super::{ChatRequest, LlmError, LlmStream, Provider};
 use crate::config::{LlmConfig, ProviderKind, Secret};
@@ -15,13 +16,17 @@ use async_trait::async_trait;
 use std::sync::Arc;
 use std::time::Duration;
 
-pub(crate) const OPENAI_DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
-pub(crate) const ANTHROPIC_DEFAULT_BASE_URL: &str = "https://api.anthropic.com";
-
 /// The provider described by `cfg`, with its fallbacks. Never fails: problems show up as the
 /// error of each request.
 pub fn from_config(cfg: &LlmConfig) -> Arc<dyn Provider> {
     if cfg.model.trim().is_empty() {
+        if cfg.base_url.as_deref().is_some_and(|b| !b.trim().is_empty()) {
+            return Arc::new(Unavailable {
+                name: super::models::provider_name(cfg.provider),
+                model: String::new(),
+                error: LlmError::MissingModel(super::models::base_url(cfg)),
+            });
+        }
         return Arc::new(Unavailable::not_configured());
     }
     let timeouts = Timeouts {
@@ -40,6 +45,7 @@ pub fn from_config(cfg: &LlmConfig) -> Arc<dyn Provider> {
         Err(e) => {
             tracing::error!(error = %e, "cannot build the HTTP client for the LLM");
             return Arc::new(Unavailable {
+                name: super::models::provider_name(cfg.provider),
                 model: cfg.model.clone(),
                 error: LlmError::BadRequest(format!("cannot build the HTTP client: {e}")),
             });
@@ -93,22 +99,9 @@ fn endpoint(
     }
 }
 
-/// The base URL as it may be shown: without user or password.
-fn display_url(base: &str) -> String {
-    match reqwest::Url::parse(base) {
-        Ok(mut url) => {
-            if url.password().is_some() || !url.username().is_empty() {
-                let _ = url.set_password(None);
-                let _ = url.set_username("");
-            }
-            url.as_str().trim_end_matches('/').to_string()
-        }
-        Err(_) => base.trim_end_matches('/').to_string(),
-    }
-}
-
 /// A provider that fails every request with the same error.
 pub(crate) struct Unavailable {
+    name: &'static str,
     model: String,
     error: LlmError,
 }
@@ -116,14 +109,14 @@ pub(crate) struct Unavailable {
 impl Unavailable {
     /// No model configured: every request fails with [`LlmError::NotConfigured`].
     pub(crate) fn not_configured() -> Self {
-        Self { model: String::new(), error: LlmError::NotConfigured }
+        Self { name: "none", model: String::new(), error: LlmError::NotConfigured }
     }
 }
 
 #[async_trait]
 impl Provider for Unavailable {
     fn name(&self) -> &str {
-        "none"
+        self.name
     }
 
     fn model(&self) -> &str {

@@ -164,6 +164,7 @@ pub(crate) fn scrub(err: LlmError, secret: &str) -> LlmError {
         LlmError::BadRequest(m) => LlmError::BadRequest(s(m)),
         LlmError::Unreachable(m) => LlmError::Unreachable(s(m)),
         LlmError::Protocol(m) => LlmError::Protocol(s(m)),
+        LlmError::MissingModel(m) => LlmError::MissingModel(s(m)),
         other @ (LlmError::NotConfigured | LlmError::RateLimited { .. }) => other,
     }
 }

@@ -11,6 +11,7 @@ mod build;
 pub mod decode;
 mod errors;
 mod http;
+mod models;
 mod openai;
 mod prices;
 pub mod sse;
@@ -20,6 +21,7 @@ pub use anthropic::AnthropicDecoder;
 pub use build::from_config;
 pub use decode::{decode_chunks, Decode, Flow};
 pub use http::parse_retry_after;
+pub use models::{base_url, list_models, model_list_line, provider_name};
 pub use openai::OpenAiDecoder;
 pub use prices::Prices;
 pub use sse::{SseEvent, SseParser};
@@ -51,6 +53,11 @@ pub enum LlmError {
          or ANTHROPIC_API_KEY, or the [llm] section of the config file"
     )]
     NotConfigured,
+    #[error(
+        "a model name is needed: the model endpoint {0} is set but no model is; set BUTLER_MODEL (or [llm] model) \
+         to one of the models it serves"
+    )]
+    MissingModel(String),
     #[error("the model provider refused the API key ({0}); check [llm] api_key")]
     Auth(String),
     #[error("the model provider does not know the model `{0}`; check [llm] model")]

@@ -218,6 +218,27 @@ pub trait WebStore: Send + Sync {
     async fn web_list(&self, conversation: &str, after_id: i64, limit: usize) -> Result<Vec<WebMessage>>;
 }
 
+/// The web chat's conversation list: titles, deleting (hiding) and what Butler wrote there on
+/// its own; and the buttons a click may still press.
+#[async_trait]
+pub trait WebConversationStore: Send + Sync {
+    /// `owner`'s conversations that show in the list (never deleted, or with messages since),
+    /// latest activity first.
+    async fn web_conversations(&self, owner: &str, limit: usize) -> Result<Vec<WebConversation>>;
+    /// One conversation's entry, shown or not; `None` when there is no such conversation.
+    async fn web_conversation(&self, id: &str) -> Result<Option<WebConversation>>;
+    /// Sets the user's title (`None`: back to the automatic one); `false` when there is no such
+    /// conversation.
+    async fn web_rename(&self, id: &str, title: Option<&str>) -> Result<bool>;
+    /// Deletes the conversation from the page: it and every message it holds now are hidden
+    /// (rows are kept); a later message shows it again. `false` when there is no such conversation.
+    async fn web_hide(&self, id: &str) -> Result<bool>;
+    /// Records that Butler wrote to the conversation on its own at `at_ms` (keeps the latest).
+    async fn web_mark_unprompted(&self, id: &str, at_ms: i64) -> Result<()>;
+    /// Every button currently on the conversation's messages, in message order.
+    async fn web_live_buttons(&self, id: &str) -> Result<Vec<butler_channel::Button>>;
+}
+
 /// Scheduled jobs and their runs (`crate::schedule`). Claiming a run is one transaction: the
 /// job's `next_fire_ms` moves on (compare-and-swap) and the run row is inserted under
 /// UNIQUE(schedule_id, fire_at_ms), so each (job, fire time) has one winner across processes.
@@ -255,6 +276,7 @@ pub trait Store:
     + MemoryStore
     + UserStore
     + WebStore
+    + WebConversationStore
     + AccessStore
     + AuditStore
     + ApprovalStore

@@ -390,6 +390,27 @@ pub struct WebMessage {
     pub updated_ms: i64,
 }
 
+/// A web conversation as the page's conversation list shows it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WebConversation {
+    /// The stored id, `web:<id>`.
+    pub id: String,
+    /// The identity that owns it, `web:<user>`.
+    pub owner: String,
+    /// The user's rename, if any.
+    pub title: Option<String>,
+    /// The start (at most 200 characters) of the first shown user message, else of the first
+    /// shown message.
+    pub first_text: Option<String>,
+    pub created_ms: i64,
+    /// The latest message change, else `created_ms`.
+    pub last_ms: i64,
+    /// The latest time Butler wrote here on its own (not answering the user), if ever.
+    pub butler_ms: Option<i64>,
+    /// Messages with an id up to this one are hidden (the conversation was deleted then).
+    pub hidden_upto: Option<i64>,
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum CodeKind {
     /// An unknown identity asks the owner to let it in.

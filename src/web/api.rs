@@ -2,6 +2,7 @@
 //! one gets a 4xx JSON error and changes nothing.
 
 use super::channel::message_json;
+use super::conversations;
 use super::{WebAuth, WebHub};
 use crate::http::{ApiError, ApiJson, ApiPath, ApiQuery};
 use crate::ids::WEB_CHANNEL as CHANNEL;
@@ -10,7 +11,7 @@ use axum::extract::State;
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{Html, IntoResponse, Response};
-use axum::routing::{get, post};
+use axum::routing::{get, patch, post};
 use axum::{Json, Router};
 use butler_channel::{
     Accepted, Actor, ConversationKind, ConversationRef, EventBody, EventId, Identity, InboundEvent, Ingress,
@@ -58,13 +59,13 @@ impl OwnerCache {
 
 #[derive(Clone)]
 pub(crate) struct WebState {
-    store: Arc<dyn Store>,
+    pub(super) store: Arc<dyn Store>,
     ingress: Arc<dyn Ingress>,
-    hub: Arc<WebHub>,
-    auth: WebAuth,
+    pub(super) hub: Arc<WebHub>,
+    pub(super) auth: WebAuth,
     info: PageInfo,
     /// Ends open event streams on shutdown.
-    shutdown: CancellationToken,
+    pub(super) shutdown: CancellationToken,
     owners: Arc<OwnerCache>,
 }
 
@@ -90,6 +91,8 @@ pub(crate) fn routes(state: WebState) -> Router {
         .route("/api/v1/info", get(info))
         .route("/api/v1/messages", post(post_message))
         .route("/api/v1/actions", post(post_action))
+        .route("/api/v1/conversations", get(conversations_list))
+        .route("/api/v1/conversations/{id}", patch(conversation_rename).delete(conversation_remove))
         .route("/api/v1/conversations/{id}/messages", get(list_messages))
         .route("/api/v1/conversations/{id}/stream", get(stream))
         .with_state(state)
@@ -114,7 +117,11 @@ async fn style_css() -> impl IntoResponse {
 }
 
 async fn info(State(s): State<WebState>) -> impl IntoResponse {
-    let hint = (!s.info.llm_configured).then(|| crate::llm::LlmError::NotConfigured.to_string());
+    // The page already says "no model configured": the hint says only what to do.
+    let hint = (!s.info.llm_configured).then_some(
+        "Set OPENAI_API_KEY (with BUTLER_MODEL; OPENAI_BASE_URL for other servers), or ANTHROPIC_API_KEY, or \
+         [llm] in the config file (`butler init` writes one), then restart Butler.",
+    );
     Json(json!({
         "llm": {"configured": s.info.llm_configured, "provider": s.info.provider, "model": s.info.model, "hint": hint},
         "auth": if s.auth.is_local() { "local" } else { "token" },
@@ -123,7 +130,7 @@ async fn info(State(s): State<WebState>) -> impl IntoResponse {
 }
 
 /// A name safe to use as a conversation, user or client message id.
-fn check_name(field: &str, value: &str, max: usize) -> Result<(), ApiError> {
+pub(super) fn check_name(field: &str, value: &str, max: usize) -> Result<(), ApiError> {
     let ok = !value.is_empty()
         && value.len() <= max
         && value.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '@'));
@@ -138,7 +145,7 @@ fn check_name(field: &str, value: &str, max: usize) -> Result<(), ApiError> {
     }
 }
 
-fn conversation_id(raw: &str) -> Result<String, ApiError> {
+pub(super) fn conversation_id(raw: &str) -> Result<String, ApiError> {
     let id = raw.strip_prefix("web:").unwrap_or(raw);
     check_name("conversation", id, 64)?;
     Ok(id.to_string())
@@ -228,9 +235,25 @@ async fn post_message(
     ApiJson(body): ApiJson<PostMessage>,
 ) -> Result<Response, ApiError> {
     let conv = conversation_id(&body.conversation)?;
+    let (event_id, outcome) =
+        submit_message(&s, &headers, &conv, body.user.as_deref(), &body.text, body.id.as_deref()).await?;
+    Ok(accepted(&event_id, outcome))
+}
+
+/// Checks and stores a user's message in web conversation `conv` (creating it for them) and
+/// hands it to the ingress: POST /api/v1/messages and the OpenAI API's chat completions.
+/// Returns the event id and whether it was new.
+pub(super) async fn submit_message(
+    s: &WebState,
+    headers: &HeaderMap,
+    conv: &str,
+    claimed: Option<&str>,
+    text: &str,
+    client_id: Option<&str>,
+) -> Result<(String, Accepted), ApiError> {
     // Made storable before any check or write, exactly as ingress does, so the page's log and
     // the inbox hold the same text on every backend.
-    let text = butler_channel::storable_text(&body.text);
+    let text = butler_channel::storable_text(text);
     let text = text.trim();
     if text.is_empty() {
         return Err(ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "empty_text", "`text` is empty"));
@@ -242,12 +265,13 @@ async fn post_message(
             format!("`text` is longer than {MAX_TEXT_CHARS} characters"),
         ));
     }
-    if let Some(id) = &body.id {
+    if let Some(id) = client_id {
         check_name("id", id, 100)?;
     }
-    let (user, exists) = authorize(&s, &headers, body.user.as_deref(), &conv).await?;
+    let (user, exists) = authorize(s, headers, claimed, conv).await?;
     let identity = format!("{CHANNEL}:{user}");
     if !exists {
+        super::openai::may_create(conv, &user)?;
         let row = ConversationRow {
             id: format!("{CHANNEL}:{conv}"),
             kind: ConversationKind::Direct,
@@ -260,7 +284,7 @@ async fn post_message(
             return Err(ApiError::new(StatusCode::FORBIDDEN, "forbidden", "this conversation belongs to someone else"));
         }
     }
-    let event_id = match &body.id {
+    let event_id = match client_id {
         Some(id) => format!("{CHANNEL}:{conv}:{id}"),
         None => format!("{CHANNEL}:{}", uuid::Uuid::new_v4()),
     };
@@ -275,12 +299,12 @@ async fn post_message(
         buttons: vec![],
     };
     let row = s.store.web_insert(&shown).await.map_err(ApiError::unavailable)?;
-    let ev = event(&conv, &user, event_id.clone(), EventBody::Message { text: text.to_string() });
+    let ev = event(conv, &user, event_id.clone(), EventBody::Message { text: text.to_string() });
     let outcome = s.ingress.accept(ev).await.map_err(ingress_error)?;
     if outcome == Accepted::New {
         s.hub.publish(&shown.conversation, "created", message_json(&row));
     }
-    Ok(accepted(&event_id, outcome))
+    Ok((event_id, outcome))
 }
 
 async fn post_action(
@@ -303,6 +327,7 @@ async fn post_action(
     if !exists {
         return Err(ApiError::new(StatusCode::NOT_FOUND, "unknown_conversation", "no such conversation"));
     }
+    super::conversations::check_live_action(&*s.store, &format!("{CHANNEL}:{conv}"), &body.action).await?;
     let event_id = match &body.id {
         Some(id) => format!("{CHANNEL}:{conv}:action:{id}"),
         None => format!("{CHANNEL}:action:{}", uuid::Uuid::new_v4()),
@@ -352,7 +377,10 @@ async fn list_messages(
     if !(1..=1000).contains(&limit) {
         return Err(ApiError::bad_request("`limit` must be between 1 and 1000"));
     }
-    let rows = s.store.web_list(&conv, q.after.unwrap_or(0), limit).await.map_err(ApiError::unavailable)?;
+    // A deleted conversation shows only what came after the delete.
+    let hidden = s.store.web_conversation(&conv).await.map_err(ApiError::unavailable)?.and_then(|c| c.hidden_upto);
+    let after = q.after.unwrap_or(0).max(hidden.unwrap_or(0));
+    let rows = s.store.web_list(&conv, after, limit).await.map_err(ApiError::unavailable)?;
     let messages: Vec<_> = rows.iter().map(message_json).collect();
     Ok(Json(json!({"conversation": conv, "messages": messages})).into_response())
 }
@@ -375,4 +403,45 @@ async fn stream(
         .map(Ok)
         .take_until(async move { shutdown.cancelled().await });
     Ok(Sse::new(events).keep_alive(KeepAlive::default()))
+}
+
+/// The caller's web identity (`web:<user>`): the token's, or locally `claimed` (default `local`).
+fn web_caller(s: &WebState, headers: &HeaderMap, claimed: Option<&str>) -> Result<String, ApiError> {
+    if let Some(u) = claimed {
+        check_name("user", u.strip_prefix("web:").unwrap_or(u), 64)?;
+    }
+    Ok(format!("{CHANNEL}:{}", s.auth.user(headers, claimed)?))
+}
+
+async fn conversations_list(
+    State(s): State<WebState>,
+    headers: HeaderMap,
+    ApiQuery(q): ApiQuery<conversations::ListQuery>,
+) -> Result<Response, ApiError> {
+    let owner = web_caller(&s, &headers, q.user.as_deref())?;
+    conversations::list(&*s.store, &owner, q.limit).await
+}
+
+async fn conversation_rename(
+    State(s): State<WebState>,
+    headers: HeaderMap,
+    ApiPath(raw): ApiPath<String>,
+    ApiQuery(q): ApiQuery<conversations::UserQuery>,
+    ApiJson(body): ApiJson<conversations::Rename>,
+) -> Result<Response, ApiError> {
+    let title = conversations::clean_title(body.title.as_deref())?;
+    let conv = conversation_id(&raw)?;
+    let owner = web_caller(&s, &headers, body.user.as_deref().or(q.user.as_deref()))?;
+    conversations::rename(&*s.store, &owner, &conv, title).await
+}
+
+async fn conversation_remove(
+    State(s): State<WebState>,
+    headers: HeaderMap,
+    ApiPath(raw): ApiPath<String>,
+    ApiQuery(q): ApiQuery<conversations::UserQuery>,
+) -> Result<Response, ApiError> {
+    let conv = conversation_id(&raw)?;
+    let owner = web_caller(&s, &headers, q.user.as_deref())?;
+    conversations::remove(&*s.store, &owner, &conv).await
 }

@@ -1,10 +1,11 @@
 //! The web chat as a [`Channel`]: sending writes the message to the web message log and pushes
 //! it to open pages; editing a draft only pushes (streaming is not written to disk); the final
 //! edit is written. Sends are idempotent on the outbox key, so a re-send after a crash shows
-//! one message, not two.
+//! one message, not two. A message that answers no web event (a scheduled briefing, an alert,
+//! a background result) marks its conversation as written to by Butler on its own.
 
 use super::hub::WebHub;
-use crate::store::{NewWebMessage, WebMessage, WebStore};
+use crate::store::{NewWebMessage, Store, WebConversationStore, WebMessage, WebStore};
 use async_trait::async_trait;
 use butler_channel::{Caps, Channel, ChannelError, MessageRef, Outbound, TextFormat};
 use serde_json::json;
@@ -13,13 +14,20 @@ use std::time::Duration;
 
 pub(crate) struct WebChannel {
     store: Arc<dyn WebStore>,
+    marks: Arc<dyn WebConversationStore>,
     hub: Arc<WebHub>,
 }
 
 impl WebChannel {
-    pub(crate) fn new(store: Arc<dyn WebStore>, hub: Arc<WebHub>) -> Self {
-        Self { store, hub }
+    pub(crate) fn new(store: Arc<dyn Store>, hub: Arc<WebHub>) -> Self {
+        Self { store: store.clone(), marks: store, hub }
     }
+}
+
+/// Whether a message with outbox key `key` was written without the user asking: anything but
+/// the answer to a web event (`web:...`: a message, a click) or an approval request of a turn.
+fn unprompted(key: Option<&str>) -> bool {
+    key.is_none_or(|k| !(k.starts_with("web:") || k.starts_with("approval:")))
 }
 
 fn transient(e: crate::store::StoreError) -> ChannelError {
@@ -73,6 +81,9 @@ impl Channel for WebChannel {
             buttons: msg.buttons.clone(),
         };
         let mut row = self.store.web_insert(&new).await.map_err(transient)?;
+        if unprompted(msg.key.as_deref()) {
+            self.marks.web_mark_unprompted(&conversation, row.created_ms).await.map_err(transient)?;
+        }
         if row.text != msg.text || row.buttons != msg.buttons {
             // Sent before (e.g. as a draft, before a crash): bring it up to date.
             row = self.store.web_update(row.id, &msg.text, &msg.buttons).await.map_err(transient)?.unwrap_or(row);

@@ -10,12 +10,15 @@
 mod api;
 mod auth;
 mod channel;
+mod conversations;
 mod hub;
+mod openai;
 
 pub(crate) use api::{routes, PageInfo, WebState};
 pub(crate) use auth::WebAuth;
 pub(crate) use channel::WebChannel;
 pub(crate) use hub::WebHub;
+pub(crate) use openai::routes as openai_routes;
 
 /// The identity a tokenless local page speaks as.
 pub(crate) const LOCAL_USER: &str = "local";

@@ -4,7 +4,7 @@
 
 use crate::support::app::{config, TestApp};
 use crate::support::fake_llm::{FakeLlm, Reply};
-use crate::{approval_id, click, request_in, wait_for, Touch};
+use crate::{approval_id, click, refused_click, request_in, wait_for, Touch};
 use butler::store::ApprovalStatus;
 use serde_json::{json, Value};
 
@@ -63,9 +63,9 @@ async fn approve_once_runs_the_call_exactly_once_and_edits_the_request() {
     assert!(edited["buttons"].as_array().unwrap().is_empty());
     assert_eq!(llm.last_request().unwrap().last_tool_result().unwrap(), "touched lamp");
 
-    // A second click changes nothing and says so.
-    assert_eq!(click(&app, "a1", "local", &format!("ap:{id}:once")).await, 202);
-    wait_for(&app, "a1", "the refusal", |m| texts(m).iter().any(|t| t.contains("already answered (approved"))).await;
+    // A second click is refused at once, says why, and changes nothing.
+    let why = refused_click(&app, "a1", &format!("ap:{id}:once")).await;
+    assert!(why.contains("already answered (approved"), "{why}");
     assert_eq!(touch.runs(), 1);
     assert_eq!(llm.request_count(), 2);
     app.stop().await;
@@ -123,8 +123,8 @@ async fn an_unanswered_request_expires_as_a_denial() {
     let pool = sqlx::SqlitePool::connect(&app.db_url()).await.unwrap();
     let id: String = sqlx::query_scalar("SELECT id FROM approvals").fetch_one(&pool).await.unwrap();
     pool.close().await;
-    click(&app, "e1", "local", &format!("ap:{id}:once")).await;
-    wait_for(&app, "e1", "the refusal", |m| texts(m).iter().any(|t| t.contains("already answered (expired"))).await;
+    let why = refused_click(&app, "e1", &format!("ap:{id}:once")).await;
+    assert!(why.contains("already answered (expired"), "{why}");
     assert_eq!(touch.runs(), 0);
     app.stop().await;
 }

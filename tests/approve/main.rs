@@ -49,6 +49,17 @@ pub async fn click(app: &TestApp, conv: &str, user: &str, action: &str) -> u16 {
     app.http.post(app.url("/api/v1/actions")).json(&body).send().await.unwrap().status().as_u16()
 }
 
+/// A click the server must refuse at once (the button is no longer live): 409 `stale_action`;
+/// returns the error message.
+pub async fn refused_click(app: &TestApp, conv: &str, action: &str) -> String {
+    let body = json!({"conversation": conv, "user": "local", "action": action});
+    let r = app.http.post(app.url("/api/v1/actions")).json(&body).send().await.unwrap();
+    assert_eq!(r.status().as_u16(), 409, "a click on a button that is gone");
+    let v: serde_json::Value = r.json().await.unwrap();
+    assert_eq!(v["error"]["code"], "stale_action", "{v}");
+    v["error"]["message"].as_str().unwrap_or_default().to_string()
+}
+
 /// A read-only test tool (runs without asking) that counts its runs.
 pub struct Peek {
     spec: ToolSpec,

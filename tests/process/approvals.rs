@@ -5,7 +5,7 @@
 use super::{approve_action, click, llm_section, messages, post, wait_messages};
 use crate::support::fake_llm::{FakeLlm, Reply};
 use crate::support::proc::Deployment;
-use serde_json::json;
+use serde_json::{json, Value};
 use std::time::Duration;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -34,12 +34,12 @@ async fn a_pending_approval_survives_sigkill_and_resumes_once() {
     })
     .await;
     assert_eq!(std::fs::read_to_string(&file).unwrap(), "buy milk");
-    // A second click on the old button is refused and changes nothing.
-    click(&base, "r1", &action).await;
-    wait_messages(&base, "r1", "the refusal", |m| {
-        m.iter().any(|x| x["text"].as_str().unwrap_or("").contains("already answered"))
-    })
-    .await;
+    // A second click on the old button is refused at once (the button is gone) and changes nothing.
+    let body = json!({"conversation": "r1", "user": "local", "action": action});
+    let r = reqwest::Client::new().post(format!("{base}/api/v1/actions")).json(&body).send().await.unwrap();
+    assert_eq!(r.status(), 409);
+    let refused: Value = r.json().await.unwrap();
+    assert_eq!(refused["error"]["code"], "stale_action", "{refused}");
     tokio::time::sleep(Duration::from_millis(500)).await;
     let answers = messages(&base, "r1").await.iter().filter(|x| x["text"] == "Written to notes/todo.md.").count();
     assert_eq!(answers, 1, "resumed exactly once: {msgs:#?}");

@@ -21,7 +21,8 @@ async fn serve_without_config_runs_on_the_embedded_default() {
     let mut server = Server { child, log };
     let base = "http://127.0.0.1:8080";
     server.wait_ready(base).await;
-    assert!(dir.path().join("data/butler.db").exists(), "SQLite under ./data");
+    // HOME is the temp dir: the default data dir is ~/.local/share/butler.
+    assert!(dir.path().join(".local/share/butler/butler.db").exists(), "SQLite in the user's data dir");
     let health: serde_json::Value = reqwest::get(format!("{base}/healthz")).await.unwrap().json().await.unwrap();
     assert_eq!(health["status"], "ok");
     let page = reqwest::get(format!("{base}/")).await.unwrap().text().await.unwrap();

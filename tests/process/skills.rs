@@ -21,7 +21,7 @@ fn deployment() -> Deployment {
     let dep = Deployment::new("[skills]\ndirs = [\"~/extra\"]\n");
     let home = dep.dir.path();
     write_skill(
-        &home.join("data/skills"),
+        &home.join(".local/share/butler/skills"),
         "alpha",
         "---\nname: alpha\ndescription: Alpha from the data dir.\n---\nAlpha body.\n",
     );
@@ -98,7 +98,10 @@ fn doctor_reports_each_skill_source() {
     let extra = dep.dir.path().join("extra");
     let wants = [
         "[ ok ] skills (built-in): 2 skill(s): summarize-thread, morning-briefing (overridden)".to_string(),
-        "[ ok ] skills (data dir data/skills): 1 skill(s): alpha".to_string(),
+        format!(
+            "[ ok ] skills (data dir {}): 1 skill(s): alpha",
+            dep.dir.path().join(".local/share/butler/skills").display()
+        ),
         format!("[warn] skills (skills.dirs[0] {}): 1 skill(s): morning-briefing; 1 skipped", extra.display()),
         format!("skipped {}: no front matter", extra.join("broken/SKILL.md").display()),
     ];

@@ -32,6 +32,8 @@
 //! assert!(req.last_user_text().contains("weather"));
 //! ```
 //!
+//! `GET /v1/models` lists `serve_models` (default `fake-model`) and is not recorded.
+//!
 //! Replies: `text`, `chunks`, `echo`, `tool_call` (+ `and_tool_call`, `and_raw_tool_call`,
 //! `with_text`); errors in each provider's real JSON shape (`bad_key`, `unknown_model`,
 //! `context_too_long`, `rate_limited`, `server_error`, `http_error`); modifiers
@@ -121,13 +123,16 @@ impl RecordedRequest {
     }
 
     /// The text of the last user message that has text (tool-result-only messages skipped, and
-    /// the user message right after OpenAI tool results, which carries their images).
+    /// the user message of images right after OpenAI tool results, which carries their images).
     pub fn last_user_text(&self) -> String {
         let msgs = self.messages();
         let role = |i: usize| msgs.get(i).and_then(|m| m.get("role")).and_then(Value::as_str);
+        let has_image = |i: usize| {
+            msgs[i]["content"].as_array().is_some_and(|parts| parts.iter().any(|p| p["type"] == "image_url"))
+        };
         (0..msgs.len())
             .rev()
-            .filter(|&i| role(i) == Some("user") && !(i > 0 && role(i - 1) == Some("tool")))
+            .filter(|&i| role(i) == Some("user") && !(i > 0 && role(i - 1) == Some("tool") && has_image(i)))
             .map(|i| text_of(msgs[i].get("content").unwrap_or(&Value::Null)))
             .find(|t| !t.is_empty())
             .unwrap_or_default()
@@ -193,6 +198,8 @@ struct Script {
     queue: VecDeque<Arc<Reply>>,
     default: Arc<Reply>,
     api_key: Option<String>,
+    /// What `GET /v1/models` lists (`serve_models`).
+    models: Vec<String>,
 }
 
 impl Script {
@@ -239,6 +246,7 @@ impl FakeLlm {
                 queue: VecDeque::new(),
                 default: Arc::new(Reply::echo()),
                 api_key: None,
+                models: vec!["fake-model".to_string()],
             }),
             requests: Mutex::new(VecDeque::new()),
             record_limit: AtomicUsize::new(10_000),
@@ -308,6 +316,12 @@ impl FakeLlm {
     /// Replaces the default reply (used when no rule matches and the queue is empty).
     pub fn set_default(&self, reply: Reply) {
         self.script().default = Arc::new(reply);
+    }
+
+    /// What `GET /v1/models` lists from now on (default: `fake-model`), in OpenAI's shape; it
+    /// answers 401 without the key `require_api_key` asks for.
+    pub fn serve_models(&self, names: &[&str]) {
+        self.script().models = names.iter().map(|n| n.to_string()).collect();
     }
 
     /// From now on, requests without this key get `bad_key()`.
@@ -418,6 +432,17 @@ async fn handle(
         key: req.api_key().unwrap_or_default().to_string(),
         body_len: body.len(),
     };
+    // Model listings are answered but not recorded: requests are the completions.
+    if method == Method::GET && uri.path() == "/v1/models" {
+        let script = shared.script.lock().unwrap_or_else(|p| p.into_inner());
+        if script.api_key.as_ref().is_some_and(|k| *k != view.key) {
+            let body = json!({"error": {"message": "Incorrect API key provided", "type": "invalid_request_error", "code": "invalid_api_key"}});
+            return json_response(401, &[], body.to_string());
+        }
+        let data: Vec<Value> =
+            script.models.iter().map(|m| json!({"id": m, "object": "model", "owned_by": "fake"})).collect();
+        return json_response(200, &[], json!({"object": "list", "data": data}).to_string());
+    }
     let problem = check(&req);
     record(&shared, req);
 

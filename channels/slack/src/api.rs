@@ -89,7 +89,29 @@ fn map_error(e: SlackClientError) -> ChannelError {
                 _ => ChannelError::Rejected(format!("HTTP {status}")),
             }
         }
-        other => ChannelError::Transient(other.to_string()),
+        other => ChannelError::Transient(transport_failure(&other)),
+    }
+}
+
+/// A failure below Slack's API (connecting, reading the answer) as a sentence: the innermost
+/// cause ("Connection refused (os error 111)"), never slack-morphism's Debug dump of it.
+fn transport_failure(e: &SlackClientError) -> String {
+    let cause: Option<&(dyn std::error::Error + 'static)> = match e {
+        SlackClientError::HttpProtocolError(p) => p.cause.as_deref().map(|c| c as _),
+        SlackClientError::SystemError(s) => s.cause.as_deref().map(|c| c as _),
+        _ => None,
+    };
+    if let Some(mut root) = cause {
+        while let Some(next) = root.source() {
+            root = next;
+        }
+        return format!("the request did not get through: {root}");
+    }
+    match e {
+        SlackClientError::SystemError(s) => s.message.clone().unwrap_or_else(|| "the request failed".into()),
+        SlackClientError::ProtocolError(p) => format!("Slack's answer was not the JSON expected: {}", p.json_error),
+        SlackClientError::EndOfStream(_) => "the connection closed before Slack answered".into(),
+        other => other.to_string(),
     }
 }
 

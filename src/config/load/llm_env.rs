@@ -8,7 +8,9 @@
 //!    `BUTLER_MODEL`, else `claude-sonnet-4-5` when a key is set.
 //!
 //! Empty variables count as unset. When the file sets `llm.provider`, only that provider's
-//! variables are used. `BUTLER_MODEL` alone configures nothing. This must never log a key.
+//! variables are used. `BUTLER_MODEL` alone configures nothing; when the file or an override
+//! (`BUTLER_LLM__BASE_URL`, `BUTLER_LLM__API_KEY`) sets the endpoint but no model, it names the
+//! model. This must never log a key.
 
 use super::super::{LlmConfig, ProviderKind, Secret};
 use super::env::Env;
@@ -21,7 +23,13 @@ pub const DEFAULT_ANTHROPIC_MODEL: &str = "claude-sonnet-4-5";
 /// Fills `llm` from `env` as described in the module docs. `provider_set`: the file or an
 /// override named `llm.provider`.
 pub(super) fn apply_defaults(llm: &mut LlmConfig, provider_set: bool, env: &Env) {
-    if !llm.model.is_empty() || llm.api_key.is_some() || llm.base_url.is_some() {
+    if !llm.model.is_empty() {
+        return;
+    }
+    if llm.api_key.is_some() || llm.base_url.is_some() {
+        if let Some(model) = env.non_empty("BUTLER_MODEL") {
+            llm.model = model.to_string();
+        }
         return;
     }
     let candidates = [

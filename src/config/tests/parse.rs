@@ -281,10 +281,102 @@ fn llm_comes_from_the_environment_when_unset() {
             &[("OPENAI_API_KEY", "ok")],
             (Openai, Some("http://127.0.0.1:8081/v1"), "", None),
         ),
+        // An endpoint from the file or an override still takes its model from BUTLER_MODEL.
+        (
+            "",
+            &[("BUTLER_LLM__BASE_URL", "http://127.0.0.1:11434/v1"), ("BUTLER_MODEL", "llama3.1")],
+            (Openai, Some("http://127.0.0.1:11434/v1"), "llama3.1", None),
+        ),
+        (
+            "[llm]\nbase_url = \"http://127.0.0.1:8081/v1\"",
+            &[("BUTLER_MODEL", "qwen")],
+            (Openai, Some("http://127.0.0.1:8081/v1"), "qwen", None),
+        ),
+        (
+            "[llm]\nmodel = \"file\"\nbase_url = \"http://h/v1\"",
+            &[("BUTLER_MODEL", "env")],
+            (Openai, Some("http://h/v1"), "file", None),
+        ),
     ];
     for (file, vars, (provider, base_url, model, key)) in cases {
         let llm = parse(file, vars).unwrap().llm;
         let got = (llm.provider, llm.base_url.as_deref(), llm.model.as_str(), llm.api_key.as_ref().map(|k| k.expose()));
         assert_eq!(got, (*provider, *base_url, *model, *key), "{file:?} with {:?}", env(vars));
     }
+}
+
+#[test]
+fn the_data_dir_holds_the_database_and_the_workspaces_unless_the_config_says() {
+    // (file, environment, database url, workspace dir)
+    let cases: &[(&str, Vars, &str, &str)] = &[
+        ("", &[], "sqlite://data/butler.db", "data/workspaces"),
+        (
+            "",
+            &[("HOME", "/home/u")],
+            "sqlite:///home/u/.local/share/butler/butler.db",
+            "/home/u/.local/share/butler/workspaces",
+        ),
+        (
+            "",
+            &[("HOME", "/home/u"), ("XDG_DATA_HOME", "/xdg")],
+            "sqlite:///xdg/butler/butler.db",
+            "/xdg/butler/workspaces",
+        ),
+        // A relative XDG_DATA_HOME is invalid by the spec and ignored.
+        (
+            "",
+            &[("HOME", "/home/u"), ("XDG_DATA_HOME", "rel")],
+            "sqlite:///home/u/.local/share/butler/butler.db",
+            "/home/u/.local/share/butler/workspaces",
+        ),
+        (
+            "",
+            &[("HOME", "/home/u"), ("XDG_DATA_HOME", "/xdg"), ("BUTLER_DATA_DIR", "/srv/b")],
+            "sqlite:///srv/b/butler.db",
+            "/srv/b/workspaces",
+        ),
+        (
+            "[database]\nurl = \"postgres://u:p@h/db\"",
+            &[("BUTLER_DATA_DIR", "/srv/b")],
+            "postgres://u:p@h/db",
+            "/srv/b/workspaces",
+        ),
+        ("[tools]\nworkspace_dir = \"ws\"", &[("BUTLER_DATA_DIR", "/srv/b")], "sqlite:///srv/b/butler.db", "ws"),
+        (
+            "",
+            &[("BUTLER_DATA_DIR", "/srv/b"), ("BUTLER_DATABASE__URL", "sqlite://x.db")],
+            "sqlite://x.db",
+            "/srv/b/workspaces",
+        ),
+    ];
+    for (file, vars, url, ws) in cases {
+        let cfg = parse(file, vars).unwrap();
+        assert_eq!((cfg.database.url.expose(), cfg.tools.workspace_dir.as_str()), (*url, *ws), "{file:?} {vars:?}");
+    }
+}
+
+#[test]
+fn the_config_file_is_looked_up_in_the_folder_then_the_users_config_dir() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    let user = home.join(".config/butler/butler.toml");
+    std::fs::create_dir_all(user.parent().unwrap()).unwrap();
+    std::fs::write(&user, "").unwrap();
+    let here = dir.path().join("here");
+    std::fs::create_dir_all(&here).unwrap();
+    let home_s = home.display().to_string();
+    let vars = env(&[("HOME", home_s.as_str())]);
+    assert_eq!(crate::config::select_file(None, &vars, &here).unwrap(), Some(user.clone()), "the user's file");
+    std::fs::create_dir_all(here.join("config")).unwrap();
+    std::fs::write(here.join("config/butler.toml"), "").unwrap();
+    assert_eq!(
+        crate::config::select_file(None, &vars, &here).unwrap(),
+        Some(here.join("config/butler.toml")),
+        "./config/butler.toml comes first"
+    );
+    let xdg = dir.path().join("xdg");
+    let xdg_s = xdg.display().to_string();
+    let with_xdg = env(&[("HOME", home_s.as_str()), ("XDG_CONFIG_HOME", xdg_s.as_str())]);
+    assert_eq!(crate::config::user_config_file(&with_xdg), Some(xdg.join("butler/butler.toml")));
+    assert_eq!(crate::config::select_file(None, &with_xdg, &dir.path().join("none")).unwrap(), None, "no file there");
 }

@@ -34,6 +34,7 @@ mod sqlite;
 mod turn;
 mod users;
 mod web;
+mod web_conversations;
 
 pub use postgres::PgStore;
 pub use sqlite::SqliteStore;
@@ -81,6 +82,7 @@ macro_rules! impl_store {
         $crate::store::sql::memory::impl_memory!($store, $db);
         $crate::store::sql::users::impl_users!($store, $db);
         $crate::store::sql::web::impl_web!($store, $db);
+        $crate::store::sql::web_conversations::impl_web_conversations!($store, $db);
         $crate::store::sql::access::impl_access!($store, $db);
         $crate::store::sql::approvals::impl_approvals!($store, $db);
         $crate::store::sql::audit::impl_audit!($store, $db);

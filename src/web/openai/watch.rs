@@ -1,0 +1,280 @@
+//! Waiting for Butler's answer to one message posted through the OpenAI API, as text: the
+//! reply's streamed drafts (from the web hub, as the page sees them) become appended deltas, and
+//! once the event is finished in the inbox the committed reply, any failure notice and the
+//! session's waiting approvals (each with its `/approve ID` line, as on a channel without
+//! buttons) make the final text.
+//!
+//! The watch only reads: it must never change the event, its turn or its delivery, so a client
+//! that goes away (the watch is dropped) leaves the turn to finish and be stored as usual. Every
+//! wait is bounded (the reply timeout, shutdown).
+
+use crate::permissions::approval::approval_notice;
+use crate::session::retry::failed_key;
+use crate::session::session_key;
+use crate::store::{reply_key, InboxRow, InboxStatus, OutboxRow, OutboxStatus, Store, UsageTotals};
+use crate::web::hub::{HubEvent, Subscription};
+use butler_channel::Identity;
+use futures::StreamExt;
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::time::{Instant, Interval, MissedTickBehavior};
+use tokio_util::sync::CancellationToken;
+
+/// How often the store is asked whether the event is finished.
+const POLL: Duration = Duration::from_millis(100);
+/// How long a finished event's reply may take to reach the web conversation before its committed
+/// text is answered anyway.
+const DELIVERY_GRACE: Duration = Duration::from_secs(5);
+/// The longest a request waits for Butler's answer.
+pub(super) const REPLY_TIMEOUT: Duration = Duration::from_secs(300);
+/// Messages of the conversation remembered while the reply's draft is not known yet.
+const SEEN_MAX: usize = 32;
+
+const TIMEOUT_NOTE: &str =
+    "⏳ Butler is still working on this; the answer will appear in this conversation (in the web chat).";
+const SHUTDOWN_NOTE: &str = "⏹ Butler is shutting down; the answer will follow in this conversation after it restarts.";
+const NO_ANSWER_NOTE: &str = "(Butler took this message without an answer.)";
+const FAILED_NOTE: &str = "⚠️ Butler could not answer this message.";
+
+/// What the watch has next.
+pub(super) enum Step {
+    /// More text of the streamed reply (append it).
+    Delta(String),
+    /// The answer is complete.
+    Done(Final),
+}
+
+/// The complete answer.
+pub(super) struct Final {
+    /// The whole answer as one text.
+    pub text: String,
+    /// What a stream has not sent yet of `text` (all of it when nothing was streamed).
+    pub rest: String,
+    /// This user's model usage since the request arrived, when Butler recorded any.
+    pub usage: Option<UsageTotals>,
+}
+
+/// What the watch follows: one event of one web user.
+pub(super) struct Target {
+    pub event_id: String,
+    /// The web user (without `web:`).
+    pub user: String,
+    /// When the request arrived (usage is counted from here).
+    pub started_ms: i64,
+}
+
+pub(super) struct Watch {
+    store: Arc<dyn Store>,
+    sub: Subscription,
+    open: bool,
+    target: Target,
+    deadline: Instant,
+    shutdown: CancellationToken,
+    poll: Interval,
+    /// The web message id of the reply's draft, once the outbox has recorded it.
+    draft: Option<i64>,
+    /// Latest text of assistant messages seen while the draft was not known.
+    seen: HashMap<i64, String>,
+    /// The text handed out as deltas so far.
+    sent: String,
+    /// When the event was first seen finished.
+    settled: Option<Instant>,
+}
+
+impl Watch {
+    /// Follows `target` on `sub` (subscribed before the event was handed to the ingress, so no
+    /// draft is missed) until the answer is complete or `timeout` has passed.
+    pub(super) fn new(
+        store: Arc<dyn Store>,
+        sub: Subscription,
+        target: Target,
+        timeout: Duration,
+        shutdown: CancellationToken,
+    ) -> Self {
+        let mut poll = tokio::time::interval(POLL);
+        poll.set_missed_tick_behavior(MissedTickBehavior::Delay);
+        Self {
+            store,
+            sub,
+            open: true,
+            target,
+            deadline: Instant::now() + timeout,
+            shutdown,
+            poll,
+            draft: None,
+            seen: HashMap::new(),
+            sent: String::new(),
+            settled: None,
+        }
+    }
+
+    /// Waits for the next delta or the end.
+    pub(super) async fn next(&mut self) -> Step {
+        loop {
+            tokio::select! {
+                biased;
+                _ = self.shutdown.cancelled() => return Step::Done(self.give_up(SHUTDOWN_NOTE).await),
+                _ = tokio::time::sleep_until(self.deadline) => return Step::Done(self.give_up(TIMEOUT_NOTE).await),
+                item = self.sub.next(), if self.open => match item {
+                    Some(Ok(ev)) => {
+                        if let Some(delta) = self.take(ev).await {
+                            return Step::Delta(delta);
+                        }
+                    }
+                    // Drafts carry the whole text: the next one catches up.
+                    Some(Err(_lagged)) => {}
+                    None => self.open = false,
+                },
+                _ = self.poll.tick() => {
+                    if let Some(done) = self.check().await {
+                        return Step::Done(done);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Takes one event of the conversation; returns new text of the reply's draft, if any.
+    async fn take(&mut self, ev: HubEvent) -> Option<String> {
+        let data = &ev.data;
+        let id = data.get("id")?.as_i64()?;
+        if ev.kind == "created" && data.get("role").and_then(|r| r.as_str()) != Some("assistant") {
+            return None;
+        }
+        if data.get("draft").and_then(|d| d.as_bool()) != Some(true) {
+            // A message reached its final text: the event may be finished, look soon.
+            self.poll.reset_immediately();
+        }
+        let text = data.get("text")?.as_str()?.to_string();
+        if self.draft.is_none() {
+            if self.seen.len() >= SEEN_MAX {
+                self.seen.clear();
+            }
+            self.seen.insert(id, text);
+            self.draft = self.draft_id().await;
+            let draft = self.draft?;
+            let latest = self.seen.remove(&draft)?;
+            self.seen.clear();
+            return self.advance(&latest);
+        }
+        (self.draft == Some(id)).then(|| self.advance(&text)).flatten()
+    }
+
+    /// The web message id of the reply's streamed draft, once its outbox row records it.
+    async fn draft_id(&self) -> Option<i64> {
+        let row = self.store.outbox_get(&reply_key(&self.target.event_id)).await.ok()??;
+        row.platform_ids.first()?.parse().ok()
+    }
+
+    /// New text when `draft` (less its "running tools" line) extends what was sent.
+    fn advance(&mut self, draft: &str) -> Option<String> {
+        let text = without_progress(draft);
+        let more = text.strip_prefix(self.sent.as_str())?;
+        if more.is_empty() {
+            return None;
+        }
+        let more = more.to_string();
+        self.sent.push_str(&more);
+        Some(more)
+    }
+
+    /// The answer, when the event is finished (and its reply delivered, or the grace is over).
+    async fn check(&mut self) -> Option<Final> {
+        let row = match self.store.inbox_get(&self.target.event_id).await {
+            Ok(Some(row)) => row,
+            Ok(None) => return None,
+            Err(e) => {
+                tracing::warn!(error = %e, event = %self.target.event_id, "openai api: cannot read the event; still waiting");
+                return None;
+            }
+        };
+        if matches!(row.status, InboxStatus::Pending | InboxStatus::Processing) {
+            return None;
+        }
+        let settled = *self.settled.get_or_insert_with(Instant::now);
+        let reply = self.store.outbox_get(&reply_key(&self.target.event_id)).await.ok().flatten();
+        let delivered = reply.as_ref().is_none_or(|r| matches!(r.status, OutboxStatus::Sent | OutboxStatus::Failed));
+        if !delivered && settled.elapsed() < DELIVERY_GRACE {
+            return None;
+        }
+        let text = self.answer(&row, reply).await;
+        Some(self.finish(text).await)
+    }
+
+    /// The final text of a finished event: the reply, a failure notice, the waiting approvals.
+    async fn answer(&self, row: &InboxRow, reply: Option<OutboxRow>) -> String {
+        let mut parts: Vec<String> = reply.map(|r| r.text).filter(|t| !t.trim().is_empty()).into_iter().collect();
+        if row.status == InboxStatus::Failed {
+            let notice = self.store.outbox_get(&failed_key(&self.target.event_id)).await.ok().flatten();
+            parts.push(notice.map(|n| n.text).unwrap_or_else(|| FAILED_NOTE.to_string()));
+        }
+        parts.extend(self.waiting_approvals(row).await);
+        if parts.is_empty() {
+            parts.push(NO_ANSWER_NOTE.to_string());
+        }
+        parts.join("\n\n")
+    }
+
+    /// The approval requests waiting in the event's session, as a channel without buttons shows
+    /// them (with the `/approve ID` and `/deny ID` commands that answer them).
+    async fn waiting_approvals(&self, row: &InboxRow) -> Vec<String> {
+        let key = session_key(&row.event);
+        let Ok(Some(session)) = self.store.session_active(&key).await else { return vec![] };
+        let Ok(mut pending) = self.store.approvals_pending(&session.id).await else { return vec![] };
+        pending.sort_by_key(|a| a.created_ms);
+        let asker = row.event.actor.name().to_string();
+        pending.iter().map(|a| approval_notice(a, &asker, false).text).collect()
+    }
+
+    /// No answer in time (or shutdown): what was streamed, and a note saying so.
+    async fn give_up(&mut self, note: &str) -> Final {
+        if let Some(done) = self.check().await {
+            return done;
+        }
+        let text = if self.sent.is_empty() { note.to_string() } else { format!("{}\n\n{note}", self.sent) };
+        self.finish(text).await
+    }
+
+    async fn finish(&mut self, text: String) -> Final {
+        let rest = match text.strip_prefix(self.sent.as_str()) {
+            Some(rest) => rest.to_string(),
+            // The final text does not extend the streamed one (rare: a revised draft): repeat it.
+            None => format!("\n\n{text}"),
+        };
+        Final { text, rest, usage: self.usage().await }
+    }
+
+    async fn usage(&self) -> Option<UsageTotals> {
+        let identity = Identity::new(crate::ids::WEB_CHANNEL, &self.target.user);
+        let user = self.store.identity_user(&identity).await.ok()??;
+        let totals = self.store.usage_since(&user.id, self.target.started_ms).await.ok()?;
+        (totals.input_tokens > 0 || totals.output_tokens > 0).then_some(totals)
+    }
+}
+
+/// A draft without the line the streamer adds while tools run (`_⚙ running name…_`).
+fn without_progress(draft: &str) -> &str {
+    match draft.rfind("_⚙ running ") {
+        Some(at) if draft.ends_with("…_") => draft[..at].trim_end_matches('\n'),
+        _ => draft,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_running_tools_line_is_not_text() {
+        let cases = [
+            ("Hello", "Hello"),
+            ("Let me look.\n\n_⚙ running file_read…_", "Let me look."),
+            ("_⚙ running now, web_fetch…_", ""),
+            ("_⚙ running is a word_ here", "_⚙ running is a word_ here"),
+        ];
+        for (draft, want) in cases {
+            assert_eq!(without_progress(draft), want, "{draft:?}");
+        }
+    }
+}

@@ -1,0 +1,104 @@
+//! The conversation list API (`GET /api/v1/conversations`, rename, delete) and the click check:
+//! an action that is on no live button of the conversation gets 409 at once.
+
+use crate::support::app::{config, TestApp};
+use butler::channel::{Button, ButtonStyle};
+use serde_json::{json, Value};
+
+async fn call(app: &TestApp, method: &str, path: &str, body: Option<Value>) -> (u16, Value) {
+    let url = app.url(path);
+    let req = match method {
+        "PATCH" => app.http.patch(url),
+        "DELETE" => app.http.delete(url),
+        "POST" => app.http.post(url),
+        _ => app.http.get(url),
+    };
+    let req = match body {
+        Some(b) => req.json(&b),
+        None => req,
+    };
+    let r = req.send().await.expect("request");
+    let status = r.status().as_u16();
+    (status, r.json().await.unwrap_or(Value::Null))
+}
+
+fn ids(v: &Value) -> Vec<String> {
+    v["conversations"].as_array().unwrap().iter().map(|c| c["id"].as_str().unwrap().to_string()).collect()
+}
+
+#[tokio::test]
+async fn list_rename_delete_and_live_clicks() {
+    let (cfg, dir) = config(None);
+    let app = TestApp::start(cfg, Some(dir)).await;
+    for (conv, user, text) in
+        [("c1", "alice", "first chat\nmore"), ("c2", "alice", "second chat"), ("b1", "bob", "bob")]
+    {
+        assert_eq!(app.post(conv, user, text).await.0, 202);
+        app.wait_replies(conv, 1, 30).await;
+    }
+    let (status, list) = call(&app, "GET", "/api/v1/conversations?user=alice", None).await;
+    assert_eq!(status, 200, "{list}");
+    assert_eq!(ids(&list), ["c2", "c1"], "newest first, only alice's: {list}");
+    assert_eq!(list["conversations"][1]["title"], "first chat");
+    assert_eq!(list["conversations"][1]["butler"], false);
+
+    // (method, path, body, status, error code)
+    let cases: Vec<(&str, &str, Option<Value>, u16, &str)> = vec![
+        ("PATCH", "/api/v1/conversations/c1?user=bob", Some(json!({"title": "x"})), 404, "unknown_conversation"),
+        ("PATCH", "/api/v1/conversations/nope?user=alice", Some(json!({"title": "x"})), 404, "unknown_conversation"),
+        ("PATCH", "/api/v1/conversations/c1?user=alice", Some(json!({"title": "  "})), 422, "invalid_fields"),
+        ("PATCH", "/api/v1/conversations/c1?user=alice", Some(json!({"colour": "red"})), 422, "invalid_fields"),
+        ("DELETE", "/api/v1/conversations/c1?user=bob", None, 404, "unknown_conversation"),
+        ("DELETE", "/api/v1/conversations/a%20b?user=alice", None, 422, "invalid_fields"),
+        ("GET", "/api/v1/conversations?user=a%20b", None, 422, "invalid_fields"),
+        ("GET", "/api/v1/conversations?limit=0", None, 400, "invalid_request"),
+        (
+            "POST",
+            "/api/v1/actions",
+            Some(json!({"conversation": "c2", "user": "alice", "action": "made-up"})),
+            409,
+            "stale_action",
+        ),
+        (
+            "POST",
+            "/api/v1/actions",
+            Some(json!({"conversation": "c2", "user": "alice", "action": "stop:gone"})),
+            409,
+            "stale_action",
+        ),
+        (
+            "POST",
+            "/api/v1/actions",
+            Some(json!({"conversation": "c2", "user": "alice", "action": "ap:bobs:once"})),
+            409,
+            "stale_action",
+        ),
+    ];
+    // Bob's conversation shows a live button; it is not c2's.
+    let bobs = app.messages("b1").await.last().unwrap()["id"].as_i64().unwrap();
+    let live = |a: &str| vec![Button { label: "Approve".into(), action: a.into(), style: ButtonStyle::Primary }];
+    app.app.store.web_update(bobs, "request", &live("ap:bobs:once")).await.unwrap();
+    for (method, path, body, status, code) in cases {
+        let (got, v) = call(&app, method, path, body).await;
+        assert_eq!((got, v["error"]["code"].as_str().unwrap_or("")), (status, code), "{method} {path}: {v}");
+    }
+    // A live button of the conversation is taken.
+    let mine = app.messages("c2").await.last().unwrap()["id"].as_i64().unwrap();
+    app.app.store.web_update(mine, "request", &live("ap:mine:once")).await.unwrap();
+    let click = json!({"conversation": "c2", "user": "alice", "action": "ap:mine:once"});
+    assert_eq!(call(&app, "POST", "/api/v1/actions", Some(click)).await.0, 202);
+
+    let (status, renamed) =
+        call(&app, "PATCH", "/api/v1/conversations/c1?user=alice", Some(json!({"title": "Renamed"}))).await;
+    assert_eq!(
+        (status, renamed["title"].as_str(), renamed["renamed"].as_bool()),
+        (200, Some("Renamed"), Some(true)),
+        "{renamed}"
+    );
+    let (status, _) = call(&app, "DELETE", "/api/v1/conversations/c2?user=alice", None).await;
+    assert_eq!(status, 200);
+    let (_, list) = call(&app, "GET", "/api/v1/conversations?user=alice", None).await;
+    assert_eq!(ids(&list), ["c1"], "{list}");
+    assert!(app.messages("c2").await.is_empty(), "a deleted conversation's messages are hidden");
+    app.stop().await;
+}
