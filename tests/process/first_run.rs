@@ -22,7 +22,8 @@ fn every_folder_uses_the_one_data_dir_and_says_which_database() {
     let h = home.path().display().to_string();
     let default_db = format!("sqlite://{h}/.local/share/butler/butler.db");
     // (working folder under home, extra environment, database shown)
-    let cases: &[(&str, &[(&str, &str)], String)] = &[
+    type Case<'a> = (&'a str, &'a [(&'a str, &'a str)], String);
+    let cases: &[Case] = &[
         ("a", &[], default_db.clone()),
         ("b/c", &[], default_db.clone()),
         ("a", &[("XDG_DATA_HOME", &format!("{h}/xdg"))], format!("sqlite://{h}/xdg/butler/butler.db")),
@@ -63,7 +64,8 @@ async fn model_set_up_errors_name_the_missing_piece_and_doctor_shows_the_model()
     let url = llm.openai_url();
     let home = tempfile::tempdir().unwrap();
     // (environment, lines doctor prints, lines it must not print)
-    let cases: Vec<(Vec<(&str, &str)>, Vec<String>, Vec<&str>)> = vec![
+    type Case<'a> = (Vec<(&'a str, &'a str)>, Vec<String>, Vec<&'a str>);
+    let cases: Vec<Case> = vec![
         (
             vec![("OPENAI_BASE_URL", &url)],
             vec![
@@ -103,16 +105,9 @@ async fn model_set_up_errors_name_the_missing_piece_and_doctor_shows_the_model()
     // `serve` says the same at start, and which database it uses.
     let port = free_port();
     let log = home.path().join("serve.log");
-    let child = clean_command(home.path())
-        .env("OPENAI_BASE_URL", &url)
-        .env("BUTLER_SERVER__LISTEN", format!("127.0.0.1:{port}"))
-        .arg("serve")
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(&log).unwrap())
-        .spawn()
-        .unwrap();
-    let mut server = Server { child, log };
-    server.wait_ready(&format!("http://127.0.0.1:{port}")).await;
+    let mut cmd = clean_command(home.path());
+    cmd.env("OPENAI_BASE_URL", &url).env("BUTLER_SERVER__LISTEN", format!("127.0.0.1:{port}")).arg("serve");
+    let server = Server::start(cmd, log, &format!("http://127.0.0.1:{port}")).await;
     let text = server.log_text();
     assert!(text.contains("a model name is needed") && text.contains("It serves: fake-model, llama3.1."), "{text}");
     assert!(text.contains("using the database sqlite://"), "{text}");

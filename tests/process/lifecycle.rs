@@ -5,22 +5,16 @@
 use super::{llm_section, messages, post, query};
 use crate::support::fake_llm::{FakeLlm, Reply};
 use crate::support::proc::{clean_command, signal, Deployment, Server};
-use std::process::Stdio;
 use std::time::Duration;
 
 #[tokio::test]
 async fn serve_without_config_runs_on_the_embedded_default() {
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("serve.log");
-    let child = clean_command(dir.path())
-        .arg("serve")
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(&log).unwrap())
-        .spawn()
-        .unwrap();
-    let mut server = Server { child, log };
+    let mut cmd = clean_command(dir.path());
+    cmd.arg("serve");
     let base = "http://127.0.0.1:8080";
-    server.wait_ready(base).await;
+    let server = Server::start(cmd, log, base).await;
     // HOME is the temp dir: the default data dir is ~/.local/share/butler.
     assert!(dir.path().join(".local/share/butler/butler.db").exists(), "SQLite in the user's data dir");
     let health: serde_json::Value = reqwest::get(format!("{base}/healthz")).await.unwrap().json().await.unwrap();

@@ -58,26 +58,15 @@ impl Deployment {
     pub async fn serve_with_env(&self, vars: &[(&str, &str)]) -> Server {
         let log = self.dir.path().join("serve-env.log");
         let mut cmd = self.command(&["serve"]);
-        cmd.envs(vars.iter().copied()).stdout(Stdio::null()).stderr(std::fs::File::create(&log).unwrap());
-        let mut server = Server { child: cmd.spawn().expect("spawn butler serve"), log };
-        server.wait_ready(&self.base()).await;
-        server
+        cmd.envs(vars.iter().copied());
+        Server::start(cmd, log, &self.base()).await
     }
 
     /// Starts `butler serve` and waits until /readyz answers 200.
     pub async fn serve(&self) -> Server {
         let n = std::fs::read_dir(self.dir.path()).map(|d| d.count()).unwrap_or(0);
         let log = self.dir.path().join(format!("serve-{n}.log"));
-        let file = std::fs::File::create(&log).unwrap();
-        let child = self
-            .command(&["serve"])
-            .stdout(Stdio::null())
-            .stderr(Stdio::from(file))
-            .spawn()
-            .expect("spawn butler serve");
-        let mut server = Server { child, log };
-        server.wait_ready(&self.base()).await;
-        server
+        Server::start(self.command(&["serve"]), log, &self.base()).await
     }
 }
 
@@ -98,6 +87,15 @@ pub struct Server {
 }
 
 impl Server {
+    /// Spawns `cmd` (a `serve` command) with stdout discarded and stderr in `log`, and waits
+    /// until `base`/readyz answers 200.
+    pub async fn start(mut cmd: Command, log: PathBuf, base: &str) -> Self {
+        cmd.stdout(Stdio::null()).stderr(std::fs::File::create(&log).unwrap());
+        let mut server = Server { child: cmd.spawn().expect("spawn butler serve"), log };
+        server.wait_ready(base).await;
+        server
+    }
+
     pub async fn wait_ready(&mut self, base: &str) {
         let client = reqwest::Client::new();
         let deadline = Instant::now() + Duration::from_secs(30);

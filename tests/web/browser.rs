@@ -3,13 +3,18 @@
 //! Enter and watching a reply stream in, clicking a message button (Stop), that model output
 //! cannot inject markup or script, what the markdown renderer builds, the "no model
 //! configured" banner, token mode (with reload and New chat), and reconnecting after a server
-//! restart, filling in what the page missed meanwhile.
+//! restart, filling in what the page missed meanwhile. Submodules: `stop` (a held click on
+//! Stop, and Send turning into Stop), `conversations` (the conversation list and `?c=ID`
+//! links), `rendering` (tables, code copy buttons, safe links, status words).
 //!
 //! Each test starts its own chromedriver (in its own process group, killed by a guard even
 //! when the test panics) and a Chromium with a fresh profile and no network features.
 //! chromium and chromedriver must be installed at /usr/bin; `tests/run` installs them.
 
+mod conversations;
 mod driver;
+mod rendering;
+mod stop;
 
 use crate::support::app::{config, TestApp};
 use crate::support::fake_llm::{FakeLlm, Reply};

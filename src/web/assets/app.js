@@ -13,6 +13,8 @@
   const NAME_RE = /^[A-Za-z0-9._@-]{1,64}$/;
   const BUTTON_STYLES = new Set(["default", "primary", "danger"]);
   const LINK_PROTOCOLS = new Set(["http:", "https:", "mailto:"]);
+  // Actions of Stop buttons start with this (see src/web/conversations.rs).
+  const STOP_PREFIX = "stop:";
 
   const $ = (id) => document.getElementById(id);
   const ui = {
@@ -30,6 +32,10 @@
     tokenForm: $("token-form"),
     token: $("token"),
     tokenError: $("token-error"),
+    convToggle: $("conv-toggle"),
+    convPanel: $("conv-panel"),
+    convList: $("conv-list"),
+    convNew: $("conv-new"),
   };
 
   const state = {
@@ -40,6 +46,9 @@
     // message id (string) -> record { id, role, text, buttons, updatedMs, draft, clicked, el, textEl, buttonsEl }
     messages: new Map(),
     sending: false,
+    conversations: [], // the list from GET /api/v1/conversations, newest first
+    renaming: null, // id of the conversation whose title is being edited
+    stopTarget: null, // { rec, button } of the live Stop button, while a reply streams
     stream: null, // { conversation, controller } of the open event stream
   };
 
@@ -169,6 +178,7 @@
     state.messages.clear();
     ui.messages.replaceChildren();
     ui.empty.hidden = false;
+    updateSendButton();
   }
 
   /** The record for `id`, created (and placed in id order) if new. */
@@ -240,28 +250,90 @@
   }
 
   function renderMessage(rec) {
-    rec.el.className = `msg ${rec.role}${rec.draft ? " streaming" : ""}`;
-    rec.textEl.replaceChildren();
-    if (rec.role === "assistant") renderMarkdown(rec.text, rec.textEl);
-    else appendText(rec.textEl, rec.text);
+    const className = `msg ${rec.role}${rec.draft ? " streaming" : ""}`;
+    if (rec.el.className !== className) rec.el.className = className;
+    // Only a changed text is rendered again, and then only the blocks that changed: the nodes
+    // of everything else stay, so a selection or a click in progress is not lost.
+    if (rec.shownText !== rec.text) {
+      rec.shownText = rec.text;
+      const fresh = document.createDocumentFragment();
+      if (rec.role === "assistant") renderMarkdown(rec.text, fresh);
+      else appendText(fresh, rec.text);
+      patchChildren(rec.textEl, fresh);
+    }
     renderButtons(rec);
+    updateSendButton();
+  }
+
+  /** Makes `parent`'s children equal to `fresh`'s, keeping each child that is already equal. */
+  function patchChildren(parent, fresh) {
+    const next = [...fresh.childNodes];
+    next.forEach((node, k) => {
+      const old = parent.childNodes[k];
+      if (!old) parent.append(node);
+      else if (!old.isEqualNode(node)) parent.replaceChild(node, old);
+    });
+    while (parent.childNodes.length > next.length) parent.lastChild.remove();
   }
 
   function renderButtons(rec) {
-    rec.buttonsEl.replaceChildren();
     rec.buttonsEl.hidden = rec.buttons.length === 0;
     // Buttons the user already clicked stay disabled until the server replaces them.
     const key = buttonsKey(rec.buttons);
     if (rec.clicked !== null && rec.clicked !== key) rec.clicked = null;
-    for (const b of rec.buttons) {
+    const old = [...rec.buttonsEl.children];
+    rec.buttons.forEach((b, k) => {
       const style = BUTTON_STYLES.has(b.style) ? b.style : "default";
-      const button = el("button", `btn btn-${style}`);
-      button.type = "button";
-      button.textContent = String(b.label || b.action || "…");
+      const label = String(b.label || b.action || "…");
+      let button = old[k];
+      // A button with the same label, style and action is kept as it is (same node).
+      if (!button || button.dataset.action !== String(b.action) || button.textContent !== label || button.dataset.style !== style) {
+        const fresh = el("button", `btn btn-${style}`);
+        fresh.type = "button";
+        fresh.textContent = label;
+        fresh.dataset.action = String(b.action);
+        fresh.dataset.style = style;
+        fresh.addEventListener("pointerdown", (ev) => capturePointer(fresh, ev));
+        fresh.addEventListener("click", () => clickButton(rec, b));
+        if (button) rec.buttonsEl.replaceChild(fresh, button);
+        else rec.buttonsEl.append(fresh);
+        button = fresh;
+      }
       button.disabled = rec.clicked !== null;
-      button.addEventListener("click", () => clickButton(rec, b));
-      rec.buttonsEl.append(button);
+    });
+    for (const extra of old.slice(rec.buttons.length)) extra.remove();
+  }
+
+  /** Keeps a press on `button` even if the page moves under the pointer before release. */
+  function capturePointer(button, ev) {
+    try {
+      button.setPointerCapture(ev.pointerId);
+    } catch {
+      // No capture (e.g. a synthetic event): a normal click still works.
     }
+  }
+
+  /** The newest live Stop button of the page: {rec, button} or null. */
+  function liveStop() {
+    let found = null;
+    for (const rec of state.messages.values()) {
+      if (rec.clicked !== null) continue;
+      const b = rec.buttons.find((x) => String(x.action || "").startsWith(STOP_PREFIX));
+      if (b && (!found || Number(rec.id) > Number(found.rec.id))) found = { rec, button: b };
+    }
+    return found;
+  }
+
+  /** Send turns into Stop while a reply streams (while a live Stop button exists). */
+  function updateSendButton() {
+    const stop = liveStop();
+    state.stopTarget = stop;
+    const label = stop ? "Stop" : "Send";
+    const className = stop ? "btn btn-danger" : "btn btn-primary";
+    if (ui.send.textContent !== label) ui.send.textContent = label;
+    if (ui.send.className !== className) ui.send.className = className;
+    ui.send.classList.toggle("stop-mode", !!stop);
+    ui.send.disabled = state.sending && !stop;
   }
 
   function setButtonsDisabled(rec, disabled) {
@@ -272,12 +344,14 @@
     if (rec.clicked !== null) return;
     rec.clicked = buttonsKey(rec.buttons);
     setButtonsDisabled(rec, true);
+    updateSendButton();
     try {
       // Not retried: a click has no idempotency key, and clicking twice may act twice.
       await api("POST", "/api/v1/actions", withUser({ conversation: state.conversation, action: button.action }));
     } catch (e) {
       rec.clicked = null;
       setButtonsDisabled(rec, false);
+      updateSendButton();
       showStatus(`Could not send the click: ${e.message}`);
     }
   }
@@ -362,6 +436,7 @@
     }
     if (data.draft) applyDraft(data);
     else applyMessage(data, false);
+    if (type === "created") refreshConversationsSoon();
   }
 
   function closeStream() {
@@ -433,6 +508,16 @@
   function setConversation(id) {
     state.conversation = id;
     storageSet(KEY_CONVERSATION, id);
+    // The address names the open conversation, so it can be bookmarked or shared as /?c=ID.
+    try {
+      const url = new URL(window.location.href);
+      if (url.searchParams.get("c") !== id) {
+        url.searchParams.set("c", id);
+        window.history.replaceState(null, "", url);
+      }
+    } catch {
+      // history not available (e.g. a sandboxed frame): the page still works.
+    }
   }
 
   function newChat() {
@@ -440,7 +525,162 @@
     setConversation(`c-${randomHex(4)}`);
     clearMessages();
     hideStatus();
+    renderConversations();
     ui.input.focus();
+  }
+
+  /** Opens conversation `id` from the list. */
+  function switchTo(id) {
+    if (id === state.conversation) return;
+    if (!NAME_RE.test(id)) return;
+    setConversation(id);
+    hideStatus();
+    openConversation();
+    renderConversations();
+    ui.convPanel.classList.remove("open");
+  }
+
+  // ---------------------------------------------------------------------------------------
+  // The conversation list
+
+  /** `?user=NAME` (with `sep` in front) in local mode, else nothing. */
+  function userQuery(sep) {
+    return state.auth === "local" && state.user ? `${sep}user=${encodeURIComponent(state.user)}` : "";
+  }
+
+  async function loadConversations() {
+    if (state.auth === "token" && !state.token) return;
+    try {
+      const data = await api("GET", `/api/v1/conversations${userQuery("?")}`);
+      state.conversations = Array.isArray(data && data.conversations) ? data.conversations : [];
+      renderConversations();
+    } catch {
+      // The list is an extra: the open conversation works without it; the next refresh retries.
+    }
+  }
+
+  let listTimer = null;
+  /** Reloads the list shortly (several events in a row make one request). */
+  function refreshConversationsSoon() {
+    if (listTimer) return;
+    listTimer = setTimeout(() => {
+      listTimer = null;
+      loadConversations();
+    }, 400);
+  }
+
+  /** Shows the list; entries whose content is unchanged keep their nodes. */
+  function renderConversations() {
+    const list = state.conversations.filter((c) => c && typeof c.id === "string");
+    if (!list.some((c) => c.id === state.conversation)) {
+      // The open conversation before its first message: listed so the page shows where it is.
+      list.unshift({ id: state.conversation, title: "New conversation", unsaved: true });
+    }
+    const old = new Map([...ui.convList.children].map((li) => [li.dataset.id, li]));
+    const items = list.map((c) => {
+      const current = c.id === state.conversation;
+      const key = JSON.stringify([c.title, !!c.butler, !!c.unsaved, current]);
+      const kept = old.get(c.id);
+      if (kept && (kept.dataset.key === key || state.renaming === c.id)) return kept;
+      const li = conversationItem(c, current);
+      li.dataset.key = key;
+      return li;
+    });
+    items.forEach((li, k) => {
+      if (ui.convList.children[k] !== li) ui.convList.insertBefore(li, ui.convList.children[k] || null);
+    });
+    while (ui.convList.children.length > items.length) ui.convList.lastChild.remove();
+  }
+
+  function conversationItem(c, current) {
+    const li = el("li", `conv${current ? " current" : ""}${c.butler ? " by-butler" : ""}`);
+    li.dataset.id = c.id;
+    const open = el("button", "conv-open");
+    open.type = "button";
+    if (current) open.setAttribute("aria-current", "true");
+    const title = el("span", "conv-title");
+    title.textContent = String(c.title || "Untitled");
+    open.append(title);
+    if (c.butler) {
+      // A text mark (not only a colour or an icon): Butler wrote here on its own.
+      const mark = el("span", "conv-mark");
+      mark.textContent = "from Butler";
+      mark.title = "Butler wrote here on its own (a briefing, an alert, a background result)";
+      open.append(mark);
+    }
+    open.title = String(c.title || "");
+    open.addEventListener("click", () => switchTo(c.id));
+    li.append(open);
+    if (!c.unsaved) {
+      const rename = el("button", "conv-action conv-rename");
+      rename.type = "button";
+      rename.textContent = "Rename";
+      rename.addEventListener("click", () => startRename(li, c));
+      const remove = el("button", "conv-action conv-delete");
+      remove.type = "button";
+      remove.textContent = "Delete";
+      remove.addEventListener("click", () => deleteConversation(c));
+      li.append(rename, remove);
+    }
+    return li;
+  }
+
+  /** Turns the entry's title into a text field: Enter saves, Escape (or leaving it) cancels. */
+  function startRename(li, c) {
+    if (state.renaming) return;
+    state.renaming = c.id;
+    const input = el("input", "conv-title-input");
+    input.type = "text";
+    input.maxLength = 100;
+    input.value = String(c.title || "");
+    input.setAttribute("aria-label", "New title");
+    const open = li.querySelector(".conv-open");
+    open.hidden = true;
+    li.insertBefore(input, open);
+    let done = false;
+    const finish = async (save) => {
+      if (done) return;
+      done = true;
+      const title = input.value.trim();
+      try {
+        if (save && title && title !== c.title) {
+          await api("PATCH", `${conversationPath(c.id)}${userQuery("?")}`, { title });
+        }
+      } catch (e) {
+        showStatus(`Could not rename: ${e.message}`);
+      }
+      state.renaming = null;
+      input.remove();
+      open.hidden = false;
+      li.dataset.key = ""; // drawn again from the reloaded list
+      await loadConversations();
+    };
+    input.addEventListener("keydown", (ev) => {
+      if (ev.key === "Enter") {
+        ev.preventDefault();
+        finish(true);
+      } else if (ev.key === "Escape") {
+        ev.preventDefault();
+        finish(false);
+      }
+    });
+    input.addEventListener("blur", () => finish(false));
+    input.focus();
+    input.select();
+  }
+
+  async function deleteConversation(c) {
+    if (!window.confirm(`Delete "${String(c.title || c.id)}"? Its messages leave this page.`)) return;
+    try {
+      await api("DELETE", `${conversationPath(c.id)}${userQuery("?")}`);
+    } catch (e) {
+      showStatus(`Could not delete: ${e.message}`);
+      return;
+    }
+    state.conversations = state.conversations.filter((x) => x.id !== c.id);
+    if (c.id === state.conversation) newChat();
+    else renderConversations();
+    loadConversations();
   }
 
   function openConversation() {
@@ -451,7 +691,7 @@
   function setSending(busy) {
     state.sending = busy;
     ui.input.disabled = busy;
-    ui.send.disabled = busy;
+    updateSendButton();
   }
 
   async function send() {
@@ -472,6 +712,7 @@
         ui.input.value = "";
         autosize();
         ensureStream();
+        refreshConversationsSoon();
       }
     } catch (e) {
       showStatus(`Could not send: ${e.message}`);
@@ -530,6 +771,7 @@
     ui.gate.hidden = true;
     if (res.status === 403) newChat();
     else openConversation();
+    loadConversations();
     ui.input.focus();
   }
 
@@ -558,6 +800,8 @@
       let m;
       if (!line.trim()) {
         i++;
+      } else if (tableStarts(lines, i)) {
+        i = table(lines, i, parent);
       } else if ((m = FENCE_RE.exec(line))) {
         i = codeBlock(lines, i, m[1], m[2], parent);
       } else if ((m = HEADING_RE.exec(line))) {
@@ -587,13 +831,85 @@
 
   function paragraph(lines, i, parent) {
     const text = [];
-    while (i < lines.length && lines[i].trim() && (text.length === 0 || !startsBlock(lines[i]))) {
+    while (
+      i < lines.length &&
+      lines[i].trim() &&
+      (text.length === 0 || (!startsBlock(lines[i]) && !tableStarts(lines, i)))
+    ) {
       text.push(lines[i].trim());
       i++;
     }
     const p = el("p");
     renderInline(text.join("\n"), p, false);
     parent.append(p);
+    return i;
+  }
+
+  const TABLE_RULE_RE = /^\s*\|?\s*:?-+:?\s*(\|\s*:?-+:?\s*)*\|?\s*$/;
+
+  /** The cells of a table row: split at unescaped pipes, outer pipes dropped, `\|` kept as `|`. */
+  function tableCells(line) {
+    let row = line.trim();
+    if (row.startsWith("|")) row = row.slice(1);
+    if (row.endsWith("|") && !row.endsWith("\\|")) row = row.slice(0, -1);
+    const cells = [];
+    let cell = "";
+    for (let k = 0; k < row.length; k++) {
+      if (row[k] === "\\" && row[k + 1] === "|") {
+        cell += "|";
+        k++;
+      } else if (row[k] === "|") {
+        cells.push(cell.trim());
+        cell = "";
+      } else {
+        cell += row[k];
+      }
+    }
+    cells.push(cell.trim());
+    return cells;
+  }
+
+  /** True if a table starts at line i: a header row with a pipe, then a `---|---` rule. */
+  function tableStarts(lines, i) {
+    const head = lines[i];
+    const rule = lines[i + 1];
+    if (rule === undefined || !head.includes("|") || !rule.includes("-")) return false;
+    if (!TABLE_RULE_RE.test(rule) || !(rule.includes("|") || head.trim().startsWith("|"))) return false;
+    return tableCells(rule).length === tableCells(head).length;
+  }
+
+  /** A GitHub-style table: header, alignment rule, rows until a blank line or a line without `|`. */
+  function table(lines, i, parent) {
+    const header = tableCells(lines[i]);
+    const align = tableCells(lines[i + 1]).map((c) => {
+      if (c.startsWith(":") && c.endsWith(":")) return "center";
+      if (c.endsWith(":")) return "right";
+      if (c.startsWith(":")) return "left";
+      return "";
+    });
+    const row = (cells, tag) => {
+      const tr = el("tr");
+      header.forEach((_, k) => {
+        const cell = el(tag);
+        if (align[k]) cell.style.textAlign = align[k];
+        renderInline(cells[k] || "", cell, false);
+        tr.append(cell);
+      });
+      return tr;
+    };
+    const tableEl = el("table");
+    const thead = el("thead");
+    thead.append(row(header, "th"));
+    const tbody = el("tbody");
+    for (i += 2; i < lines.length && lines[i].trim() && lines[i].includes("|"); i++) {
+      tbody.append(row(tableCells(lines[i]), "td"));
+    }
+    tableEl.append(thead);
+    if (tbody.children.length) tableEl.append(tbody);
+    // Wide tables scroll inside the message instead of widening it.
+    const wrap = el("div", "table-wrap");
+    wrap.append(tableEl);
+    parent.append(wrap);
     return i;
   }
 
@@ -613,8 +929,43 @@
     if (/^[\w+#.-]{1,32}$/.test(lang)) code.className = `language-${lang}`;
     code.textContent = body.join("\n");
     pre.append(code);
-    parent.append(pre);
+    const block = el("div", "code-block");
+    const copy = el("button", "copy");
+    copy.type = "button";
+    copy.textContent = "Copy";
+    copy.setAttribute("aria-label", "Copy the code");
+    copy.addEventListener("click", () => copyCode(copy, code));
+    block.append(copy, pre);
+    parent.append(block);
     return i;
+  }
+
+  /** Copies the code's text; the button says whether it worked, then goes back to "Copy". */
+  async function copyCode(button, code) {
+    const text = code.textContent;
+    let ok = false;
+    try {
+      await navigator.clipboard.writeText(text);
+      ok = true;
+    } catch {
+      // No clipboard permission (e.g. plain http): select the code so Ctrl+C copies it.
+      const range = document.createRange();
+      range.selectNodeContents(code);
+      const sel = window.getSelection();
+      sel.removeAllRanges();
+      sel.addRange(range);
+      try {
+        ok = document.execCommand("copy");
+      } catch {
+        ok = false;
+      }
+    }
+    button.textContent = ok ? "Copied" : "Selected: press Ctrl+C";
+    button.dataset.copied = ok ? "yes" : "selected";
+    setTimeout(() => {
+      button.textContent = "Copy";
+      delete button.dataset.copied;
+    }, 2500);
   }
 
   const indentOf = (s) => s.replace(/\t/g, "    ").length;
@@ -696,6 +1047,70 @@
     });
   }
 
+  // Status icons Butler puts in its messages, each with a word that replaces it (via CSS)
+  // where no emoji font is installed.
+  const STATUS_ICONS = new Map([
+    ["\u26a0\ufe0f", "Warning"],
+    ["\u26a0", "Warning"],
+    ["\u2705", "Done"],
+    ["\u274c", "Failed"],
+    ["\u23f9", "Stopped"],
+    ["\u23f3", "Working"],
+    ["\u231b", "Expired"],
+    ["\u2699", "Running"],
+    ["\ud83d\udd10", "Approval"],
+    ["\ud83d\udd12", "Locked"],
+    ["\ud83d\udeab", "Denied"],
+    ["\ud83d\udd17", "Link"],
+  ]);
+  const STATUS_RE = new RegExp(`(${[...STATUS_ICONS.keys()].join("|")})`, "u");
+
+  /** Like appendText, with each status icon in a span that carries its word. */
+  function appendRichText(parent, text) {
+    const parts = text.split(STATUS_RE);
+    parts.forEach((part, k) => {
+      if (k % 2 === 0) {
+        if (part) appendText(parent, part);
+        return;
+      }
+      const word = STATUS_ICONS.get(part);
+      const icon = el("span", "status-icon");
+      icon.dataset.label = word;
+      icon.title = word;
+      icon.setAttribute("role", "img");
+      icon.setAttribute("aria-label", word);
+      const glyph = el("span", "glyph");
+      glyph.textContent = part;
+      icon.append(glyph);
+      parent.append(icon);
+    });
+  }
+
+  /**
+   * True if this browser draws emoji in colour (an emoji font is installed); without one the
+   * page shows the status words instead (the `no-emoji` class, see style.css).
+   */
+  function hasEmojiFont() {
+    try {
+      const canvas = document.createElement("canvas");
+      canvas.width = canvas.height = 20;
+      const ctx = canvas.getContext("2d", { willReadFrequently: true });
+      if (!ctx) return true;
+      ctx.textBaseline = "top";
+      ctx.font = "16px sans-serif";
+      ctx.fillStyle = "#000";
+      ctx.fillText("\u2705", 0, 0);
+      const data = ctx.getImageData(0, 0, 20, 20).data;
+      for (let k = 0; k < data.length; k += 4) {
+        // A coloured pixel: the glyph came from a colour emoji font.
+        if (data[k + 3] > 0 && (Math.abs(data[k] - data[k + 1]) > 30 || Math.abs(data[k + 1] - data[k + 2]) > 30)) return true;
+      }
+      return false;
+    } catch {
+      return true;
+    }
+  }
+
   const isWordChar = (c) => c !== undefined && /[\p{L}\p{N}]/u.test(c);
   const isSpace = (c) => c === undefined || /\s/.test(c);
 
@@ -706,7 +1121,7 @@
   function renderInline(text, parent, inLink) {
     let buffer = "";
     const flush = () => {
-      if (buffer) appendText(parent, buffer);
+      if (buffer) appendRichText(parent, buffer);
       buffer = "";
     };
     let i = 0;
@@ -915,8 +1330,11 @@
   function bind() {
     ui.form.addEventListener("submit", (ev) => {
       ev.preventDefault();
-      send();
+      // While a reply streams the button is Stop (Enter in the box still sends).
+      if (state.stopTarget) clickButton(state.stopTarget.rec, state.stopTarget.button);
+      else send();
     });
+    ui.send.addEventListener("pointerdown", (ev) => capturePointer(ui.send, ev));
     ui.input.addEventListener("keydown", (ev) => {
       // Enter sends, Shift+Enter is a new line; not while an IME is composing.
       if (ev.key === "Enter" && !ev.shiftKey && !ev.isComposing) {
@@ -926,20 +1344,32 @@
     });
     ui.input.addEventListener("input", autosize);
     ui.newChat.addEventListener("click", newChat);
+    ui.convNew.addEventListener("click", newChat);
+    ui.convToggle.addEventListener("click", () => ui.convPanel.classList.toggle("open"));
+    // Conversations Butler starts on its own (briefings, alerts) appear without a reload.
+    setInterval(() => {
+      if (!document.hidden) loadConversations();
+    }, 30000);
     ui.tokenForm.addEventListener("submit", submitToken);
   }
 
   async function start() {
+    document.documentElement.classList.toggle("no-emoji", !hasEmojiFont());
     bind();
     state.token = storageGet(KEY_TOKEN);
+    // A /?c=ID link opens that conversation; else the one open last time, else a new one.
+    const linked = new URLSearchParams(window.location.search).get("c");
     const saved = storageGet(KEY_CONVERSATION);
-    setConversation(saved && NAME_RE.test(saved) ? saved : `c-${randomHex(4)}`);
+    const first = [linked, saved].find((c) => c && NAME_RE.test(c));
+    setConversation(first || `c-${randomHex(4)}`);
+    renderConversations();
     applyInfo(await loadInfo());
     if (state.auth === "token" && !state.token) {
       askForToken();
       return;
     }
     openConversation();
+    loadConversations();
     ui.input.focus();
   }
 

@@ -3,6 +3,7 @@
 //! and small helpers to run JavaScript on the page and wait for what it shows.
 
 use crate::support::app::TestApp;
+use fantoccini::actions::{InputSource, MouseActions, PointerAction, MOUSE_BUTTON_LEFT};
 use fantoccini::elements::Element;
 use fantoccini::key::Key;
 use fantoccini::{Client, ClientBuilder, Locator};
@@ -202,4 +203,16 @@ pub(super) async fn wait_final_reply(page: &Client, what: &str, condition: &str)
          return ({condition}) ? t : null;"
     );
     wait_js(page, what, &script).await.as_str().expect("text").to_string()
+}
+
+/// A click as a person makes it: the pointer moves onto `el`, goes down, stays down for `hold`
+/// (WebDriver's own click releases at once), and comes up where it is.
+pub(super) async fn held_click(page: &Client, el: &Element, hold: Duration) {
+    let mouse = MouseActions::new("held-click".into())
+        .then(PointerAction::MoveToElement { element: el.clone(), duration: None, x: 0.0, y: 0.0 })
+        .then(PointerAction::Down { button: MOUSE_BUTTON_LEFT })
+        .then(PointerAction::Pause { duration: hold })
+        .then(PointerAction::Up { button: MOUSE_BUTTON_LEFT });
+    page.perform_actions(mouse).await.expect("perform the held click");
+    page.release_actions().await.expect("release the pointer");
 }
