@@ -87,6 +87,7 @@ pub(crate) fn routes(state: WebState) -> Router {
     Router::new()
         .route("/", get(page))
         .route("/assets/app.js", get(app_js))
+        .route("/assets/markdown.js", get(markdown_js))
         .route("/assets/style.css", get(style_css))
         .route("/api/v1/info", get(info))
         .route("/api/v1/messages", post(post_message))
@@ -110,6 +111,10 @@ async fn page() -> impl IntoResponse {
 
 async fn app_js() -> impl IntoResponse {
     ([(header::CONTENT_TYPE, "text/javascript; charset=utf-8")], include_str!("assets/app.js"))
+}
+
+async fn markdown_js() -> impl IntoResponse {
+    ([(header::CONTENT_TYPE, "text/javascript; charset=utf-8")], include_str!("assets/markdown.js"))
 }
 
 async fn style_css() -> impl IntoResponse {
