@@ -236,3 +236,17 @@ async fn tokens_decide_who_is_speaking() {
     assert_eq!(r.status(), 200);
     app.stop().await;
 }
+
+/// Without a model, the page's banner reads "no model configured" (the page's own words) and
+/// the hint says only what to do: the two never say the same sentence twice.
+#[tokio::test]
+async fn info_without_a_model_hints_what_to_do_once() {
+    let (cfg, dir) = config(None);
+    let app = TestApp::start(cfg, Some(dir)).await;
+    let info: Value = app.http.get(app.url("/api/v1/info")).send().await.unwrap().json().await.unwrap();
+    assert_eq!(info["llm"]["configured"], false, "{info}");
+    let hint = info["llm"]["hint"].as_str().unwrap();
+    assert!(hint.starts_with("Set OPENAI_API_KEY") && hint.contains("butler init"), "{hint}");
+    assert!(!hint.to_lowercase().contains("no language model") && !hint.contains("not configured"), "{hint}");
+    app.stop().await;
+}
