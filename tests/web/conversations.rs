@@ -102,3 +102,46 @@ async fn list_rename_delete_and_live_clicks() {
     assert!(app.messages("c2").await.is_empty(), "a deleted conversation's messages are hidden");
     app.stop().await;
 }
+
+/// A message Butler sends on its own (here a scheduled briefing's outbox row, delivered by the
+/// real deliverer through the web channel) marks the conversation; the user's own exchange
+/// does not.
+#[tokio::test]
+async fn a_delivered_briefing_marks_its_conversation() {
+    let (cfg, dir) = config(None);
+    let app = TestApp::start(cfg, Some(dir)).await;
+    for conv in ["mine", "brief"] {
+        assert_eq!(app.post(conv, "local", &format!("hello {conv}")).await.0, 202);
+        app.wait_replies(conv, 1, 30).await;
+    }
+    let briefing = butler::store::NewOutbox {
+        key: "schedule:7:1733100000000".into(),
+        private_to: None,
+        conversation: "web:brief".into(),
+        text: "Good morning: your briefing.".into(),
+        buttons: vec![],
+        reply_to: None,
+    };
+    app.app.store.outbox_enqueue(&briefing).await.unwrap();
+    let shown = app.wait_replies("brief", 2, 30).await;
+    assert_eq!(shown.last().unwrap()["text"], "Good morning: your briefing.");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let list = loop {
+        let (status, list) = call(&app, "GET", "/api/v1/conversations?user=local", None).await;
+        assert_eq!(status, 200, "{list}");
+        let marked =
+            |id: &str| list["conversations"].as_array().unwrap().iter().any(|c| c["id"] == id && c["butler"] == true);
+        if marked("brief") || std::time::Instant::now() > deadline {
+            break list;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    };
+    let butler: Vec<(String, bool)> = list["conversations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| (c["id"].as_str().unwrap().to_string(), c["butler"] == true))
+        .collect();
+    assert_eq!(butler, [("brief".to_string(), true), ("mine".to_string(), false)], "newest first, marked: {list}");
+    app.stop().await;
+}
