@@ -8,7 +8,7 @@
 
 use super::anthropic::Anthropic;
 use super::http::{Timeouts, Transport};
-use super::models::{display_url, ANTHROPIC_DEFAULT_BASE_URL, OPENAI_DEFAULT_BASE_URL};
+use super::models::{display_url, resolved_base};
 use super::openai::OpenAi;
 use super::{ChatRequest, LlmError, LlmStream, Provider};
 use crate::config::{LlmConfig, ProviderKind, Secret};
@@ -83,11 +83,7 @@ fn endpoint(
     transport: Transport,
     max_tokens: u32,
 ) -> Arc<dyn Provider> {
-    let default = match kind {
-        ProviderKind::Openai => OPENAI_DEFAULT_BASE_URL,
-        ProviderKind::Anthropic => ANTHROPIC_DEFAULT_BASE_URL,
-    };
-    let base = base_url.map(str::trim).filter(|b| !b.is_empty()).unwrap_or(default);
+    let base = resolved_base(kind, base_url);
     let shown = display_url(base);
     let api_key = api_key.filter(|k| !k.expose().trim().is_empty()).cloned();
     tracing::debug!(provider = ?kind, base_url = %shown, model = %transport.model(), has_key = api_key.is_some(), "llm endpoint");

@@ -11,8 +11,8 @@ use super::LlmError;
 use crate::config::{LlmConfig, ProviderKind};
 use std::time::Duration;
 
-pub(crate) const OPENAI_DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
-pub(crate) const ANTHROPIC_DEFAULT_BASE_URL: &str = "https://api.anthropic.com";
+const OPENAI_DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
+const ANTHROPIC_DEFAULT_BASE_URL: &str = "https://api.anthropic.com";
 
 /// The base URL `cfg` talks to (the provider's default when unset), as it may be shown: no
 /// user or password, no trailing `/`.
@@ -21,11 +21,20 @@ pub fn base_url(cfg: &LlmConfig) -> String {
 }
 
 fn raw_base(cfg: &LlmConfig) -> &str {
-    let default = match cfg.provider {
+    resolved_base(cfg.provider, cfg.base_url.as_deref())
+}
+
+/// The provider's public API when no base URL is set.
+pub fn default_base_url(kind: ProviderKind) -> &'static str {
+    match kind {
         ProviderKind::Openai => OPENAI_DEFAULT_BASE_URL,
         ProviderKind::Anthropic => ANTHROPIC_DEFAULT_BASE_URL,
-    };
-    cfg.base_url.as_deref().map(str::trim).filter(|b| !b.is_empty()).unwrap_or(default)
+    }
+}
+
+/// `base_url` trimmed, or the provider's default when it is unset or blank.
+pub(crate) fn resolved_base(kind: ProviderKind, base_url: Option<&str>) -> &str {
+    base_url.map(str::trim).filter(|b| !b.is_empty()).unwrap_or(default_base_url(kind))
 }
 
 /// `openai` or `anthropic`.

@@ -49,12 +49,6 @@ pub struct Image {
 }
 
 impl Image {
-    /// Bytes once decoded (computed from the base64 length).
-    pub fn decoded_len(&self) -> usize {
-        let trimmed = self.data.trim_end_matches('=');
-        trimmed.len() * 3 / 4
-    }
-
     /// The `data:` URL OpenAI-style APIs take.
     pub fn data_url(&self) -> String {
         format!("data:{};base64,{}", self.mime, self.data)

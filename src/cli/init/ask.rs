@@ -19,9 +19,11 @@ pub(super) fn line(question: &str) -> Result<String, Ended> {
 
 /// Asks for a secret: what is typed is not shown.
 pub(super) fn secret(question: &str) -> Result<String, Ended> {
+    // Echo goes off before the question shows: an answer typed (or pasted) the moment the
+    // question appears is never echoed.
+    let echo = EchoOff::new();
     print!("{question}");
     let _ = std::io::stdout().flush();
-    let echo = EchoOff::new();
     let answer = read_line();
     if echo.was_off() {
         // The Enter that ended the line was not echoed either.

@@ -95,12 +95,11 @@ async fn interview(path: &Path, env: &Env) -> Result<Option<Answers>, Ended> {
 
 /// The provider's defaults: public base URL, key variable, suggested model.
 fn defaults(provider: ProviderKind) -> (&'static str, &'static str, &'static str) {
-    match provider {
-        ProviderKind::Openai => ("https://api.openai.com/v1", "OPENAI_API_KEY", crate::config::DEFAULT_OPENAI_MODEL),
-        ProviderKind::Anthropic => {
-            ("https://api.anthropic.com", "ANTHROPIC_API_KEY", crate::config::DEFAULT_ANTHROPIC_MODEL)
-        }
-    }
+    let (key_var, model) = match provider {
+        ProviderKind::Openai => ("OPENAI_API_KEY", crate::config::DEFAULT_OPENAI_MODEL),
+        ProviderKind::Anthropic => ("ANTHROPIC_API_KEY", crate::config::DEFAULT_ANTHROPIC_MODEL),
+    };
+    (crate::llm::default_base_url(provider), key_var, model)
 }
 
 /// Base URL, key and model, asked until one real model call answers.
