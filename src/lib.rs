@@ -7,7 +7,7 @@
 //! - [`session`]: one actor per session, bounded mailbox, one turn at a time.
 //! - [`agent`]: the turn loop; [`llm`] the model providers; [`tools`] what it can do;
 //!   [`permissions`] whether a call may run, must ask, or is denied; [`hooks`] around calls.
-//!   [`mcp`] tools from MCP servers.
+//!   [`mcp`] tools from MCP servers; [`delegate`] plans and tracks child agents.
 //! - [`outbox`]: persisted replies, delivery, streaming by editing in place.
 //! - [`store`]: the one `Store` trait over SQLite and Postgres.
 //! - [`config`], [`http`], [`metrics`], [`app`] (the composition root), [`cli`].
@@ -22,6 +22,7 @@ pub mod channels;
 pub mod cli;
 pub mod clock;
 pub mod config;
+pub mod delegate;
 pub mod hooks;
 pub mod http;
 pub mod ids;

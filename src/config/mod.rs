@@ -5,6 +5,7 @@
 //! Every key lives in a struct with `deny_unknown_fields` (the sections below and in the
 //! section files, the whole in `root.rs`); `config/butler.example.toml` documents each one. This module must never print or log a [`Secret`]'s value.
 
+mod delegation;
 mod error;
 mod hooks;
 mod load;
@@ -22,6 +23,7 @@ mod tests;
 mod tools;
 mod validate;
 
+pub use delegation::{ArchetypeConfig, DelegationConfig, LlmTier, CHAT_TIER, KNOWN_TIERS, WORKER_TIER};
 pub use error::{ConfigError, FileFrom, Problem};
 pub use hooks::{HookConfig, HookEvent, HookKind};
 pub use load::{
@@ -133,6 +135,10 @@ pub struct LlmConfig {
     pub cache_write_price_per_mtok: f64,
     /// Tried in order when the primary fails with a transient error before streaming.
     pub fallback: Vec<LlmFallback>,
+    /// Model tiers (`worker`, `chat`, `reasoning`, or any name): `[llm.tiers.<name>]`, each any
+    /// key of `[llm]`; unset keys come from `[llm]`.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub tiers: BTreeMap<String, LlmTier>,
 }
 
 impl Default for LlmConfig {
@@ -153,6 +159,7 @@ impl Default for LlmConfig {
             cache_read_price_per_mtok: 0.0,
             cache_write_price_per_mtok: 0.0,
             fallback: Vec::new(),
+            tiers: BTreeMap::new(),
         }
     }
 }
@@ -354,11 +361,22 @@ pub struct AgentConfig {
     pub instructions: Option<String>,
     /// Default IANA time zone for users who have not set one.
     pub timezone: String,
+    /// Handing focused tasks to child agents (`delegate`); checked by `crate::delegate`.
+    pub delegation: DelegationConfig,
+    /// Named kinds of helper for `delegate {archetype}`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub archetypes: Vec<ArchetypeConfig>,
 }
 
 impl Default for AgentConfig {
     fn default() -> Self {
-        Self { name: "Butler".into(), instructions: None, timezone: "UTC".into() }
+        Self {
+            name: "Butler".into(),
+            instructions: None,
+            timezone: "UTC".into(),
+            delegation: DelegationConfig::default(),
+            archetypes: Vec::new(),
+        }
     }
 }
 
@@ -402,6 +420,12 @@ pub struct LimitsConfig {
     /// Tries of one inbound event before it becomes `failed` (a dead letter); the sender is
     /// told once. Retries back off between tries.
     pub max_event_attempts: u32,
+    /// Most US dollars one turn may spend, its children included; unset: no limit.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_usd_per_turn: Option<f64>,
+    /// Most US dollars one user may spend in a day (UTC); unset: no limit.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_usd_per_day: Option<f64>,
 }
 
 impl Default for LimitsConfig {
@@ -414,6 +438,8 @@ impl Default for LimitsConfig {
             session_idle_secs: 600,
             history_messages: 200,
             max_event_attempts: 5,
+            max_usd_per_turn: None,
+            max_usd_per_day: None,
         }
     }
 }

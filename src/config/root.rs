@@ -61,6 +61,7 @@ impl Config {
         validate::check_llm(&self.llm, &mut p);
         validate::check_web(&self.channels.web, &self.server.listen, &mut p);
         validate::check_rest(&self.agent, &self.memory, &self.limits, &mut p);
+        (owners.delegation)(self, &mut p);
         validate::check_triggers(&self.triggers, &mut p);
         (owners.permissions)(self, &mut p);
         validate::check_hooks(&self.hooks, &mut p);
@@ -98,11 +99,13 @@ pub struct OwnerChecks {
     pub mcp: SectionCheck,
     /// `[skills]` (`crate::skills`).
     pub skills: SectionCheck,
+    /// `[agent.delegation]` and `[[agent.archetypes]]` (`crate::delegate`).
+    pub delegation: SectionCheck,
 }
 
 impl OwnerChecks {
     /// Checks only the sections config owns.
-    pub const NONE: Self = Self { permissions: skip, tools: skip, schedules: skip, mcp: skip, skills: skip };
+    pub const NONE: Self = Self { permissions: skip, tools: skip, schedules: skip, mcp: skip, skills: skip, delegation: skip };
 }
 
 fn skip(_: &Config, _: &mut Problems) {}

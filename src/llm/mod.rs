@@ -15,6 +15,7 @@ mod models;
 mod openai;
 mod prices;
 pub mod sse;
+mod tiers;
 mod types;
 
 pub use anthropic::AnthropicDecoder;
@@ -25,6 +26,7 @@ pub use models::{base_url, default_base_url, list_models, model_list_line, provi
 pub use openai::OpenAiDecoder;
 pub use prices::Prices;
 pub use sse::{SseEvent, SseParser};
+pub use tiers::{TierChoice, Tiers};
 pub use types::*;
 
 use async_trait::async_trait;

@@ -7,11 +7,13 @@
 //! password included).
 
 mod connect;
+mod delegation_records;
 mod records;
 mod schedule_records;
 mod sql;
 
 pub use connect::connect;
+pub use delegation_records::*;
 pub use records::*;
 pub use schedule_records::*;
 
@@ -197,6 +199,24 @@ pub trait ApprovalStore: Send + Sync {
     async fn approval_granted(&self, session_id: &str, tool: &str) -> Result<bool>;
 }
 
+/// Child agents (`delegate`): one row per call, linked to the parent's call and the child's
+/// own session.
+#[async_trait]
+pub trait DelegationStore: Send + Sync {
+    /// Inserts `row`; when the parent's call already has one (a re-run), returns that one
+    /// unchanged instead.
+    async fn delegation_start(&self, row: &DelegationRow) -> Result<DelegationRow>;
+    async fn delegation_get(&self, id: &str) -> Result<Option<DelegationRow>>;
+    /// The delegation of a parent's call, or of a child session.
+    async fn delegation_find(&self, session_id: &str, call_id: Option<&str>) -> Result<Option<DelegationRow>>;
+    /// Moves an open (`running` or `waiting`) delegation on; `None` when it had ended already.
+    async fn delegation_update(&self, id: &str, update: &DelegationUpdate) -> Result<Option<DelegationRow>>;
+    async fn delegations_list(&self, filter: &DelegationFilter) -> Result<Vec<DelegationRow>>;
+    /// Marks a background task's result as handed to the parent's inbox; `false` when it was
+    /// already (exactly one caller wins).
+    async fn delegation_delivered(&self, id: &str) -> Result<bool>;
+}
+
 /// People, their identities on each channel, and conversations.
 #[async_trait]
 pub trait UserStore: Send + Sync {
@@ -277,6 +297,7 @@ pub trait Store:
     + UserStore
     + WebStore
     + WebConversationStore
+    + DelegationStore
     + AccessStore
     + AuditStore
     + ApprovalStore

@@ -88,6 +88,33 @@ pub(super) fn check_llm(llm: &LlmConfig, p: &mut Problems) {
             http_url(p, &format!("llm.fallback[{i}].base_url"), url);
         }
     }
+    for (name, tier) in &llm.tiers {
+        let key = |k: &str| format!("llm.tiers.{name}.{k}");
+        if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-') {
+            p.add(format!("llm.tiers.{name}"), "a tier name takes letters, digits, `_` and `-` (e.g. worker)");
+        }
+        if let Some(url) = &tier.base_url {
+            http_url(p, &key("base_url"), url);
+        }
+        if tier.model.as_ref().is_some_and(|m| m.trim().is_empty()) {
+            p.add(key("model"), "must name a model, or leave the key out to use llm.model");
+        }
+        for (k, price) in [
+            ("input_price_per_mtok", tier.input_price_per_mtok),
+            ("output_price_per_mtok", tier.output_price_per_mtok),
+            ("cache_read_price_per_mtok", tier.cache_read_price_per_mtok),
+            ("cache_write_price_per_mtok", tier.cache_write_price_per_mtok),
+        ] {
+            if price.is_some_and(|v| !v.is_finite() || v < 0.0) {
+                p.add(key(k), "must be a number of US dollars, 0 or more");
+            }
+        }
+        for (k, v) in [("max_tokens", tier.max_tokens), ("context_window", tier.context_window)] {
+            if v == Some(0) {
+                p.add(key(k), "must be greater than 0");
+            }
+        }
+    }
 }
 
 /// `listen` is `server.listen`: without a token, the web chat must not be reachable from the network.
@@ -157,6 +184,11 @@ pub(super) fn check_rest(agent: &AgentConfig, memory: &MemoryConfig, l: &LimitsC
     p.positive("limits.session_idle_secs", l.session_idle_secs);
     p.positive("limits.history_messages", l.history_messages);
     p.positive("limits.max_event_attempts", l.max_event_attempts);
+    for (key, usd) in [("limits.max_usd_per_turn", l.max_usd_per_turn), ("limits.max_usd_per_day", l.max_usd_per_day)] {
+        if usd.is_some_and(|v| !v.is_finite() || v <= 0.0) {
+            p.add(key, "must be a number of US dollars above 0, or leave the key out for no limit");
+        }
+    }
 }
 
 /// `[[triggers]]`: unique path-safe names, a secret, sane limits, and for every way a source

@@ -22,6 +22,7 @@ mod access;
 mod approvals;
 mod audit;
 mod dead_letter;
+mod delegations;
 mod error;
 mod inbox;
 mod memory;
@@ -87,6 +88,7 @@ macro_rules! impl_store {
         $crate::store::sql::approvals::impl_approvals!($store, $db);
         $crate::store::sql::audit::impl_audit!($store, $db);
         $crate::store::sql::schedules::impl_schedules!($store, $db);
+        $crate::store::sql::delegations::impl_delegations!($store, $db);
 
         #[async_trait::async_trait]
         impl $crate::store::Store for $store {

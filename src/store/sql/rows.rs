@@ -59,7 +59,7 @@ pub(crate) fn to_json<T: serde::Serialize + ?Sized>(what: &str, value: &T) -> Re
     serde_json::to_string(value).map_err(|e| StoreError::Corrupt(format!("cannot encode {what}: {e}")))
 }
 
-fn from_json<T: serde::de::DeserializeOwned>(what: &str, text: &str) -> Result<T> {
+pub(crate) fn from_json<T: serde::de::DeserializeOwned>(what: &str, text: &str) -> Result<T> {
     serde_json::from_str(text).map_err(|e| corrupt(what, e))
 }
 

@@ -1,0 +1,45 @@
+//! The rules of `[agent.delegation]` and `[[agent.archetypes]]`: each problem names its key and
+//! says what to do.
+
+use crate::config::{Config, Problems, KNOWN_TIERS};
+use std::collections::BTreeSet;
+
+/// Adds a problem for each bad value of `[agent.delegation]` and `[[agent.archetypes]]`.
+pub fn check_config(cfg: &Config, p: &mut Problems) {
+    let d = &cfg.agent.delegation;
+    if d.max_depth > 8 {
+        p.add("agent.delegation.max_depth", "must be 8 or less (0 turns delegation off); the default is 3");
+    }
+    p.positive("agent.delegation.max_parallel", d.max_parallel);
+    p.positive("agent.delegation.max_iterations", d.max_iterations);
+    p.positive("agent.delegation.timeout_secs", d.timeout_secs);
+    p.positive("agent.delegation.max_background", d.max_background);
+    let mut seen = BTreeSet::new();
+    for (i, a) in cfg.agent.archetypes.iter().enumerate() {
+        let key = |k: &str| format!("agent.archetypes[{i}].{k}");
+        let name_ok = !a.name.is_empty()
+            && a.name.len() <= 64
+            && a.name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+        if !name_ok {
+            p.add(key("name"), "must be 1-64 letters, digits, `_` or `-` (e.g. researcher)");
+        } else if !seen.insert(a.name.as_str()) {
+            p.add(key("name"), format!("`{}` is used by an earlier archetype; names must be unique", a.name));
+        }
+        if a.prompt.trim().is_empty() {
+            p.add(key("prompt"), "must say what this kind of helper does (its instructions)");
+        }
+        if let Some(tier) = &a.tier {
+            if !cfg.llm.tiers.contains_key(tier) && !KNOWN_TIERS.contains(&tier.as_str()) {
+                p.add(
+                    key("tier"),
+                    format!("`{tier}` is not a tier: use worker, chat, reasoning or a name under [llm.tiers]"),
+                );
+            }
+        }
+        if let Some(tools) = &a.tools {
+            if tools.iter().any(|t| t.trim().is_empty()) {
+                p.add(key("tools"), "a tool name must not be empty");
+            }
+        }
+    }
+}
