@@ -138,6 +138,8 @@ pub struct App {
     delivery: Tasks,
     /// Best-effort background work (the archivist); stopped last.
     background: Tasks,
+    /// Child agents; background ones stop after the sessions.
+    running: Arc<crate::delegate::Running>,
 }
 
 /// Tasks that stop together: the token that tells them to stop, the tracker to wait for them.
@@ -175,13 +177,21 @@ impl App {
         let deliverer = Deliverer::new(store.clone(), channels.clone(), DeliveryConfig::default());
         // The servers join as they become ready; start-up never waits for one.
         let mcp = McpManager::start(&cfg.mcp);
-        let agent = build_agent(&cfg, &store, &llm, &deliverer, hooks, opts.extra_tools, opts.config_path.as_deref());
+        // Children run in this process; background ones stop at shutdown and are reported as
+        // interrupted at the next start.
+        let running = crate::delegate::Running::new(CancellationToken::new());
+        let recovered = crate::agent::recover_background(&*store).await?;
+        if recovered > 0 {
+            tracing::info!(recovered, "background task results handed over after an earlier stop");
+        }
+        let agent = build_agent(&cfg, &store, &llm, &deliverer, hooks, opts.extra_tools, opts.config_path.as_deref())
+            .with_running(running.clone());
         let agent = agent.with_tool_source(mcp.clone());
         let background = Tasks::default();
         let archivist = start_archivist(&cfg, &store, &llm, &background);
         let overview = crate::mcp::ToolsOverview { own: agent.tool_names(), mcp: mcp.clone() };
         let sessions = build_sessions(&cfg, agent, &channels, &deliverer, archivist);
-        let (triage, schedules) = build_triage(&cfg, &store, &llm, &sessions, &deliverer, overview);
+        let (triage, schedules) = build_triage(&cfg, &store, &llm, &sessions, &deliverer, overview, &running);
 
         let delivery = start_delivery(&deliverer);
         let dispatcher = build_dispatcher(&cfg, &store, triage, &deliverer, wake, names);
@@ -207,6 +217,7 @@ impl App {
             delivery,
             background,
             mcp,
+            running,
         })
     }
 
@@ -218,6 +229,7 @@ impl App {
         self.intake.stop().await;
         let started = tokio::time::Instant::now();
         self.sessions.shutdown(self.grace).await;
+        self.running.close().await;
         // No turn uses a server any more: stop them all (whole process groups).
         self.mcp.stop().await;
         self.delivery.stop().await;
@@ -330,6 +342,8 @@ fn build_agent(
             hooks,
             nudge: deliverer.clone(),
             skills,
+            tiers: crate::llm::Tiers::new(&cfg.llm, llm.clone()),
+            running: crate::delegate::Running::new(CancellationToken::new()),
         },
     )
 }
@@ -379,6 +393,7 @@ fn build_triage(
     sessions: &Sessions,
     deliverer: &Arc<Deliverer>,
     tools: crate::mcp::ToolsOverview,
+    running: &Arc<crate::delegate::Running>,
 ) -> (Triage, Arc<crate::schedule::Schedules>) {
     let mut local = vec![Identity::new("cli", "local")];
     if web::WebAuth::from_config(&cfg.channels.web).is_local() {
@@ -403,6 +418,7 @@ fn build_triage(
         timezone: cfg.agent.timezone.clone(),
         deliverer: deliverer.clone(),
         schedules: schedules.clone(),
+        running: running.clone(),
     });
     (triage, schedules)
 }

@@ -27,6 +27,8 @@ pub(super) struct Round {
     pub results: Vec<ToolResult>,
     /// Calls waiting for a person.
     pub asks: Vec<ApprovalRow>,
+    /// Permitted `delegate` calls: the agent runs their children after the round.
+    pub children: Vec<(ToolCall, serde_json::Value)>,
 }
 
 /// How a resumed round goes on.
@@ -78,6 +80,7 @@ impl ToolRound<'_> {
         let mut immediate: Vec<(usize, ToolResult)> = Vec::new();
         let mut ready: Vec<(usize, Ready)> = Vec::new();
         let mut asks = Vec::new();
+        let mut children = Vec::new();
         let actor = event.actor.identity.to_string();
         for (i, call) in calls.iter().enumerate() {
             let hash = args_hash(&call.arguments);
@@ -113,6 +116,10 @@ impl ToolRound<'_> {
                 granted,
             };
             let (outcome, reason) = match self.policy.decide(&req) {
+                Permission::Allow(reason) if call.name == crate::delegate::DELEGATE_TOOL => {
+                    children.push((call.clone(), args));
+                    ("allowed", reason)
+                }
                 Permission::Allow(reason) => {
                     ready.push((i, Ready { call: call.clone(), tool: tool.clone(), args }));
                     ("allowed", reason)
@@ -153,7 +160,7 @@ impl ToolRound<'_> {
         let ran = self.run_ready(ctx, ready.into_iter().map(|(_, r)| r).collect()).await;
         immediate.extend(order.into_iter().zip(ran));
         immediate.sort_by_key(|(i, _)| *i);
-        Ok(Round { results: immediate.into_iter().map(|(_, r)| r).collect(), asks })
+        Ok(Round { results: immediate.into_iter().map(|(_, r)| r).collect(), asks, children })
     }
 
     /// Runs permitted calls concurrently, then tells post_tool_use hooks.

@@ -3,7 +3,9 @@
 //!
 //! Plain data: nothing here may run anything.
 
+use super::budget::{Budget, Spend};
 use super::window::SessionState;
+use std::sync::Arc;
 use crate::store::{ApprovalRow, StoreError, TurnCommit, UserRow};
 use butler_channel::InboundEvent;
 use tokio_util::sync::CancellationToken;
@@ -35,6 +37,21 @@ pub(crate) struct TurnInput<'a> {
     pub buttons: bool,
     /// A heartbeat: deliver the answer only if it is not exactly [`QUIET`].
     pub quiet: bool,
+    /// Where the turn sits in a tree of delegations; `None` for a conversation's own turn (the
+    /// root, which sets up the tree's spend and budget).
+    pub tree: Option<Tree>,
+}
+
+/// Where a turn sits in a tree of delegations, and what the whole tree may and did spend.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Tree {
+    /// 0 for a conversation's own turn, 1 for its children, ...
+    pub depth: u32,
+    /// The session of the tree's root turn (`None` at the root itself).
+    pub root_session: Option<String>,
+    /// Dollars spent so far by the root turn and every child.
+    pub spend: Arc<Spend>,
+    pub budget: Budget,
 }
 
 /// What a heartbeat turn answers when nothing is worth saying (then nothing is delivered).

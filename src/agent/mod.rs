@@ -9,8 +9,11 @@
 //! replies go through the outbox.
 
 mod approve;
+mod budget;
 mod catalog;
+mod child;
 mod context;
+mod delegate_tool;
 mod exec;
 mod input;
 mod narrow;
@@ -21,6 +24,7 @@ mod storable;
 mod turn;
 mod window;
 
+pub(crate) use child::recover_background;
 pub(crate) use input::{Start, TurnError, TurnInput, TurnOutcome};
 pub(crate) use progress::{Nudge, NullObserver, TurnObserver};
 pub(crate) use prompt::system_prompt;

@@ -5,7 +5,7 @@
 //! Nothing here may touch the store or a channel; the agent (turn.rs) does that.
 
 use super::catalog::Catalog;
-use super::input::{TurnOutcome, QUIET};
+use super::input::{Tree, TurnOutcome, QUIET};
 use super::narrow::Narrowing;
 use super::progress::TurnObserver;
 use super::storable;
@@ -24,6 +24,8 @@ pub(super) enum Ending {
     Stopped,
     Limit,
     Failed(LlmError),
+    /// A spending limit was reached: the message names the limit and the spend.
+    Budget(String),
     /// Calls wait for a person's approval: the turn parks.
     Waiting(Vec<ApprovalRow>),
     /// A duplicate resume: nothing to do.
@@ -81,6 +83,8 @@ pub(super) struct Turn<'a> {
     pub(super) skip_model: Option<Ending>,
     /// The one summary checkpoint a turn may make was made.
     pub(super) compacted: bool,
+    /// Its place in a tree of delegations, and the tree's spend and budget.
+    pub(super) tree: Tree,
 }
 
 /// What a finished turn stores and delivers.

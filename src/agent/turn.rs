@@ -8,18 +8,21 @@
 //! person.
 
 use super::approve::{Resumed, ToolRound};
+use super::budget::{day_start_ms, Budget};
+use super::child::{Children, Outcome, Parent};
 use super::catalog::Catalog;
 use super::context::dangling_results;
 use super::exec::ToolResult;
-use super::input::{Start, TurnError, TurnInput, TurnOutcome};
+use super::input::{Start, Tree, TurnError, TurnInput, TurnOutcome};
 use super::narrow::Narrowing;
 use super::progress::{Nudge, TurnObserver};
 use super::state::{add_usage, done_only, final_reply, read_stream, Ending, FinalReply, Progress, Settled, Turn};
 use super::storable;
 use super::window::{shrink, SessionState, Window};
-use crate::config::{Config, LimitsConfig};
+use crate::config::{AgentConfig, Config, LimitsConfig};
+use crate::delegate::Running;
 use crate::hooks::Hooks;
-use crate::llm::{Assembled, ChatRequest, LlmError, Prices, Provider, ToolCall};
+use crate::llm::{Assembled, ChatRequest, LlmError, Prices, Provider, Tiers, ToolCall};
 use crate::permissions::approval::{approval_notice, decision_audit, outcome_text};
 use crate::permissions::Policy;
 use crate::skills::{Skills, SKILL_TOOL};
@@ -61,6 +64,14 @@ pub struct Agent {
     recall_budget_tokens: usize,
     /// Above this many schema tokens a turn offers `tool_search` instead of every tool.
     max_schema_tokens: usize,
+    /// The assistant's name, `[agent.delegation]` and the archetypes (children's plans).
+    delegation: Arc<AgentConfig>,
+    /// The model of each tier (children run on theirs).
+    tiers: Tiers,
+    /// The children running in this process (`/cancel`, background tasks).
+    running: Arc<Running>,
+    /// 0 for a conversation's agent; a child agent's depth in its tree.
+    depth: u32,
 }
 
 /// The services an [`Agent`] calls, besides what it reads from the config.
@@ -74,6 +85,10 @@ pub(crate) struct AgentParts {
     pub nudge: Arc<dyn Nudge>,
     /// The skills catalog the `skill` tool reads too.
     pub skills: Arc<Skills>,
+    /// The model of each tier, for child agents.
+    pub tiers: Tiers,
+    /// The registry of running children (shared with triage for `/cancel`).
+    pub running: Arc<Running>,
 }
 
 /// What the user sees for a model failure.
@@ -92,7 +107,11 @@ fn explain(e: &LlmError) -> String {
 impl Agent {
     /// An agent calling `parts`, with the limits, prices, memory recall and context window of `cfg`.
     pub(crate) fn new(cfg: &Config, parts: AgentParts) -> Self {
-        let AgentParts { store, llm, tools, policy, hooks, nudge, skills } = parts;
+        let AgentParts { store, llm, tools, policy, hooks, nudge, skills, tiers, running } = parts;
+        let mut tools = tools;
+        if cfg.agent.delegation.max_depth > 0 {
+            tools.add(Arc::new(super::delegate_tool::DelegateTool::new(&cfg.agent)));
+        }
         Self {
             store,
             llm,
@@ -111,7 +130,46 @@ impl Agent {
             auto_recall: cfg.memory.enabled && cfg.memory.recall,
             recall_budget_tokens: cfg.memory.recall_budget_tokens,
             max_schema_tokens: cfg.mcp.max_schema_tokens,
+            delegation: Arc::new(cfg.agent.clone()),
+            tiers,
+            running,
+            depth: 0,
         }
+    }
+
+    /// Children register in (and background ones run on) `running`, shared with triage.
+    pub(crate) fn with_running(mut self, running: Arc<Running>) -> Self {
+        self.running = running;
+        self
+    }
+
+    /// The agent of a child at `depth` on `tier`: the tier's model, only `tools`, the child's
+    /// own iteration limit, no memory recall (a child's context is its task alone).
+    pub(super) fn child(&self, tier: &str, tools: &Tools, depth: u32) -> Agent {
+        let mut child = self.clone();
+        child.llm = self.tiers.get(tier).provider;
+        child.tools = tools.clone();
+        child.tool_source = None;
+        child.auto_recall = false;
+        child.depth = depth;
+        child.limits.max_iterations = self.delegation.delegation.max_iterations;
+        child
+    }
+
+    pub(super) fn delegation(&self) -> &AgentConfig {
+        &self.delegation
+    }
+
+    pub(super) fn tiers(&self) -> &Tiers {
+        &self.tiers
+    }
+
+    pub(super) fn running(&self) -> &Arc<Running> {
+        &self.running
+    }
+
+    pub(super) fn max_iterations(&self) -> u32 {
+        self.limits.max_iterations
     }
 
     /// Each turn also offers the tools `source` has at its start (the MCP servers'), after the
@@ -170,8 +228,13 @@ impl Agent {
 
     /// Sets a turn up: its tool context, then the user message (or the transcript repaired
     /// after a crash) and the memories it recalls, or, for a resumed turn, the answered call.
-    async fn begin<'a>(&self, input: TurnInput<'a>) -> Result<Turn<'a>, StoreError> {
-        let TurnInput { session, event, user, stop, abort, first_attempt, start, session_key, buttons, quiet } = input;
+    pub(super) async fn begin<'a>(&self, input: TurnInput<'a>) -> Result<Turn<'a>, StoreError> {
+        let TurnInput { session, event, user, stop, abort, first_attempt, start, session_key, buttons, quiet, tree } =
+            input;
+        let tree = match tree {
+            Some(t) => t,
+            None => self.root_tree(&user.id).await?,
+        };
         let sid = session.row.id.clone();
         let tool_ctx = ToolCtx {
             user: user.clone(),
@@ -186,6 +249,9 @@ impl Agent {
         };
         // This turn's tools: the built-ins and what the source offers now.
         let mut tools = self.tools.with_source(self.tool_source.as_deref());
+        if self.depth > 0 && self.depth >= self.delegation.delegation.max_depth {
+            tools = tools.only(&tools.names().into_iter().filter(|n| *n != crate::delegate::DELEGATE_TOOL).map(String::from).collect::<Vec<_>>());
+        }
         let searchable = Catalog::install(&self.tools, &mut tools, self.max_schema_tokens);
         let mut turn = Turn {
             session,
@@ -206,6 +272,7 @@ impl Agent {
             recall: None,
             skip_model: None,
             compacted: false,
+            tree,
         };
         match start {
             Start::Message => {
@@ -214,6 +281,20 @@ impl Agent {
                     let text = event.text().unwrap_or_default();
                     turn.recall = self.window().recall_block(&turn.tool_ctx.memory_scope(), text).await?;
                 }
+            }
+            Start::Resume { approval, pending_left } if approval.session_id != turn.sid => {
+                // Asked inside a child: resume the chain of children down to it.
+                let resumed = Children { agent: self }.resume(&turn, &approval, pending_left).await?;
+                turn.skip_model = match resumed {
+                    None => Some(Ending::Stale),
+                    Some(Outcome::Parked) => Some(Ending::Parked),
+                    Some(Outcome::Waiting(asks)) => Some(Ending::Waiting(asks)),
+                    Some(Outcome::Result(result)) => {
+                        self.append(turn.session, &mut turn.progress, storable::tool_messages(vec![result])).await?;
+                        let others = dangling_results(&turn.session.history);
+                        (!others.is_empty()).then_some(Ending::Waiting(vec![]))
+                    }
+                };
             }
             Start::Resume { approval, pending_left } => {
                 let history = &turn.session.history;
@@ -246,7 +327,7 @@ impl Agent {
 
     /// Asks the model, runs the tools it calls, and asks again, until it answers without tools
     /// or something ends the turn. Returns the ending and the text of the last answer.
-    async fn loop_until_answer(
+    pub(super) async fn loop_until_answer(
         &self,
         turn: &mut Turn<'_>,
         obs: &mut dyn TurnObserver,
@@ -260,6 +341,10 @@ impl Agent {
             }
             if turn.progress.iterations >= self.limits.max_iterations {
                 return Ok((Ending::Limit, String::new()));
+            }
+            if let Some(message) = turn.tree.budget.exceeded(turn.tree.spend.usd()) {
+                tracing::info!(spent_usd = turn.tree.spend.usd(), "turn stopped by a spending limit");
+                return Ok((Ending::Budget(message), String::new()));
             }
             turn.progress.iterations += 1;
             let req = self.request(turn).await?;
@@ -283,6 +368,7 @@ impl Agent {
             };
             let (asm, cut) = read_stream(turn, stream, obs).await;
             add_usage(&mut turn.progress.usage, &asm.usage);
+            turn.tree.spend.add(self.prices.cost(&asm.usage));
             if let Some(ending) = cut {
                 return Ok((ending, asm.text));
             }
@@ -341,6 +427,18 @@ impl Agent {
             _ = turn.abort.cancelled() => return Ok(Some(Ending::Parked)),
         };
         obs.tools(&[]);
+        let mut round = round;
+        if !round.children.is_empty() {
+            let children = std::mem::take(&mut round.children);
+            let ran = Children { agent: self }.run(&Parent::of(turn), children).await?;
+            round.results.extend(ran.results);
+            round.asks.extend(ran.asks);
+            let order = |id: &str| calls.iter().position(|c| c.id == id).unwrap_or(usize::MAX);
+            round.results.sort_by_key(|r| order(&r.call_id));
+            if ran.parked {
+                return Ok(Some(Ending::Parked));
+            }
+        }
         self.narrow(turn, &calls, &round.results).await;
         if let Some(catalog) = &turn.catalog {
             turn.defs = catalog.offer(&turn.narrowing, &turn.tools, &calls);
@@ -365,7 +463,7 @@ impl Agent {
 
     /// How the turn ended, as what is left to do: nothing more (parked), a commit of its own
     /// (waiting for approvals, a duplicate), or a reply with an optional note.
-    fn settle(&self, ending: Ending) -> Settled {
+    pub(super) fn settle(&self, ending: Ending) -> Settled {
         let note = match ending {
             Ending::Parked => {
                 tracing::info!("turn parked by shutdown");
@@ -375,6 +473,7 @@ impl Agent {
             Ending::Waiting(asks) => return Settled::Waiting(asks),
             Ending::Answer => None,
             Ending::Stopped => Some("⏹ Stopped.".to_string()),
+            Ending::Budget(message) => Some(message),
             Ending::Limit => Some(format!(
                 "⚠️ I stopped after {} steps without finishing (limit: [limits] max_iterations).",
                 self.limits.max_iterations
@@ -431,7 +530,7 @@ impl Agent {
         Ok(reply)
     }
 
-    fn usage(&self, turn: &Turn<'_>) -> UsageRecord {
+    pub(super) fn usage(&self, turn: &Turn<'_>) -> UsageRecord {
         let progress = &turn.progress;
         let ids = [turn.user.id.as_str(), turn.sid.as_str(), turn.event.id.0.as_str()];
         UsageRecord {
@@ -439,6 +538,17 @@ impl Agent {
             context_tokens: progress.context_tokens as i64,
             ..UsageRecord::priced(&self.prices, "turn", ids, self.llm.model(), &progress.usage)
         }
+    }
+
+    /// The tree of a conversation's own turn: nothing spent yet, and the user's spend today when
+    /// a limit needs it.
+    async fn root_tree(&self, user_id: &str) -> Result<Tree, StoreError> {
+        let day_before = if Budget::any(&self.limits) {
+            self.store.usage_since(user_id, day_start_ms(crate::clock::now_ms())).await?.cost_usd
+        } else {
+            0.0
+        };
+        Ok(Tree { budget: Budget::new(&self.limits, day_before), ..Tree::default() })
     }
 
     /// A turn parking on approvals: what was said so far is delivered, the approval requests go
@@ -510,7 +620,7 @@ impl Agent {
 
     /// Persists `msgs` (preceded by the turn's user message if that is not stored yet) and adds
     /// them to the cached transcript.
-    async fn append(
+    pub(super) async fn append(
         &self,
         session: &mut SessionState,
         progress: &mut Progress,
@@ -570,6 +680,8 @@ impl Agent {
                     }
                 }
                 let fixes = dangling_results(&session.history[i..]);
+                // A delegate call's child may have finished before the crash: its answer stands.
+                let fixes = Children { agent: self }.settle_dangling(&session.row.id, fixes).await?;
                 self.append(session, progress, fixes).await?;
                 Ok(false)
             }

@@ -48,7 +48,7 @@ pub struct ArchetypeConfig {
 ///
 /// The API key is inherited only while the tier talks to the same endpoint as `[llm]` (same
 /// provider and base URL): a tier pointed elsewhere never receives the main key.
-#[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq)]
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct LlmTier {
     #[serde(skip_serializing_if = "Option::is_none")]

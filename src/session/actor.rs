@@ -203,6 +203,7 @@ impl Actor {
             session_key: &key,
             buttons,
             quiet: job.quiet,
+            tree: None,
         };
         let outcome = deps.agent.run(input, observer).await;
         if let Some(s) = streamer {

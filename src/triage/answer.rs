@@ -33,6 +33,8 @@ pub(super) struct Answers {
     pub(super) model: String,
     /// Default time zone for users approved through pairing.
     pub(super) timezone: String,
+    /// `/tasks`, `/cancel` and the helpers line of `/status`.
+    pub(super) tasks: super::tasks::Tasks,
 }
 
 impl Answers {
@@ -60,6 +62,9 @@ impl Answers {
             Command::Approve(None) | Command::Deny(None) => reply("Say which approval: `/approve ID` or `/deny ID`."),
             Command::Approve(Some(id)) => self.approvals.approval_answer(event, &format!("{id}:once")).await?,
             Command::Deny(Some(id)) => self.approvals.approval_answer(event, &format!("{id}:deny")).await?,
+            Command::Tasks => reply(self.tasks.list(user).await?),
+            Command::Cancel(None) => reply("Say which task: `/cancel ID` (/tasks lists them)."),
+            Command::Cancel(Some(id)) => reply(self.tasks.cancel(user, &id).await?),
             // Handled before this point; listed so the match stays exhaustive.
             Command::New | Command::Unknown | Command::Link(Some(_)) => Verdict::plain(Decision::Done),
         })
@@ -90,8 +95,12 @@ impl Answers {
                 usage.cost_usd
             ),
         };
+        let helpers = match &session {
+            Some(s) => self.tasks.running_in(user, &s.id).await?,
+            None => String::new(),
+        };
         let mut text = format!(
-            "Session: {} ({running})\nModel: {}\nContext: {context}\nToday: {today}",
+            "Session: {} ({running})\nModel: {}\nContext: {context}\nToday: {today}{helpers}",
             session.map_or_else(|| "none yet".to_string(), |s| format!("`{}`", &s.id[..8.min(s.id.len())])),
             if self.model.is_empty() { "not configured" } else { &self.model },
         );

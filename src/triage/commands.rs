@@ -23,6 +23,10 @@ pub enum Command {
     /// `/approve ID`, `/deny ID`: the text fallback for approval buttons.
     Approve(Option<String>),
     Deny(Option<String>),
+    /// `/tasks`: the sender's background tasks.
+    Tasks,
+    /// `/cancel ID`: stop a background task (or a helper) by id.
+    Cancel(Option<String>),
     /// A slash word Butler does not know: it goes to the agent as text.
     Unknown,
 }
@@ -55,7 +59,8 @@ pub const HELP: &str = "Commands:\n\
 /memory - what I remember about you (`/memory search WORDS`, `/memory forget ID`)\n\
 /link - link another chat account to this one (then send `/link CODE` from the other account)\n\
 /pair - list, approve or deny pairing requests (owner)\n\
-/approve ID, /deny ID - answer an approval request";
+/approve ID, /deny ID - answer an approval request\n\
+/tasks - your background tasks; /cancel ID - stop one";
 
 /// Parses `/cmd`, `/cmd@botname` and `/cmd args`; `None` for ordinary text.
 pub fn parse_command(text: &str) -> Option<Command> {
@@ -93,6 +98,8 @@ pub fn parse_command(text: &str) -> Option<Command> {
         "link" => Command::Link(arg),
         "approve" => Command::Approve(arg),
         "deny" => Command::Deny(arg),
+        "tasks" => Command::Tasks,
+        "cancel" => Command::Cancel(arg),
         "pair" => Command::Pair(match (arg.as_deref(), words.next()) {
             (None | Some("list"), _) => PairCommand::List,
             (Some("approve"), Some(code)) => PairCommand::Approve(code.to_string()),

@@ -10,6 +10,7 @@ mod answer;
 mod approvals;
 mod commands;
 mod scheduled;
+mod tasks;
 pub mod triggers;
 mod verdict;
 
@@ -46,6 +47,8 @@ pub struct TriageParts {
     pub deliverer: Arc<crate::outbox::Deliverer>,
     /// Scheduled jobs (`/schedules`).
     pub schedules: Arc<crate::schedule::Schedules>,
+    /// Child agents running in this process (`/cancel`).
+    pub running: Arc<crate::delegate::Running>,
 }
 
 #[derive(Clone)]
@@ -64,7 +67,8 @@ pub struct Triage {
 
 impl Triage {
     pub fn new(parts: TriageParts) -> Self {
-        let TriageParts { store, access, sessions, triggers, tools, model, timezone, deliverer, schedules } = parts;
+        let TriageParts { store, access, sessions, triggers, tools, model, timezone, deliverer, schedules, running } =
+            parts;
         let scheduled = Arc::new(ScheduledEvents::new(store.clone(), access.clone()));
         let approvals = Approvals::new(store.clone(), access.clone(), deliverer);
         let answers = Answers {
@@ -76,6 +80,7 @@ impl Triage {
             tools,
             model,
             timezone,
+            tasks: tasks::Tasks { store: store.clone(), running },
         };
         Self { store, access, sessions, triggers, scheduled, approvals, answers }
     }

@@ -1,0 +1,662 @@
+//! Child agents: the `delegate` calls of a tool round run as turns of their own, each in a
+//! fresh session (the task and the archetype's prompt, never the parent's transcript), on its
+//! tier's model, with its share of the parent's tools, under its own iteration and time limits.
+//! Foreground children run concurrently (at most `max_parallel`) and their answers become the
+//! calls' results; a child that asks a person parks its parent too, and the answer resumes the
+//! chain from the top. Background children run as tracked tasks and report through the inbox.
+//!
+//! Every child is a `delegations` row linked to the parent's call, and its transcript is stored
+//! as it goes, so a crash never loses a finished child's answer nor runs a child twice. Nothing
+//! here may wait for a person or send to a channel.
+
+use super::context::{dangling_results, INTERRUPTED};
+use super::exec::ToolResult;
+use super::input::{Start, TurnInput, Tree};
+use super::progress::NullObserver;
+use super::state::{Ending, Turn};
+use super::turn::Agent;
+use super::window::SessionState;
+use crate::clock::now_ms;
+use crate::delegate::{child_prompt, plan, DelegateArgs, Plan};
+use crate::llm::ToolCall;
+use crate::store::{
+    ApprovalRow, AuditRow, DelegationRow, DelegationStatus, DelegationUpdate, NewMessage, NewSession, StoreError,
+    UsageRecord, UserRow,
+};
+use crate::tools::Tools;
+use butler_channel::{Actor, EventBody, EventId, InboundEvent};
+use futures::{FutureExt, StreamExt};
+use serde_json::Value;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio_util::sync::CancellationToken;
+
+/// The source name of the inbox events that carry a background task's result.
+pub(super) const TASK_SOURCE: &str = "task";
+
+/// What children need of the turn that started them (owned, so background ones can keep it).
+#[derive(Clone)]
+pub(super) struct Parent {
+    pub event: InboundEvent,
+    pub user: UserRow,
+    pub session_id: String,
+    pub session_key: String,
+    pub tools: Tools,
+    pub tree: Tree,
+    pub stop: CancellationToken,
+    pub abort: CancellationToken,
+    pub buttons: bool,
+}
+
+impl Parent {
+    pub(super) fn of(turn: &Turn<'_>) -> Self {
+        Self {
+            event: turn.event.clone(),
+            user: turn.user.clone(),
+            session_id: turn.sid.clone(),
+            session_key: turn.session_key.to_string(),
+            tools: turn.tools.clone(),
+            tree: turn.tree.clone(),
+            stop: turn.stop.clone(),
+            abort: turn.abort.clone(),
+            buttons: turn.buttons,
+        }
+    }
+}
+
+/// How one child turn ended.
+enum ChildEnd {
+    /// An answer; `reason` is set when a limit stopped it (the text is then partial).
+    Answer { text: String, status: DelegationStatus, reason: Option<String> },
+    /// It waits for a person: these approvals go out with the parent's commit.
+    Waiting(Vec<ApprovalRow>),
+    /// Shutdown: nothing more is recorded; the parent parks too.
+    Parked,
+}
+
+/// What a round's delegate calls came to.
+#[derive(Default)]
+pub(super) struct ChildRound {
+    pub results: Vec<ToolResult>,
+    pub asks: Vec<ApprovalRow>,
+    pub parked: bool,
+}
+
+/// The child-running part of an agent.
+pub(super) struct Children<'a> {
+    pub(super) agent: &'a Agent,
+}
+
+impl Children<'_> {
+    /// Runs a round's delegate calls: background ones start and answer at once, foreground
+    /// ones run concurrently (at most `max_parallel`), each isolated: one failing (or panicking)
+    /// never stops the others, and every call gets a result or waits for a person.
+    pub(super) async fn run(&self, parent: &Parent, calls: Vec<(ToolCall, Value)>) -> Result<ChildRound, StoreError> {
+        let max = self.agent.delegation().delegation.max_parallel.max(1);
+        let runs = calls.into_iter().map(|(call, args)| {
+            let parent = parent.clone();
+            async move {
+                let id = call.id.clone();
+                let name = call.name.clone();
+                match std::panic::AssertUnwindSafe(self.start(&parent, call, args)).catch_unwind().await {
+                    Ok(r) => r,
+                    Err(_) => Ok(Outcome::Result(ToolResult::error(id, format!("tool `{name}` crashed")))),
+                }
+            }
+        });
+        let mut out = ChildRound::default();
+        let mut stream = futures::stream::iter(runs).buffer_unordered(max);
+        while let Some(done) = stream.next().await {
+            match done? {
+                Outcome::Result(r) => out.results.push(r),
+                Outcome::Waiting(asks) => out.asks.extend(asks),
+                Outcome::Parked => out.parked = true,
+            }
+        }
+        Ok(out)
+    }
+
+    /// Plans one call and starts its child: a result at once (a bad call, a background task),
+    /// or the child's answer.
+    async fn start(&self, parent: &Parent, call: ToolCall, args: Value) -> Result<Outcome, StoreError> {
+        let refuse = |text: String| Ok(Outcome::Result(ToolResult::error(call.id.clone(), text)));
+        let args: DelegateArgs = match serde_json::from_value(args) {
+            Ok(a) => a,
+            Err(e) => return refuse(format!("invalid arguments: {e}")),
+        };
+        let names: Vec<String> = parent.tools.names().into_iter().map(String::from).collect();
+        let cfg = self.agent.delegation();
+        let plan = match plan(cfg, args, parent.tree.depth, &names) {
+            Ok(p) => p,
+            Err(e) => return refuse(e.to_string()),
+        };
+        if plan.background {
+            let filter = crate::store::DelegationFilter {
+                user_id: Some(parent.user.id.clone()),
+                open_only: true,
+                background_only: true,
+                limit: cfg.delegation.max_background + 1,
+                ..Default::default()
+            };
+            if self.agent.store.delegations_list(&filter).await?.len() >= cfg.delegation.max_background {
+                return refuse(format!(
+                    "not started: {} background tasks are running already ([agent.delegation] max_background); \
+                     wait for one or /cancel it",
+                    cfg.delegation.max_background
+                ));
+            }
+        }
+        let (row, mut state) = match self.open(parent, &call, &plan).await? {
+            Opened::New(row, state) => (row, state),
+            // The call has its child already (a re-run): its recorded outcome stands.
+            Opened::Existing(row) => return Ok(Outcome::Result(recorded_result(&row))),
+        };
+        if plan.background {
+            let started = format!(
+                "Started background task {id}. Its result will arrive in this conversation as a new message; \
+                 /tasks lists tasks and /cancel {id} stops it.",
+                id = row.id
+            );
+            let agent = self.agent.clone();
+            let parent = parent.clone();
+            let running = self.agent.running().clone();
+            running.clone().spawn(async move {
+                Children { agent: &agent }.background(parent, row, state, &running).await;
+            });
+            return Ok(Outcome::Result(ToolResult { call_id: call.id, content: started, is_error: false, images: vec![] }));
+        }
+        let end = self.drive(parent, &row, &mut state, Start::Message, parent.stop.child_token()).await?;
+        self.conclude(parent, &row, &call.id, end).await
+    }
+
+    /// Creates the child's session and its `delegations` row (or finds the row a re-run left).
+    async fn open(&self, parent: &Parent, call: &ToolCall, plan: &Plan) -> Result<Opened, StoreError> {
+        let store = &self.agent.store;
+        if let Some(row) = store.delegation_find(&parent.session_id, Some(&call.id)).await? {
+            return Ok(Opened::Existing(row));
+        }
+        let id = format!("t-{}", &uuid::Uuid::new_v4().simple().to_string()[..10]);
+        let choice = self.agent.tiers().get(&plan.tier);
+        let session = store
+            .session_open(&NewSession {
+                id: uuid::Uuid::new_v4().to_string(),
+                key: child_key(&id),
+                user_id: parent.user.id.clone(),
+                conversation: parent.event.conversation.to_string(),
+                system_prompt: child_prompt(&self.agent.delegation().name, plan),
+            })
+            .await?;
+        let row = DelegationRow {
+            id,
+            parent_session_id: parent.session_id.clone(),
+            parent_call_id: call.id.clone(),
+            child_session_id: session.id.clone(),
+            root_session_id: parent.tree.root_session.clone().unwrap_or_else(|| parent.session_id.clone()),
+            user_id: parent.user.id.clone(),
+            requester: parent.event.actor.identity.to_string(),
+            conversation: parent.event.conversation.to_string(),
+            group_chat: parent.event.kind == butler_channel::ConversationKind::Group,
+            depth: parent.tree.depth as i32 + 1,
+            archetype: plan.archetype.clone(),
+            tier: choice.tier.clone(),
+            model: choice.provider.model().to_string(),
+            tools: plan.tools.clone(),
+            task: plan.task.clone(),
+            background: plan.background,
+            status: DelegationStatus::Running,
+            result: None,
+            reason: None,
+            cost_usd: 0.0,
+            input_tokens: 0,
+            output_tokens: 0,
+            created_ms: now_ms(),
+            finished_ms: None,
+            delivered_ms: None,
+        };
+        let row = store.delegation_start(&row).await?;
+        tracing::info!(task = %row.id, tier = %row.tier, model = %row.model, depth = row.depth, background = row.background, "child agent started");
+        Ok(Opened::New(row, SessionState { row: session, history: vec![], base_seq: 1, summary: None }))
+    }
+
+    /// Runs (or resumes) one child's turn to its end, under its time limit and `stop`.
+    /// Boxed (and `Send`) because the chain recurses: a resumed child resumes its own child.
+    fn drive<'s>(
+        &'s self,
+        parent: &'s Parent,
+        row: &'s DelegationRow,
+        state: &'s mut SessionState,
+        start: Start,
+        stop: CancellationToken,
+    ) -> futures::future::BoxFuture<'s, Result<ChildEnd, StoreError>> {
+        Box::pin(async move {
+        let cfg = &self.agent.delegation().delegation;
+        let child = self.agent.child(&row.tier, &parent.tools.only(&row.tools), row.depth as u32);
+        let event = child_event(row, &parent.event.actor, &parent.event);
+        let _registered = self.agent.running().register(&row.id, stop.clone());
+        let timed_out = Arc::new(AtomicBool::new(false));
+        let timer = {
+            let (stop, timed_out) = (stop.clone(), timed_out.clone());
+            let limit = Duration::from_secs(cfg.timeout_secs);
+            async move {
+                tokio::time::sleep(limit).await;
+                timed_out.store(true, Ordering::SeqCst);
+                stop.cancel();
+                std::future::pending::<()>().await
+            }
+        };
+        let tree = Tree {
+            depth: row.depth as u32,
+            root_session: Some(row.root_session_id.clone()),
+            spend: parent.tree.spend.clone(),
+            budget: parent.tree.budget,
+        };
+        let input = TurnInput {
+            session: state,
+            event: &event,
+            user: &parent.user,
+            stop: stop.clone(),
+            abort: parent.abort.clone(),
+            first_attempt: matches!(start, Start::Message) && row.status == DelegationStatus::Running,
+            start,
+            session_key: &parent.session_key,
+            buttons: parent.buttons,
+            quiet: false,
+            tree: Some(tree),
+        };
+        let work = async {
+            let mut turn = child.begin(input).await?;
+            let (ending, last) = child.loop_until_answer(&mut turn, &mut NullObserver).await?;
+            let usage = child.usage(&turn);
+            let end = match ending {
+                Ending::Waiting(asks) => {
+                    child.append(turn.session, &mut turn.progress, vec![]).await?;
+                    ChildEnd::Waiting(asks)
+                }
+                Ending::Parked => ChildEnd::Parked,
+                ending => {
+                    let (status, reason, note) = self.why(&ending, &timed_out, parent, &child);
+                    let text = if last.trim().is_empty() { turn.progress.shown.clone() } else { last };
+                    let stored = match &note {
+                        Some(n) if text.is_empty() => n.clone(),
+                        Some(n) => format!("{text}\n\n{n}"),
+                        None => text.clone(),
+                    };
+                    child.append(turn.session, &mut turn.progress, vec![NewMessage::assistant(stored, vec![])]).await?;
+                    ChildEnd::Answer { text, status, reason }
+                }
+            };
+            Ok::<_, StoreError>((end, usage))
+        };
+        let (end, usage) = tokio::select! {
+            r = work => r?,
+            _ = timer => unreachable!("the timer never ends"),
+        };
+        if !matches!(end, ChildEnd::Parked) {
+            self.record_usage(row, usage).await?;
+        }
+        Ok(end)
+        })
+    }
+
+    /// Why a child ended, as its status, the reason the parent is told and the note stored.
+    fn why(
+        &self,
+        ending: &Ending,
+        timed_out: &AtomicBool,
+        parent: &Parent,
+        child: &Agent,
+    ) -> (DelegationStatus, Option<String>, Option<String>) {
+        let limits = &self.agent.delegation().delegation;
+        match ending {
+            Ending::Answer | Ending::Stale => (DelegationStatus::Done, None, None),
+            Ending::Stopped if timed_out.load(Ordering::SeqCst) => {
+                let r = format!("its time limit of {} s ([agent.delegation] timeout_secs)", limits.timeout_secs);
+                (DelegationStatus::Stopped, Some(r.clone()), Some(format!("(stopped by {r})")))
+            }
+            Ending::Stopped if parent.stop.is_cancelled() => {
+                (DelegationStatus::Cancelled, Some("/stop".into()), Some("(stopped by /stop)".into()))
+            }
+            Ending::Stopped => (DelegationStatus::Cancelled, Some("/cancel".into()), Some("(cancelled)".into())),
+            Ending::Limit => {
+                let r = format!(
+                    "its limit of {} model calls ([agent.delegation] max_iterations)",
+                    child.max_iterations()
+                );
+                (DelegationStatus::Stopped, Some(r.clone()), Some(format!("(stopped by {r})")))
+            }
+            Ending::Budget(msg) => (DelegationStatus::Stopped, Some(msg.clone()), Some(msg.clone())),
+            Ending::Failed(e) => (DelegationStatus::Failed, Some(e.to_string()), Some(format!("(failed: {e})"))),
+            Ending::Waiting(_) | Ending::Parked => (DelegationStatus::Running, None, None),
+        }
+    }
+
+    /// Records a child's usage (kind `delegate`, under its own session) and adds it to its row.
+    async fn record_usage(&self, row: &DelegationRow, mut usage: UsageRecord) -> Result<(), StoreError> {
+        usage.kind = "delegate".into();
+        usage.event_id = child_event_id(&row.id);
+        if usage.iterations > 0 || usage.input_tokens > 0 {
+            self.agent.store.usage_add(&usage).await?;
+        }
+        let update = DelegationUpdate {
+            status: row.status,
+            result: None,
+            reason: None,
+            cost_usd: usage.cost_usd,
+            input_tokens: usage.input_tokens,
+            output_tokens: usage.output_tokens,
+        };
+        self.agent.store.delegation_update(&row.id, &update).await?;
+        Ok(())
+    }
+
+    /// Records how a foreground child ended and turns it into its call's outcome.
+    async fn conclude(&self, parent: &Parent, row: &DelegationRow, call_id: &str, end: ChildEnd) -> Result<Outcome, StoreError> {
+        match end {
+            ChildEnd::Parked => Ok(Outcome::Parked),
+            ChildEnd::Waiting(asks) => {
+                self.set_status(row, DelegationStatus::Waiting, None, None).await?;
+                Ok(Outcome::Waiting(asks))
+            }
+            ChildEnd::Answer { text, status, reason } => {
+                let ended = self.set_status(row, status, Some(text), reason).await?.unwrap_or_else(|| row.clone());
+                self.audit(parent, &ended).await?;
+                let mut result = recorded_result(&ended);
+                result.call_id = call_id.to_string();
+                Ok(Outcome::Result(result))
+            }
+        }
+    }
+
+    async fn set_status(
+        &self,
+        row: &DelegationRow,
+        status: DelegationStatus,
+        result: Option<String>,
+        reason: Option<String>,
+    ) -> Result<Option<DelegationRow>, StoreError> {
+        let update = DelegationUpdate { status, result, reason, cost_usd: 0.0, input_tokens: 0, output_tokens: 0 };
+        self.agent.store.delegation_update(&row.id, &update).await
+    }
+
+    /// The audit row of an ended child: archetype, tier, model, tools, outcome.
+    async fn audit(&self, parent: &Parent, row: &DelegationRow) -> Result<(), StoreError> {
+        let reason = format!(
+            "task {} depth {} archetype {} tier {} model {} tools [{}] cost ${:.4}{}",
+            row.id,
+            row.depth,
+            row.archetype.as_deref().unwrap_or("-"),
+            row.tier,
+            row.model,
+            row.tools.join(", "),
+            row.cost_usd,
+            row.reason.as_deref().map(|r| format!(": {r}")).unwrap_or_default()
+        );
+        self.agent
+            .store
+            .audit_add(&AuditRow {
+                at_ms: now_ms(),
+                actor: row.requester.clone(),
+                user_id: parent.user.id.clone(),
+                session_id: row.parent_session_id.clone(),
+                tool: crate::delegate::DELEGATE_TOOL.into(),
+                args_hash: row.id.clone(),
+                outcome: row.status.as_str().into(),
+                reason,
+            })
+            .await
+    }
+
+    /// A background child: runs to its end (a call that would ask a person is refused: nobody
+    /// is waiting for it), records the outcome and hands the result to the parent's inbox once.
+    async fn background(
+        &self,
+        mut parent: Parent,
+        row: DelegationRow,
+        mut state: SessionState,
+        running: &crate::delegate::Running,
+    ) {
+        let stop = running.shutdown_token().child_token();
+        parent.stop = CancellationToken::new();
+        parent.abort = running.shutdown_token();
+        parent.tree.spend = Default::default();
+        let mut start = Start::Message;
+        let ended = loop {
+            let end = match self.drive(&parent, &row, &mut state, start, stop.clone()).await {
+                Ok(end) => end,
+                Err(e) => {
+                    tracing::warn!(task = %row.id, error = %e, "background task failed on the store");
+                    break ChildEnd::Answer { text: String::new(), status: DelegationStatus::Failed, reason: Some(e.to_string()) };
+                }
+            };
+            let ChildEnd::Waiting(asks) = end else { break end };
+            let refusals: Vec<NewMessage> = asks
+                .iter()
+                .map(|a| NewMessage::tool(a.tool_call_id.clone(), "not run: a background task cannot ask for approval; run it in the foreground", true))
+                .collect();
+            if self.agent.store.messages_append(&state.row.id, &refusals).await.is_err() {
+                break ChildEnd::Parked;
+            }
+            state.history.extend(refusals);
+            start = Start::Message;
+        };
+        let ChildEnd::Answer { text, status, reason } = ended else { return };
+        let ended = match self.set_status(&row, status, Some(text), reason).await {
+            Ok(r) => r.unwrap_or(row),
+            Err(e) => {
+                tracing::warn!(task = %row.id, error = %e, "could not record the background task's end");
+                return;
+            }
+        };
+        if let Err(e) = self.audit(&parent, &ended).await {
+            tracing::warn!(task = %ended.id, error = %e, "could not audit the background task");
+        }
+        if let Err(e) = deliver(&*self.agent.store, &ended).await {
+            tracing::warn!(task = %ended.id, error = %e, "background result not handed over; it is at next start");
+        }
+    }
+
+    /// After a crash, the results of delegate calls the parent's transcript left without one:
+    /// a finished child's recorded answer (never re-run), or "interrupted" once for a child that
+    /// was cut off.
+    pub(super) async fn settle_dangling(&self, session_id: &str, fixes: Vec<NewMessage>) -> Result<Vec<NewMessage>, StoreError> {
+        let mut out = Vec::with_capacity(fixes.len());
+        for fix in fixes {
+            let Some(call_id) = fix.tool_call_id.clone() else { continue };
+            let Some(row) = self.agent.store.delegation_find(session_id, Some(&call_id)).await? else {
+                out.push(fix);
+                continue;
+            };
+            let row = if row.status.is_open() {
+                let text = Some(INTERRUPTED.to_string());
+                let reason = Some("interrupted by a restart".to_string());
+                self.set_status(&row, DelegationStatus::Interrupted, text, reason).await?.unwrap_or(row)
+            } else {
+                row
+            };
+            let r = recorded_result(&row);
+            out.push(NewMessage::tool(call_id, r.content, r.is_error));
+        }
+        Ok(out)
+    }
+
+    /// A person answered an approval asked inside a descendant: resumes the chain of children
+    /// from this turn down to it. Returns the parent call's result once the direct child ended,
+    /// or the approvals it waits for now.
+    pub(super) async fn resume(
+        &self,
+        turn: &Turn<'_>,
+        approval: &ApprovalRow,
+        pending_left: usize,
+    ) -> Result<Option<Outcome>, StoreError> {
+        let store = &self.agent.store;
+        // Walk up from the asking child to this turn's direct child.
+        let mut row = match store.delegation_find(&approval.session_id, None).await? {
+            Some(r) => r,
+            None => return Ok(None),
+        };
+        for _ in 0..16 {
+            if row.parent_session_id == turn.sid {
+                break;
+            }
+            row = match store.delegation_find(&row.parent_session_id, None).await? {
+                Some(r) => r,
+                None => return Ok(None),
+            };
+        }
+        let waiting = dangling_results(&turn.session.history);
+        if row.parent_session_id != turn.sid
+            || !row.status.is_open()
+            || !waiting.iter().any(|m| m.tool_call_id.as_deref() == Some(row.parent_call_id.as_str()))
+        {
+            return Ok(None);
+        }
+        let Some(session) = store.session_active(&child_key(&row.id)).await? else { return Ok(None) };
+        let mut state = SessionState::load(&**store, session, 200).await?;
+        let parent = Parent::of(turn);
+        self.set_status(&row, DelegationStatus::Running, None, None).await?;
+        let start = Start::Resume { approval: Box::new(approval.clone()), pending_left };
+        let end = self.drive(&parent, &row, &mut state, start, parent.stop.child_token()).await?;
+        let call_id = row.parent_call_id.clone();
+        self.conclude(&parent, &row, &call_id, end).await.map(Some)
+    }
+}
+
+/// A delegate call's child: new, or the one a re-run of the call found.
+enum Opened {
+    New(DelegationRow, SessionState),
+    Existing(DelegationRow),
+}
+
+/// One delegate call's outcome in its round.
+pub(super) enum Outcome {
+    Result(ToolResult),
+    Waiting(Vec<ApprovalRow>),
+    Parked,
+}
+
+/// The session key of task `id`'s child.
+fn child_key(id: &str) -> String {
+    format!("delegate:{id}")
+}
+
+fn child_event_id(id: &str) -> String {
+    format!("delegate:{id}")
+}
+
+/// The event a child's turn runs for: the task, from the person the parent works for.
+fn child_event(row: &DelegationRow, actor: &Actor, parent: &InboundEvent) -> InboundEvent {
+    InboundEvent {
+        id: EventId(child_event_id(&row.id)),
+        actor: actor.clone(),
+        conversation: parent.conversation.clone(),
+        kind: parent.kind,
+        addressed: true,
+        reply_to: None,
+        message_id: None,
+        body: EventBody::Message { text: row.task.clone() },
+        at_ms: row.created_ms,
+    }
+}
+
+/// The parent call's result for an ended child: its answer (or partial answer and why), and
+/// what it cost.
+fn recorded_result(row: &DelegationRow) -> ToolResult {
+    let who = row.archetype.as_deref().unwrap_or("helper");
+    let usage = format!(
+        "[{who} {id}: tier {tier}, model {model}; {input} input + {output} output tokens, ${cost:.4}]",
+        id = row.id,
+        tier = row.tier,
+        model = row.model,
+        input = row.input_tokens,
+        output = row.output_tokens,
+        cost = row.cost_usd
+    );
+    let text = row.result.clone().unwrap_or_default();
+    let (content, is_error) = match row.status {
+        DelegationStatus::Done => (format!("{text}\n\n{usage}"), false),
+        DelegationStatus::Stopped => (
+            format!(
+                "[partial answer: the helper was stopped by {}]\n{text}\n\n{usage}",
+                row.reason.as_deref().unwrap_or("a limit")
+            ),
+            false,
+        ),
+        DelegationStatus::Interrupted => (format!("{INTERRUPTED}\n\n{usage}"), true),
+        DelegationStatus::Cancelled => {
+            (format!("[the helper was stopped ({})]\n{text}\n\n{usage}", row.reason.as_deref().unwrap_or("cancelled")), true)
+        }
+        DelegationStatus::Failed => {
+            (format!("[the helper failed: {}]\n{text}\n\n{usage}", row.reason.as_deref().unwrap_or("unknown error")), true)
+        }
+        DelegationStatus::Running | DelegationStatus::Waiting => (format!("[the helper is still running]\n{usage}"), true),
+    };
+    ToolResult { call_id: row.parent_call_id.clone(), content: content.trim_start().to_string(), is_error, images: vec![] }
+}
+
+/// Hands an ended background task's result to the parent's conversation: an inbox event
+/// `task:<id>` (its id makes it once), then marks the task delivered.
+pub(crate) async fn deliver(store: &dyn crate::store::Store, row: &DelegationRow) -> Result<(), StoreError> {
+    let Ok(identity) = row.requester.parse() else {
+        return Err(StoreError::Corrupt(format!("delegations.requester `{}`", row.requester)));
+    };
+    let Ok(conversation) = row.conversation.parse() else {
+        return Err(StoreError::Corrupt(format!("delegations.conversation `{}`", row.conversation)));
+    };
+    let outcome = match row.status {
+        DelegationStatus::Done => "finished".to_string(),
+        s => format!("ended ({})", s.as_str()),
+    };
+    let result = recorded_result(row).content;
+    let text = format!(
+        "[Background task {id} {outcome}. Its task was: {task}]\n\n{result}\n\nTell me what came of it.",
+        id = row.id,
+        task = row.task
+    );
+    let kind = if row.group_chat { butler_channel::ConversationKind::Group } else { butler_channel::ConversationKind::Direct };
+    let event = InboundEvent {
+        id: EventId(format!("task:{}", row.id)),
+        actor: Actor::new(identity),
+        conversation,
+        kind,
+        addressed: true,
+        reply_to: None,
+        message_id: None,
+        body: EventBody::Trigger { source: TASK_SOURCE.into(), text, payload: serde_json::json!({"task": row.id}) },
+        at_ms: now_ms(),
+    };
+    store.inbox_insert(&event).await?;
+    store.delegation_delivered(&row.id).await?;
+    Ok(())
+}
+
+/// At start (one process owns its conversations): background tasks a dead process left open
+/// are reported as interrupted, once, and ended results not yet handed over are handed over.
+pub(crate) async fn recover_background(store: &dyn crate::store::Store) -> Result<usize, StoreError> {
+    let filter = crate::store::DelegationFilter { background_only: true, limit: 1000, ..Default::default() };
+    let mut handed = 0;
+    for row in store.delegations_list(&filter).await? {
+        if row.delivered_ms.is_some() {
+            continue;
+        }
+        let row = if row.status.is_open() {
+            let update = DelegationUpdate {
+                status: DelegationStatus::Interrupted,
+                result: None,
+                reason: Some("interrupted by a restart".into()),
+                cost_usd: 0.0,
+                input_tokens: 0,
+                output_tokens: 0,
+            };
+            match store.delegation_update(&row.id, &update).await? {
+                Some(r) => r,
+                None => continue,
+            }
+        } else {
+            row
+        };
+        deliver(store, &row).await?;
+        handed += 1;
+    }
+    Ok(handed)
+}
