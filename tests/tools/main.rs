@@ -12,6 +12,7 @@ mod support;
 
 mod actions;
 mod config;
+mod delegate;
 mod files;
 mod http;
 mod many_tools;
