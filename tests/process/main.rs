@@ -8,6 +8,7 @@ mod approvals;
 mod chat;
 mod cli;
 mod crash;
+mod delegate;
 mod first_run;
 mod inbox;
 mod init;
