@@ -16,6 +16,7 @@ use super::progress::NullObserver;
 use super::state::{Ending, Turn};
 use super::turn::Agent;
 use super::window::SessionState;
+use super::tasks::{child_event, child_event_id, child_key, deliver, recorded_result};
 use crate::clock::now_ms;
 use crate::delegate::{child_prompt, plan, DelegateArgs, Plan};
 use crate::llm::ToolCall;
@@ -24,7 +25,7 @@ use crate::store::{
     UsageRecord, UserRow,
 };
 use crate::tools::Tools;
-use butler_channel::{Actor, EventBody, EventId, InboundEvent};
+use butler_channel::InboundEvent;
 use futures::{FutureExt, StreamExt};
 use serde_json::Value;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -32,8 +33,6 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
-/// The source name of the inbox events that carry a background task's result.
-pub(super) const TASK_SOURCE: &str = "task";
 
 /// What children need of the turn that started them (owned, so background ones can keep it).
 #[derive(Clone)]
@@ -535,128 +534,3 @@ pub(super) enum Outcome {
     Parked,
 }
 
-/// The session key of task `id`'s child.
-fn child_key(id: &str) -> String {
-    format!("delegate:{id}")
-}
-
-fn child_event_id(id: &str) -> String {
-    format!("delegate:{id}")
-}
-
-/// The event a child's turn runs for: the task, from the person the parent works for.
-fn child_event(row: &DelegationRow, actor: &Actor, parent: &InboundEvent) -> InboundEvent {
-    InboundEvent {
-        id: EventId(child_event_id(&row.id)),
-        actor: actor.clone(),
-        conversation: parent.conversation.clone(),
-        kind: parent.kind,
-        addressed: true,
-        reply_to: None,
-        message_id: None,
-        body: EventBody::Message { text: row.task.clone() },
-        at_ms: row.created_ms,
-    }
-}
-
-/// The parent call's result for an ended child: its answer (or partial answer and why), and
-/// what it cost.
-fn recorded_result(row: &DelegationRow) -> ToolResult {
-    let who = row.archetype.as_deref().unwrap_or("helper");
-    let usage = format!(
-        "[{who} {id}: tier {tier}, model {model}; {input} input + {output} output tokens, ${cost:.4}]",
-        id = row.id,
-        tier = row.tier,
-        model = row.model,
-        input = row.input_tokens,
-        output = row.output_tokens,
-        cost = row.cost_usd
-    );
-    let text = row.result.clone().unwrap_or_default();
-    let (content, is_error) = match row.status {
-        DelegationStatus::Done => (format!("{text}\n\n{usage}"), false),
-        DelegationStatus::Stopped => (
-            format!(
-                "[partial answer: the helper was stopped by {}]\n{text}\n\n{usage}",
-                row.reason.as_deref().unwrap_or("a limit")
-            ),
-            false,
-        ),
-        DelegationStatus::Interrupted => (format!("{INTERRUPTED}\n\n{usage}"), true),
-        DelegationStatus::Cancelled => {
-            (format!("[the helper was stopped ({})]\n{text}\n\n{usage}", row.reason.as_deref().unwrap_or("cancelled")), true)
-        }
-        DelegationStatus::Failed => {
-            (format!("[the helper failed: {}]\n{text}\n\n{usage}", row.reason.as_deref().unwrap_or("unknown error")), true)
-        }
-        DelegationStatus::Running | DelegationStatus::Waiting => (format!("[the helper is still running]\n{usage}"), true),
-    };
-    ToolResult { call_id: row.parent_call_id.clone(), content: content.trim_start().to_string(), is_error, images: vec![] }
-}
-
-/// Hands an ended background task's result to the parent's conversation: an inbox event
-/// `task:<id>` (its id makes it once), then marks the task delivered.
-pub(crate) async fn deliver(store: &dyn crate::store::Store, row: &DelegationRow) -> Result<(), StoreError> {
-    let Ok(identity) = row.requester.parse() else {
-        return Err(StoreError::Corrupt(format!("delegations.requester `{}`", row.requester)));
-    };
-    let Ok(conversation) = row.conversation.parse() else {
-        return Err(StoreError::Corrupt(format!("delegations.conversation `{}`", row.conversation)));
-    };
-    let outcome = match row.status {
-        DelegationStatus::Done => "finished".to_string(),
-        s => format!("ended ({})", s.as_str()),
-    };
-    let result = recorded_result(row).content;
-    let text = format!(
-        "[Background task {id} {outcome}. Its task was: {task}]\n\n{result}\n\nTell me what came of it.",
-        id = row.id,
-        task = row.task
-    );
-    let kind = if row.group_chat { butler_channel::ConversationKind::Group } else { butler_channel::ConversationKind::Direct };
-    let event = InboundEvent {
-        id: EventId(format!("task:{}", row.id)),
-        actor: Actor::new(identity),
-        conversation,
-        kind,
-        addressed: true,
-        reply_to: None,
-        message_id: None,
-        body: EventBody::Trigger { source: TASK_SOURCE.into(), text, payload: serde_json::json!({"task": row.id}) },
-        at_ms: now_ms(),
-    };
-    store.inbox_insert(&event).await?;
-    store.delegation_delivered(&row.id).await?;
-    Ok(())
-}
-
-/// At start (one process owns its conversations): background tasks a dead process left open
-/// are reported as interrupted, once, and ended results not yet handed over are handed over.
-pub(crate) async fn recover_background(store: &dyn crate::store::Store) -> Result<usize, StoreError> {
-    let filter = crate::store::DelegationFilter { background_only: true, limit: 1000, ..Default::default() };
-    let mut handed = 0;
-    for row in store.delegations_list(&filter).await? {
-        if row.delivered_ms.is_some() {
-            continue;
-        }
-        let row = if row.status.is_open() {
-            let update = DelegationUpdate {
-                status: DelegationStatus::Interrupted,
-                result: None,
-                reason: Some("interrupted by a restart".into()),
-                cost_usd: 0.0,
-                input_tokens: 0,
-                output_tokens: 0,
-            };
-            match store.delegation_update(&row.id, &update).await? {
-                Some(r) => r,
-                None => continue,
-            }
-        } else {
-            row
-        };
-        deliver(store, &row).await?;
-        handed += 1;
-    }
-    Ok(handed)
-}

@@ -19,12 +19,14 @@ mod input;
 mod narrow;
 mod progress;
 mod prompt;
+mod rerun;
 mod state;
 mod storable;
+mod tasks;
 mod turn;
 mod window;
 
-pub(crate) use child::recover_background;
+pub(crate) use tasks::recover_background;
 pub(crate) use input::{Start, TurnError, TurnInput, TurnOutcome};
 pub(crate) use progress::{Nudge, NullObserver, TurnObserver};
 pub(crate) use prompt::system_prompt;

@@ -23,15 +23,14 @@ use crate::config::{AgentConfig, Config, LimitsConfig};
 use crate::delegate::Running;
 use crate::hooks::Hooks;
 use crate::llm::{Assembled, ChatRequest, LlmError, Prices, Provider, Tiers, ToolCall};
-use crate::permissions::approval::{approval_notice, decision_audit, outcome_text};
+use crate::permissions::approval::approval_notice;
 use crate::permissions::Policy;
 use crate::skills::{Skills, SKILL_TOOL};
 use crate::store::{
-    reply_key, ApprovalDecision, ApprovalRow, ApprovalStatus, InboxStatus, NewMessage, NewOutbox, OutboxRow, Role,
+    reply_key, ApprovalRow, ApprovalStatus, InboxStatus, NewMessage, NewOutbox, OutboxRow,
     Store, StoreError, TurnCommit, UsageRecord,
 };
 use crate::tools::{ToolCtx, ToolSource, Tools};
-use butler_channel::{ConversationKind, InboundEvent};
 use std::sync::Arc;
 
 /// Everything a turn needs that outlives it. Built once by [`Agent::new`].
@@ -46,7 +45,7 @@ pub struct Agent {
     /// The live skills catalog: its section of a new session's system prompt, and the
     /// `allowed-tools` of the skills a turn loads.
     skills: Arc<Skills>,
-    limits: LimitsConfig,
+    pub(super) limits: LimitsConfig,
     max_tokens: u32,
     prices: Prices,
     recall_limit: usize,
@@ -56,7 +55,7 @@ pub struct Agent {
     /// Run by the session actor (session start and end) as well.
     pub(crate) hooks: Arc<Hooks>,
     /// Nudged when an approval request's message was edited, so the edit goes out at once.
-    nudge: Arc<dyn Nudge>,
+    pub(super) nudge: Arc<dyn Nudge>,
     /// The model's context window in tokens (the request budget derives from it).
     context_window: u32,
     /// Recall relevant memories into each turn's user message.
@@ -276,7 +275,7 @@ impl Agent {
         };
         match start {
             Start::Message => {
-                let fresh = self.start_or_resume(turn.session, event, first_attempt, &mut turn.progress).await?;
+                let fresh = super::rerun::Rerun { agent: self }.start_or_resume(turn.session, event, first_attempt, &mut turn.progress).await?;
                 if fresh {
                     let text = event.text().unwrap_or_default();
                     turn.recall = self.window().recall_block(&turn.tool_ctx.memory_scope(), text).await?;
@@ -292,7 +291,12 @@ impl Agent {
                     Some(Outcome::Result(result)) => {
                         self.append(turn.session, &mut turn.progress, storable::tool_messages(vec![result])).await?;
                         let others = dangling_results(&turn.session.history);
-                        (!others.is_empty()).then_some(Ending::Waiting(vec![]))
+                        if approval.status == ApprovalStatus::Cancelled {
+                            // `/stop` while a child waited: the whole tree stops.
+                            Some(Ending::Stopped)
+                        } else {
+                            (!others.is_empty()).then_some(Ending::Waiting(vec![]))
+                        }
                     }
                 };
             }
@@ -582,42 +586,6 @@ impl Agent {
         }))
     }
 
-    /// Closes calls a parked turn left waiting, because a new message came first: their
-    /// approvals are cancelled (the requests say so) and each call gets a refusal result.
-    async fn supersede_waiting(&self, session: &mut SessionState, event: &InboundEvent) -> Result<(), StoreError> {
-        let fixes = dangling_results(&session.history);
-        if fixes.is_empty() {
-            return Ok(());
-        }
-        let by = event.actor.name().to_string();
-        for approval in self.store.approvals_pending(&session.row.id).await? {
-            let decision = ApprovalDecision {
-                status: ApprovalStatus::Cancelled,
-                scope: None,
-                decided_by: by.clone(),
-                message: outcome_text(
-                    &approval,
-                    ApprovalStatus::Cancelled,
-                    None,
-                    &format!("{by} (a new message came first)"),
-                ),
-            };
-            if let Some(row) = self.store.approval_decide(&approval.id, &decision).await? {
-                let audit = decision_audit(&row, ApprovalStatus::Cancelled, None, &by);
-                self.store.audit_add(&audit).await?;
-                self.nudge.wake();
-            }
-        }
-        let msgs: Vec<NewMessage> = fixes
-            .into_iter()
-            .filter_map(|f| f.tool_call_id)
-            .map(|id| NewMessage::tool(id, "not run: cancelled because a new message came first", true))
-            .collect();
-        self.store.messages_append(&session.row.id, &msgs).await?;
-        session.history.extend(msgs);
-        Ok(())
-    }
-
     /// Persists `msgs` (preceded by the turn's user message if that is not stored yet) and adds
     /// them to the cached transcript.
     pub(super) async fn append(
@@ -635,56 +603,4 @@ impl Agent {
         Ok(())
     }
 
-    /// Prepares the user message (stored with the first tool round or the final commit, so a
-    /// plain turn costs one write), or, when this event's message is already in the transcript
-    /// (the turn is being re-run after a crash or a retry), repairs the transcript and restores
-    /// the text shown so far.
-    async fn start_or_resume(
-        &self,
-        session: &mut SessionState,
-        event: &InboundEvent,
-        first_attempt: bool,
-        progress: &mut Progress,
-    ) -> Result<bool, StoreError> {
-        let eid = event.id.0.as_str();
-        let found = session.history.iter().rposition(|m| m.event_id.as_deref() == Some(eid));
-        let found = match found {
-            Some(i) => Some(i),
-            None if first_attempt => None,
-            None if self.store.message_seq_for_event(&session.row.id, eid).await?.is_some() => {
-                // In the store but outside the cached window: reload the tail.
-                let row = session.row.clone();
-                *session = SessionState::load(&*self.store, row, self.limits.history_messages).await?;
-                session.history.iter().rposition(|m| m.event_id.as_deref() == Some(eid))
-            }
-            None => None,
-        };
-        match found {
-            None => {
-                self.supersede_waiting(session, event).await?;
-                let text = event.text().unwrap_or_default();
-                // In a group every speaker is named (the providers show the name to the model).
-                let name = (event.kind == ConversationKind::Group).then(|| event.actor.name().to_string());
-                let content = text.to_string();
-                progress.unsaved_user = Some(NewMessage::user(content, name, Some(eid.to_string())));
-                Ok(true)
-            }
-            Some(i) => {
-                tracing::info!(event = eid, "resuming a turn cut off earlier");
-                for m in &session.history[i + 1..] {
-                    if m.role() == Role::Assistant && !m.content.is_empty() {
-                        progress.shown = progress.join(&m.content);
-                    }
-                    if m.role() == Role::Assistant {
-                        progress.iterations += 1;
-                    }
-                }
-                let fixes = dangling_results(&session.history[i..]);
-                // A delegate call's child may have finished before the crash: its answer stands.
-                let fixes = Children { agent: self }.settle_dangling(&session.row.id, fixes).await?;
-                self.append(session, progress, fixes).await?;
-                Ok(false)
-            }
-        }
-    }
 }

@@ -94,7 +94,19 @@ impl Approvals {
     /// `None` when nothing waits in this session.
     pub(super) async fn cancel_waiting(&self, event: &InboundEvent, key: &str) -> Result<Option<Verdict>, StoreError> {
         let Some(session) = self.store.session_active(key).await? else { return Ok(None) };
-        let pending = self.store.approvals_pending(&session.id).await?;
+        let mut pending = self.store.approvals_pending(&session.id).await?;
+        // Approvals asked inside this session's children wait under the children's sessions.
+        let filter = crate::store::DelegationFilter {
+            root_session_id: Some(session.id.clone()),
+            open_only: true,
+            limit: 50,
+            ..Default::default()
+        };
+        for child in self.store.delegations_list(&filter).await? {
+            if child.status == crate::store::DelegationStatus::Waiting {
+                pending.extend(self.store.approvals_pending(&child.child_session_id).await?);
+            }
+        }
         let by = event.actor.name().to_string();
         let mut verdict = None;
         for row in pending {

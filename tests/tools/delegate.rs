@@ -327,3 +327,24 @@ async fn budgets_count_children_and_stop_a_turn_or_a_user_with_a_message_naming_
     assert_eq!(llm.requests().iter().filter(|r| r.last_user_text().contains("plan-11")).count(), 0);
     app.stop().await;
 }
+
+#[tokio::test]
+async fn stop_while_a_child_waits_for_an_approval_stops_the_whole_tree() {
+    let llm = FakeLlm::start().await;
+    let (app, touch) = start(&llm, |_| {}).await;
+    llm.on("plan-12", Reply::tool_call("delegate", json!({"task": "child-waits to touch"})));
+    llm.on("child-waits", Reply::tool_call("touch", json!({"name": "door"})));
+    app.post("c12", "local", "plan-12 touch the door").await;
+    wait_until("the approval request", || async {
+        app.messages("c12").await.iter().any(|m| m["buttons"].as_array().is_some_and(|b| !b.is_empty()))
+    })
+    .await;
+    app.post("c12", "local", "/stop").await;
+    wait_text(&app, "c12", "Stopped").await;
+    wait_until("the child to end", || async { !rows(&app).await[0].status.is_open() }).await;
+    assert_eq!(rows(&app).await[0].status, DelegationStatus::Cancelled);
+    assert_eq!(touch.runs(), 0, "nothing ran");
+    let count = |needle: &str| llm.requests().iter().filter(|r| r.last_user_text().contains(needle)).count();
+    assert_eq!((count("plan-12"), count("child-waits")), (1, 1), "no model call after /stop");
+    app.stop().await;
+}

@@ -1,0 +1,112 @@
+//! Taking a turn up where the transcript says it is: a message whose turn was cut off by a
+//! crash or a failed try (the transcript is repaired: every call gets a result, a finished
+//! child's answer included), and a new message arriving while calls wait for a person (their
+//! approvals are cancelled and the calls closed).
+//!
+//! It must never run a tool again that was recorded without a result, and never leave a call
+//! without one.
+
+use super::child::Children;
+use super::context::dangling_results;
+use super::state::Progress;
+use super::turn::Agent;
+use super::window::SessionState;
+use crate::permissions::approval::{decision_audit, outcome_text};
+use crate::store::{ApprovalDecision, ApprovalStatus, NewMessage, Role, StoreError};
+use butler_channel::{ConversationKind, InboundEvent};
+
+/// The re-run part of an agent.
+pub(super) struct Rerun<'a> {
+    pub(super) agent: &'a Agent,
+}
+
+impl Rerun<'_> {
+    /// Closes calls a parked turn left waiting, because a new message came first: their
+    /// approvals are cancelled (the requests say so) and each call gets a refusal result.
+    async fn supersede_waiting(&self, session: &mut SessionState, event: &InboundEvent) -> Result<(), StoreError> {
+        let fixes = dangling_results(&session.history);
+        if fixes.is_empty() {
+            return Ok(());
+        }
+        let by = event.actor.name().to_string();
+        for approval in self.agent.store.approvals_pending(&session.row.id).await? {
+            let decision = ApprovalDecision {
+                status: ApprovalStatus::Cancelled,
+                scope: None,
+                decided_by: by.clone(),
+                message: outcome_text(
+                    &approval,
+                    ApprovalStatus::Cancelled,
+                    None,
+                    &format!("{by} (a new message came first)"),
+                ),
+            };
+            if let Some(row) = self.agent.store.approval_decide(&approval.id, &decision).await? {
+                let audit = decision_audit(&row, ApprovalStatus::Cancelled, None, &by);
+                self.agent.store.audit_add(&audit).await?;
+                self.agent.nudge.wake();
+            }
+        }
+        let msgs: Vec<NewMessage> = fixes
+            .into_iter()
+            .filter_map(|f| f.tool_call_id)
+            .map(|id| NewMessage::tool(id, "not run: cancelled because a new message came first", true))
+            .collect();
+        self.agent.store.messages_append(&session.row.id, &msgs).await?;
+        session.history.extend(msgs);
+        Ok(())
+    }
+
+    /// Prepares the user message (stored with the first tool round or the final commit, so a
+    /// plain turn costs one write), or, when this event's message is already in the transcript
+    /// (the turn is being re-run after a crash or a retry), repairs the transcript and restores
+    /// the text shown so far.
+    pub(super) async fn start_or_resume(
+        &self,
+        session: &mut SessionState,
+        event: &InboundEvent,
+        first_attempt: bool,
+        progress: &mut Progress,
+    ) -> Result<bool, StoreError> {
+        let eid = event.id.0.as_str();
+        let found = session.history.iter().rposition(|m| m.event_id.as_deref() == Some(eid));
+        let found = match found {
+            Some(i) => Some(i),
+            None if first_attempt => None,
+            None if self.agent.store.message_seq_for_event(&session.row.id, eid).await?.is_some() => {
+                // In the store but outside the cached window: reload the tail.
+                let row = session.row.clone();
+                *session = SessionState::load(&*self.agent.store, row, self.agent.limits.history_messages).await?;
+                session.history.iter().rposition(|m| m.event_id.as_deref() == Some(eid))
+            }
+            None => None,
+        };
+        match found {
+            None => {
+                self.supersede_waiting(session, event).await?;
+                let text = event.text().unwrap_or_default();
+                // In a group every speaker is named (the providers show the name to the model).
+                let name = (event.kind == ConversationKind::Group).then(|| event.actor.name().to_string());
+                let content = text.to_string();
+                progress.unsaved_user = Some(NewMessage::user(content, name, Some(eid.to_string())));
+                Ok(true)
+            }
+            Some(i) => {
+                tracing::info!(event = eid, "resuming a turn cut off earlier");
+                for m in &session.history[i + 1..] {
+                    if m.role() == Role::Assistant && !m.content.is_empty() {
+                        progress.shown = progress.join(&m.content);
+                    }
+                    if m.role() == Role::Assistant {
+                        progress.iterations += 1;
+                    }
+                }
+                let fixes = dangling_results(&session.history[i..]);
+                // A delegate call's child may have finished before the crash: its answer stands.
+                let fixes = Children { agent: self.agent }.settle_dangling(&session.row.id, fixes).await?;
+                self.agent.append(session, progress, fixes).await?;
+                Ok(false)
+            }
+        }
+    }
+}

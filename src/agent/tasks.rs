@@ -1,0 +1,140 @@
+//! What a child's `delegations` row means to others: the text its parent's call gets, the
+//! names of its session and event, and a background task's report through the inbox (once),
+//! also for tasks a dead process left behind.
+//!
+//! It must never run a child, and never hand over a background result twice.
+
+use super::context::INTERRUPTED;
+use super::exec::ToolResult;
+use crate::clock::now_ms;
+use crate::store::{DelegationRow, DelegationStatus, DelegationUpdate, StoreError};
+use butler_channel::{Actor, EventBody, EventId, InboundEvent};
+
+/// The source name of the inbox events that carry a background task's result.
+pub(super) const TASK_SOURCE: &str = "task";
+
+/// The session key of task `id`'s child.
+pub(super) fn child_key(id: &str) -> String {
+    format!("delegate:{id}")
+}
+
+pub(super) fn child_event_id(id: &str) -> String {
+    format!("delegate:{id}")
+}
+
+/// The event a child's turn runs for: the task, from the person the parent works for.
+pub(super) fn child_event(row: &DelegationRow, actor: &Actor, parent: &InboundEvent) -> InboundEvent {
+    InboundEvent {
+        id: EventId(child_event_id(&row.id)),
+        actor: actor.clone(),
+        conversation: parent.conversation.clone(),
+        kind: parent.kind,
+        addressed: true,
+        reply_to: None,
+        message_id: None,
+        body: EventBody::Message { text: row.task.clone() },
+        at_ms: row.created_ms,
+    }
+}
+
+/// The parent call's result for an ended child: its answer (or partial answer and why), and
+/// what it cost.
+pub(super) fn recorded_result(row: &DelegationRow) -> ToolResult {
+    let who = row.archetype.as_deref().unwrap_or("helper");
+    let usage = format!(
+        "[{who} {id}: tier {tier}, model {model}; {input} input + {output} output tokens, ${cost:.4}]",
+        id = row.id,
+        tier = row.tier,
+        model = row.model,
+        input = row.input_tokens,
+        output = row.output_tokens,
+        cost = row.cost_usd
+    );
+    let text = row.result.clone().unwrap_or_default();
+    let (content, is_error) = match row.status {
+        DelegationStatus::Done => (format!("{text}\n\n{usage}"), false),
+        DelegationStatus::Stopped => (
+            format!(
+                "[partial answer: the helper was stopped by {}]\n{text}\n\n{usage}",
+                row.reason.as_deref().unwrap_or("a limit")
+            ),
+            false,
+        ),
+        DelegationStatus::Interrupted => (format!("{INTERRUPTED}\n\n{usage}"), true),
+        DelegationStatus::Cancelled => {
+            (format!("[the helper was stopped ({})]\n{text}\n\n{usage}", row.reason.as_deref().unwrap_or("cancelled")), true)
+        }
+        DelegationStatus::Failed => {
+            (format!("[the helper failed: {}]\n{text}\n\n{usage}", row.reason.as_deref().unwrap_or("unknown error")), true)
+        }
+        DelegationStatus::Running | DelegationStatus::Waiting => (format!("[the helper is still running]\n{usage}"), true),
+    };
+    ToolResult { call_id: row.parent_call_id.clone(), content: content.trim_start().to_string(), is_error, images: vec![] }
+}
+
+/// Hands an ended background task's result to the parent's conversation: an inbox event
+/// `task:<id>` (its id makes it once), then marks the task delivered.
+pub(crate) async fn deliver(store: &dyn crate::store::Store, row: &DelegationRow) -> Result<(), StoreError> {
+    let Ok(identity) = row.requester.parse() else {
+        return Err(StoreError::Corrupt(format!("delegations.requester `{}`", row.requester)));
+    };
+    let Ok(conversation) = row.conversation.parse() else {
+        return Err(StoreError::Corrupt(format!("delegations.conversation `{}`", row.conversation)));
+    };
+    let outcome = match row.status {
+        DelegationStatus::Done => "finished".to_string(),
+        s => format!("ended ({})", s.as_str()),
+    };
+    let result = recorded_result(row).content;
+    let text = format!(
+        "[Background task {id} {outcome}. Its task was: {task}]\n\n{result}\n\nTell me what came of it.",
+        id = row.id,
+        task = row.task
+    );
+    let kind = if row.group_chat { butler_channel::ConversationKind::Group } else { butler_channel::ConversationKind::Direct };
+    let event = InboundEvent {
+        id: EventId(format!("task:{}", row.id)),
+        actor: Actor::new(identity),
+        conversation,
+        kind,
+        addressed: true,
+        reply_to: None,
+        message_id: None,
+        body: EventBody::Trigger { source: TASK_SOURCE.into(), text, payload: serde_json::json!({"task": row.id}) },
+        at_ms: now_ms(),
+    };
+    store.inbox_insert(&event).await?;
+    store.delegation_delivered(&row.id).await?;
+    Ok(())
+}
+
+/// At start (one process owns its conversations): background tasks a dead process left open
+/// are reported as interrupted, once, and ended results not yet handed over are handed over.
+pub(crate) async fn recover_background(store: &dyn crate::store::Store) -> Result<usize, StoreError> {
+    let filter = crate::store::DelegationFilter { background_only: true, limit: 1000, ..Default::default() };
+    let mut handed = 0;
+    for row in store.delegations_list(&filter).await? {
+        if row.delivered_ms.is_some() {
+            continue;
+        }
+        let row = if row.status.is_open() {
+            let update = DelegationUpdate {
+                status: DelegationStatus::Interrupted,
+                result: None,
+                reason: Some("interrupted by a restart".into()),
+                cost_usd: 0.0,
+                input_tokens: 0,
+                output_tokens: 0,
+            };
+            match store.delegation_update(&row.id, &update).await? {
+                Some(r) => r,
+                None => continue,
+            }
+        } else {
+            row
+        };
+        deliver(store, &row).await?;
+        handed += 1;
+    }
+    Ok(handed)
+}
