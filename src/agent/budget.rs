@@ -75,7 +75,11 @@ mod tests {
 
     #[test]
     fn limits_table() {
-        let b = |turn: Option<f64>, day: Option<f64>, before: f64| Budget { per_turn: turn, per_day: day, day_before: before };
+        let b = |turn: Option<f64>, day: Option<f64>, before: f64| Budget {
+            per_turn: turn,
+            per_day: day,
+            day_before: before,
+        };
         // (budget, spent) -> which limit (None: go on)
         let cases = [
             (b(None, None, 100.0), 100.0, None),

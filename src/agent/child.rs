@@ -11,12 +11,12 @@
 
 use super::context::{dangling_results, INTERRUPTED};
 use super::exec::ToolResult;
-use super::input::{Start, TurnInput, Tree};
+use super::input::{Start, Tree, TurnInput};
 use super::progress::NullObserver;
 use super::state::{Ending, Turn};
+use super::tasks::{child_event, child_event_id, child_key, deliver, recorded_result};
 use super::turn::Agent;
 use super::window::SessionState;
-use super::tasks::{child_event, child_event_id, child_key, deliver, recorded_result};
 use crate::clock::now_ms;
 use crate::delegate::{child_prompt, plan, DelegateArgs, Plan};
 use crate::llm::ToolCall;
@@ -32,7 +32,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
-
 
 /// What children need of the turn that started them (owned, so background ones can keep it).
 #[derive(Clone)]
@@ -163,7 +162,12 @@ impl Children<'_> {
             running.clone().spawn(async move {
                 Children { agent: &agent }.background(parent, row, state, &running).await;
             });
-            return Ok(Outcome::Result(ToolResult { call_id: call.id, content: started, is_error: false, images: vec![] }));
+            return Ok(Outcome::Result(ToolResult {
+                call_id: call.id,
+                content: started,
+                is_error: false,
+                images: vec![],
+            }));
         }
         let end = self.drive(parent, &row, &mut state, Start::Message, parent.stop.child_token()).await?;
         self.conclude(parent, &row, &call.id, end).await
@@ -229,72 +233,74 @@ impl Children<'_> {
         stop: CancellationToken,
     ) -> futures::future::BoxFuture<'s, Result<ChildEnd, StoreError>> {
         Box::pin(async move {
-        let cfg = &self.agent.delegation().delegation;
-        let child = self.agent.child(&row.tier, &parent.tools.only(&row.tools), row.depth as u32);
-        let event = child_event(row, &parent.event.actor, &parent.event);
-        let _registered = self.agent.running().register(&row.id, stop.clone());
-        let timed_out = Arc::new(AtomicBool::new(false));
-        let timer = {
-            let (stop, timed_out) = (stop.clone(), timed_out.clone());
-            let limit = Duration::from_secs(cfg.timeout_secs);
-            async move {
-                tokio::time::sleep(limit).await;
-                timed_out.store(true, Ordering::SeqCst);
-                stop.cancel();
-                std::future::pending::<()>().await
-            }
-        };
-        let tree = Tree {
-            depth: row.depth as u32,
-            root_session: Some(row.root_session_id.clone()),
-            spend: parent.tree.spend.clone(),
-            budget: parent.tree.budget,
-        };
-        let input = TurnInput {
-            session: state,
-            event: &event,
-            user: &parent.user,
-            stop: stop.clone(),
-            abort: parent.abort.clone(),
-            first_attempt: matches!(start, Start::Message) && row.status == DelegationStatus::Running,
-            start,
-            session_key: &parent.session_key,
-            buttons: parent.buttons,
-            quiet: false,
-            tree: Some(tree),
-        };
-        let work = async {
-            let mut turn = child.begin(input).await?;
-            let (ending, last) = child.loop_until_answer(&mut turn, &mut NullObserver).await?;
-            let usage = child.usage(&turn);
-            let end = match ending {
-                Ending::Waiting(asks) => {
-                    child.append(turn.session, &mut turn.progress, vec![]).await?;
-                    ChildEnd::Waiting(asks)
-                }
-                Ending::Parked => ChildEnd::Parked,
-                ending => {
-                    let (status, reason, note) = self.why(&ending, &timed_out, parent, &child);
-                    let text = if last.trim().is_empty() { turn.progress.shown.clone() } else { last };
-                    let stored = match &note {
-                        Some(n) if text.is_empty() => n.clone(),
-                        Some(n) => format!("{text}\n\n{n}"),
-                        None => text.clone(),
-                    };
-                    child.append(turn.session, &mut turn.progress, vec![NewMessage::assistant(stored, vec![])]).await?;
-                    ChildEnd::Answer { text, status, reason }
+            let cfg = &self.agent.delegation().delegation;
+            let child = self.agent.child(&row.tier, &parent.tools.only(&row.tools), row.depth as u32);
+            let event = child_event(row, &parent.event.actor, &parent.event);
+            let _registered = self.agent.running().register(&row.id, stop.clone());
+            let timed_out = Arc::new(AtomicBool::new(false));
+            let timer = {
+                let (stop, timed_out) = (stop.clone(), timed_out.clone());
+                let limit = Duration::from_secs(cfg.timeout_secs);
+                async move {
+                    tokio::time::sleep(limit).await;
+                    timed_out.store(true, Ordering::SeqCst);
+                    stop.cancel();
+                    std::future::pending::<()>().await
                 }
             };
-            Ok::<_, StoreError>((end, usage))
-        };
-        let (end, usage) = tokio::select! {
-            r = work => r?,
-            _ = timer => unreachable!("the timer never ends"),
-        };
-        if !matches!(end, ChildEnd::Parked) {
-            self.record_usage(row, usage).await?;
-        }
-        Ok(end)
+            let tree = Tree {
+                depth: row.depth as u32,
+                root_session: Some(row.root_session_id.clone()),
+                spend: parent.tree.spend.clone(),
+                budget: parent.tree.budget,
+            };
+            let input = TurnInput {
+                session: state,
+                event: &event,
+                user: &parent.user,
+                stop: stop.clone(),
+                abort: parent.abort.clone(),
+                first_attempt: matches!(start, Start::Message) && row.status == DelegationStatus::Running,
+                start,
+                session_key: &parent.session_key,
+                buttons: parent.buttons,
+                quiet: false,
+                tree: Some(tree),
+            };
+            let work = async {
+                let mut turn = child.begin(input).await?;
+                let (ending, last) = child.loop_until_answer(&mut turn, &mut NullObserver).await?;
+                let usage = child.usage(&turn);
+                let end = match ending {
+                    Ending::Waiting(asks) => {
+                        child.append(turn.session, &mut turn.progress, vec![]).await?;
+                        ChildEnd::Waiting(asks)
+                    }
+                    Ending::Parked => ChildEnd::Parked,
+                    ending => {
+                        let (status, reason, note) = self.why(&ending, &timed_out, parent, &child);
+                        let text = if last.trim().is_empty() { turn.progress.shown.clone() } else { last };
+                        let stored = match &note {
+                            Some(n) if text.is_empty() => n.clone(),
+                            Some(n) => format!("{text}\n\n{n}"),
+                            None => text.clone(),
+                        };
+                        child
+                            .append(turn.session, &mut turn.progress, vec![NewMessage::assistant(stored, vec![])])
+                            .await?;
+                        ChildEnd::Answer { text, status, reason }
+                    }
+                };
+                Ok::<_, StoreError>((end, usage))
+            };
+            let (end, usage) = tokio::select! {
+                r = work => r?,
+                _ = timer => unreachable!("the timer never ends"),
+            };
+            if !matches!(end, ChildEnd::Parked) {
+                self.record_usage(row, usage).await?;
+            }
+            Ok(end)
         })
     }
 
@@ -318,10 +324,8 @@ impl Children<'_> {
             }
             Ending::Stopped => (DelegationStatus::Cancelled, Some("/cancel".into()), Some("(cancelled)".into())),
             Ending::Limit => {
-                let r = format!(
-                    "its limit of {} model calls ([agent.delegation] max_iterations)",
-                    child.max_iterations()
-                );
+                let r =
+                    format!("its limit of {} model calls ([agent.delegation] max_iterations)", child.max_iterations());
                 (DelegationStatus::Stopped, Some(r.clone()), Some(format!("(stopped by {r})")))
             }
             Ending::Budget(msg) => (DelegationStatus::Stopped, Some(msg.clone()), Some(msg.clone())),
@@ -350,7 +354,13 @@ impl Children<'_> {
     }
 
     /// Records how a foreground child ended and turns it into its call's outcome.
-    async fn conclude(&self, parent: &Parent, row: &DelegationRow, call_id: &str, end: ChildEnd) -> Result<Outcome, StoreError> {
+    async fn conclude(
+        &self,
+        parent: &Parent,
+        row: &DelegationRow,
+        call_id: &str,
+        end: ChildEnd,
+    ) -> Result<Outcome, StoreError> {
         match end {
             ChildEnd::Parked => Ok(Outcome::Parked),
             ChildEnd::Waiting(asks) => {
@@ -425,13 +435,23 @@ impl Children<'_> {
                 Ok(end) => end,
                 Err(e) => {
                     tracing::warn!(task = %row.id, error = %e, "background task failed on the store");
-                    break ChildEnd::Answer { text: String::new(), status: DelegationStatus::Failed, reason: Some(e.to_string()) };
+                    break ChildEnd::Answer {
+                        text: String::new(),
+                        status: DelegationStatus::Failed,
+                        reason: Some(e.to_string()),
+                    };
                 }
             };
             let ChildEnd::Waiting(asks) = end else { break end };
             let refusals: Vec<NewMessage> = asks
                 .iter()
-                .map(|a| NewMessage::tool(a.tool_call_id.clone(), "not run: a background task cannot ask for approval; run it in the foreground", true))
+                .map(|a| {
+                    NewMessage::tool(
+                        a.tool_call_id.clone(),
+                        "not run: a background task cannot ask for approval; run it in the foreground",
+                        true,
+                    )
+                })
                 .collect();
             if self.agent.store.messages_append(&state.row.id, &refusals).await.is_err() {
                 break ChildEnd::Parked;
@@ -458,7 +478,11 @@ impl Children<'_> {
     /// After a crash, the results of delegate calls the parent's transcript left without one:
     /// a finished child's recorded answer (never re-run), or "interrupted" once for a child that
     /// was cut off.
-    pub(super) async fn settle_dangling(&self, session_id: &str, fixes: Vec<NewMessage>) -> Result<Vec<NewMessage>, StoreError> {
+    pub(super) async fn settle_dangling(
+        &self,
+        session_id: &str,
+        fixes: Vec<NewMessage>,
+    ) -> Result<Vec<NewMessage>, StoreError> {
         let mut out = Vec::with_capacity(fixes.len());
         for fix in fixes {
             let Some(call_id) = fix.tool_call_id.clone() else { continue };
@@ -533,4 +557,3 @@ pub(super) enum Outcome {
     Waiting(Vec<ApprovalRow>),
     Parked,
 }
-

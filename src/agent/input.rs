@@ -5,9 +5,9 @@
 
 use super::budget::{Budget, Spend};
 use super::window::SessionState;
-use std::sync::Arc;
 use crate::store::{ApprovalRow, StoreError, TurnCommit, UserRow};
 use butler_channel::InboundEvent;
+use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
 /// How a turn begins.

@@ -26,10 +26,10 @@ mod tasks;
 mod turn;
 mod window;
 
-pub(crate) use tasks::recover_background;
 pub(crate) use input::{Start, TurnError, TurnInput, TurnOutcome};
 pub(crate) use progress::{Nudge, NullObserver, TurnObserver};
 pub(crate) use prompt::system_prompt;
+pub(crate) use tasks::recover_background;
 pub use turn::Agent;
 pub(crate) use turn::AgentParts;
 pub(crate) use window::SessionState;

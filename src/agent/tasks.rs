@@ -61,15 +61,24 @@ pub(super) fn recorded_result(row: &DelegationRow) -> ToolResult {
             false,
         ),
         DelegationStatus::Interrupted => (format!("{INTERRUPTED}\n\n{usage}"), true),
-        DelegationStatus::Cancelled => {
-            (format!("[the helper was stopped ({})]\n{text}\n\n{usage}", row.reason.as_deref().unwrap_or("cancelled")), true)
+        DelegationStatus::Cancelled => (
+            format!("[the helper was stopped ({})]\n{text}\n\n{usage}", row.reason.as_deref().unwrap_or("cancelled")),
+            true,
+        ),
+        DelegationStatus::Failed => (
+            format!("[the helper failed: {}]\n{text}\n\n{usage}", row.reason.as_deref().unwrap_or("unknown error")),
+            true,
+        ),
+        DelegationStatus::Running | DelegationStatus::Waiting => {
+            (format!("[the helper is still running]\n{usage}"), true)
         }
-        DelegationStatus::Failed => {
-            (format!("[the helper failed: {}]\n{text}\n\n{usage}", row.reason.as_deref().unwrap_or("unknown error")), true)
-        }
-        DelegationStatus::Running | DelegationStatus::Waiting => (format!("[the helper is still running]\n{usage}"), true),
     };
-    ToolResult { call_id: row.parent_call_id.clone(), content: content.trim_start().to_string(), is_error, images: vec![] }
+    ToolResult {
+        call_id: row.parent_call_id.clone(),
+        content: content.trim_start().to_string(),
+        is_error,
+        images: vec![],
+    }
 }
 
 /// Hands an ended background task's result to the parent's conversation: an inbox event
@@ -91,7 +100,8 @@ pub(crate) async fn deliver(store: &dyn crate::store::Store, row: &DelegationRow
         id = row.id,
         task = row.task
     );
-    let kind = if row.group_chat { butler_channel::ConversationKind::Group } else { butler_channel::ConversationKind::Direct };
+    let kind =
+        if row.group_chat { butler_channel::ConversationKind::Group } else { butler_channel::ConversationKind::Direct };
     let event = InboundEvent {
         id: EventId(format!("task:{}", row.id)),
         actor: Actor::new(identity),

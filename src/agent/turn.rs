@@ -9,8 +9,8 @@
 
 use super::approve::{Resumed, ToolRound};
 use super::budget::{day_start_ms, Budget};
-use super::child::{Children, Outcome, Parent};
 use super::catalog::Catalog;
+use super::child::{Children, Outcome, Parent};
 use super::context::dangling_results;
 use super::exec::ToolResult;
 use super::input::{Start, Tree, TurnError, TurnInput, TurnOutcome};
@@ -27,8 +27,8 @@ use crate::permissions::approval::approval_notice;
 use crate::permissions::Policy;
 use crate::skills::{Skills, SKILL_TOOL};
 use crate::store::{
-    reply_key, ApprovalRow, ApprovalStatus, InboxStatus, NewMessage, NewOutbox, OutboxRow,
-    Store, StoreError, TurnCommit, UsageRecord,
+    reply_key, ApprovalRow, ApprovalStatus, InboxStatus, NewMessage, NewOutbox, OutboxRow, Store, StoreError,
+    TurnCommit, UsageRecord,
 };
 use crate::tools::{ToolCtx, ToolSource, Tools};
 use std::sync::Arc;
@@ -249,7 +249,14 @@ impl Agent {
         // This turn's tools: the built-ins and what the source offers now.
         let mut tools = self.tools.with_source(self.tool_source.as_deref());
         if self.depth > 0 && self.depth >= self.delegation.delegation.max_depth {
-            tools = tools.only(&tools.names().into_iter().filter(|n| *n != crate::delegate::DELEGATE_TOOL).map(String::from).collect::<Vec<_>>());
+            tools = tools.only(
+                &tools
+                    .names()
+                    .into_iter()
+                    .filter(|n| *n != crate::delegate::DELEGATE_TOOL)
+                    .map(String::from)
+                    .collect::<Vec<_>>(),
+            );
         }
         let searchable = Catalog::install(&self.tools, &mut tools, self.max_schema_tokens);
         let mut turn = Turn {
@@ -275,7 +282,9 @@ impl Agent {
         };
         match start {
             Start::Message => {
-                let fresh = super::rerun::Rerun { agent: self }.start_or_resume(turn.session, event, first_attempt, &mut turn.progress).await?;
+                let fresh = super::rerun::Rerun { agent: self }
+                    .start_or_resume(turn.session, event, first_attempt, &mut turn.progress)
+                    .await?;
                 if fresh {
                     let text = event.text().unwrap_or_default();
                     turn.recall = self.window().recall_block(&turn.tool_ctx.memory_scope(), text).await?;
@@ -602,5 +611,4 @@ impl Agent {
         session.history.extend(msgs);
         Ok(())
     }
-
 }

@@ -44,10 +44,8 @@ async fn sigkill_mid_delegation_keeps_finished_children_reports_cut_off_ones_onc
     post(&base, "kd", "crash-parent please").await;
     // The fast child has finished (its row is done), the slow one is still running: kill.
     let sql = "SELECT task, status FROM delegations ORDER BY task";
-    wait_rows(&db, sql, "one child done, one running", |r| {
-        r.len() == 2 && r[0][1] == "done" && r[1][1] == "running"
-    })
-    .await;
+    wait_rows(&db, sql, "one child done, one running", |r| r.len() == 2 && r[0][1] == "done" && r[1][1] == "running")
+        .await;
     server.kill();
     server = dep.serve().await;
     wait_messages(&base, "kd", "the parent's answer", |m| !replies_with(m, "parent answered once").is_empty()).await;
@@ -70,7 +68,13 @@ async fn sigkill_mid_delegation_keeps_finished_children_reports_cut_off_ones_onc
     assert!(results[0].starts_with("fast answer"), "{results:#?}");
     assert!(results[1].contains("interrupted"), "{results:#?}");
     let rows = query(&db, sql).await;
-    assert_eq!(rows, [vec!["kid-fast quick look".to_string(), "done".into()], vec!["kid-slow long look".into(), "interrupted".into()]]);
+    assert_eq!(
+        rows,
+        [
+            vec!["kid-fast quick look".to_string(), "done".into()],
+            vec!["kid-slow long look".into(), "interrupted".into()]
+        ]
+    );
     server.terminate(Duration::from_secs(20)).await;
 }
 

@@ -59,7 +59,8 @@ async fn wait_text(app: &TestApp, conversation: &str, needle: &str) -> String {
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
         let msgs = app.messages(conversation).await;
-        if let Some(m) = msgs.iter().find(|m| m["role"] == "assistant" && m["text"].as_str().unwrap_or("").contains(needle))
+        if let Some(m) =
+            msgs.iter().find(|m| m["role"] == "assistant" && m["text"].as_str().unwrap_or("").contains(needle))
         {
             return m["text"].as_str().unwrap_or_default().to_string();
         }
@@ -81,7 +82,13 @@ async fn a_child_gets_a_fresh_context_its_share_of_tools_and_the_worker_model() 
     let llm = FakeLlm::start().await;
     let (app, _) = start(&llm, |_| {}).await;
     let task = "child-a: find the opening hours of the bakery";
-    llm.on("plan-1", Reply::tool_call("delegate", json!({"task": task, "archetype": "researcher", "tools": ["now", "recall", "touch"]})));
+    llm.on(
+        "plan-1",
+        Reply::tool_call(
+            "delegate",
+            json!({"task": task, "archetype": "researcher", "tools": ["now", "recall", "touch"]}),
+        ),
+    );
     llm.on("child-a", Reply::text("Open 9 to 5 (source: the sign).").usage(100, 20));
     llm.on("plan-1", Reply::text("The bakery opens at 9."));
     app.post("c1", "local", "plan-1: when does the bakery open? SECRET-PARENT-WORD").await;
@@ -111,7 +118,10 @@ async fn a_child_gets_a_fresh_context_its_share_of_tools_and_the_worker_model() 
     let rows = rows(&app).await;
     assert_eq!(rows.len(), 1);
     let r = &rows[0];
-    assert_eq!((r.status, r.tier.as_str(), r.depth, r.tools.clone()), (DelegationStatus::Done, "worker", 1, vec!["now".to_string(), "recall".to_string()]));
+    assert_eq!(
+        (r.status, r.tier.as_str(), r.depth, r.tools.clone()),
+        (DelegationStatus::Done, "worker", 1, vec!["now".to_string(), "recall".to_string()])
+    );
     assert_eq!((r.input_tokens, r.output_tokens), (100, 20));
     // The child's transcript is its own session's.
     let session = app.app.store.session_active(&format!("delegate:{}", r.id)).await.unwrap().expect("child session");
@@ -252,7 +262,11 @@ async fn stop_ends_the_parent_and_its_children_and_status_shows_them_running() {
     wait_until("the child to end", || async { !rows(&app).await[0].status.is_open() }).await;
     let r = &rows(&app).await[0];
     assert_eq!((r.status, r.reason.as_deref()), (DelegationStatus::Cancelled, Some("/stop")));
-    assert_eq!(llm.requests().iter().filter(|r| r.last_user_text().contains("plan-6")).count(), 1, "no model call after /stop");
+    assert_eq!(
+        llm.requests().iter().filter(|r| r.last_user_text().contains("plan-6")).count(),
+        1,
+        "no model call after /stop"
+    );
     app.stop().await;
 }
 
