@@ -14,18 +14,18 @@ use super::exec::ToolResult;
 use super::input::{Start, TurnError, TurnInput, TurnOutcome};
 use super::narrow::Narrowing;
 use super::progress::{Nudge, TurnObserver};
-use super::state::{add_usage, done_only, final_reply, read_stream, Ending, FinalReply, Progress, Settled, Turn};
+use super::state::{done_only, final_reply, read_stream, Ending, FinalReply, Progress, Settled, Spent, Turn};
 use super::storable;
 use super::window::{shrink, SessionState, Window};
 use crate::config::{Config, LimitsConfig};
 use crate::hooks::Hooks;
-use crate::llm::{Assembled, ChatRequest, LlmError, Prices, Provider, ToolCall};
+use crate::llm::{Assembled, ChatRequest, LlmError, PriceBook, Provider, Tiers, ToolCall};
 use crate::permissions::approval::{approval_notice, decision_audit, outcome_text};
 use crate::permissions::Policy;
 use crate::skills::{Skills, SKILL_TOOL};
 use crate::store::{
     reply_key, ApprovalDecision, ApprovalRow, ApprovalStatus, InboxStatus, NewMessage, NewOutbox, OutboxRow, Role,
-    Store, StoreError, TurnCommit, UsageRecord,
+    Store, StoreError, TurnCommit, TurnUsage, UsageRecord,
 };
 use crate::tools::{ToolCtx, ToolSource, Tools};
 use butler_channel::{ConversationKind, InboundEvent};
@@ -36,7 +36,10 @@ use std::sync::Arc;
 pub struct Agent {
     /// Read by the session actor (session rows, the inbox) as well.
     pub(crate) store: Arc<dyn Store>,
+    /// The model of the turns: the `chat` tier, which is `[llm]` unless configured.
     llm: Arc<dyn Provider>,
+    /// Every model tier (children and background work run on them).
+    pub(crate) tiers: Tiers,
     /// The built-in tools; each turn adds what `tool_source` offers then.
     tools: Tools,
     tool_source: Option<Arc<dyn ToolSource>>,
@@ -45,7 +48,8 @@ pub struct Agent {
     skills: Arc<Skills>,
     limits: LimitsConfig,
     max_tokens: u32,
-    prices: Prices,
+    /// Each call is priced at the prices of the model that answered it.
+    prices: Arc<PriceBook>,
     recall_limit: usize,
     /// Users' workspaces live below this directory, one per user id.
     workspace_root: std::path::PathBuf,
@@ -66,7 +70,8 @@ pub struct Agent {
 /// The services an [`Agent`] calls, besides what it reads from the config.
 pub(crate) struct AgentParts {
     pub store: Arc<dyn Store>,
-    pub llm: Arc<dyn Provider>,
+    /// The model tiers; turns run on `chat`, compaction on `worker`.
+    pub tiers: Tiers,
     pub tools: Tools,
     pub policy: Arc<Policy>,
     pub hooks: Arc<Hooks>,
@@ -92,22 +97,24 @@ fn explain(e: &LlmError) -> String {
 impl Agent {
     /// An agent calling `parts`, with the limits, prices, memory recall and context window of `cfg`.
     pub(crate) fn new(cfg: &Config, parts: AgentParts) -> Self {
-        let AgentParts { store, llm, tools, policy, hooks, nudge, skills } = parts;
+        let AgentParts { store, tiers, tools, policy, hooks, nudge, skills } = parts;
+        let chat = tiers.get(crate::config::CHAT_TIER);
         Self {
             store,
-            llm,
+            llm: chat.provider,
+            prices: tiers.prices().clone(),
+            tiers,
             tools,
             tool_source: None,
             skills,
             limits: cfg.limits.clone(),
-            max_tokens: cfg.llm.max_tokens,
-            prices: Prices::from_config(&cfg.llm),
+            max_tokens: chat.max_tokens,
             recall_limit: cfg.memory.recall_limit,
             workspace_root: cfg.tools.workspace_dir.clone().into(),
             policy,
             hooks,
             nudge,
-            context_window: cfg.llm.context_window,
+            context_window: chat.context_window,
             auto_recall: cfg.memory.enabled && cfg.memory.recall,
             recall_budget_tokens: cfg.memory.recall_budget_tokens,
             max_schema_tokens: cfg.mcp.max_schema_tokens,
@@ -141,7 +148,7 @@ impl Agent {
     fn window(&self) -> Window<'_> {
         Window {
             store: &*self.store,
-            llm: &*self.llm,
+            llm: &*self.tiers.choice(crate::config::WORKER_TIER).provider,
             hooks: &self.hooks,
             prices: &self.prices,
             context_window: self.context_window,
@@ -282,7 +289,7 @@ impl Agent {
                 Err(e) => return Ok((Ending::Failed(e), String::new())),
             };
             let (asm, cut) = read_stream(turn, stream, obs).await;
-            add_usage(&mut turn.progress.usage, &asm.usage);
+            self.spend(&mut turn.progress, &asm);
             if let Some(ending) = cut {
                 return Ok((ending, asm.text));
             }
@@ -431,14 +438,31 @@ impl Agent {
         Ok(reply)
     }
 
-    fn usage(&self, turn: &Turn<'_>) -> UsageRecord {
+    /// Counts one model call's usage under the model that answered it, at that model's prices.
+    fn spend(&self, progress: &mut Progress, asm: &Assembled) {
+        let model = asm.model_or(self.llm.model());
+        progress.spend(model, self.prices.get(model), &asm.usage);
+        tracing::debug!(model, turn_cost_usd = progress.cost_usd(), "model call counted");
+    }
+
+    /// The turn's usage rows: one per model that answered (the turn's own model, with no
+    /// tokens, when none did), each at its own prices; the first carries the iterations.
+    fn usage(&self, turn: &Turn<'_>) -> TurnUsage {
         let progress = &turn.progress;
         let ids = [turn.user.id.as_str(), turn.sid.as_str(), turn.event.id.0.as_str()];
-        UsageRecord {
-            iterations: progress.iterations as i32,
-            context_tokens: progress.context_tokens as i64,
-            ..UsageRecord::priced(&self.prices, "turn", ids, self.llm.model(), &progress.usage)
-        }
+        let model = self.llm.model();
+        let none = [Spent { model: model.to_string(), prices: self.prices.get(model), usage: Default::default() }];
+        let spent = if progress.spent.is_empty() { &none[..] } else { &progress.spent[..] };
+        let rows = spent
+            .iter()
+            .enumerate()
+            .map(|(i, s)| UsageRecord {
+                iterations: if i == 0 { progress.iterations as i32 } else { 0 },
+                context_tokens: progress.context_tokens as i64,
+                ..UsageRecord::priced(&s.prices, "turn", ids, &s.model, &s.usage)
+            })
+            .collect();
+        TurnUsage::new(rows)
     }
 
     /// A turn parking on approvals: what was said so far is delivered, the approval requests go

@@ -164,7 +164,9 @@ impl Default for LlmConfig {
     }
 }
 
-#[derive(Clone, Debug, Deserialize, Serialize)]
+/// One `[[llm.fallback]]` endpoint. Its prices (USD per million tokens) price the calls it
+/// answers; unset means 0, i.e. unknown (the usage row still records the tokens).
+#[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct LlmFallback {
     pub provider: ProviderKind,
@@ -173,6 +175,14 @@ pub struct LlmFallback {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub api_key: Option<Secret>,
     pub model: String,
+    #[serde(default)]
+    pub input_price_per_mtok: f64,
+    #[serde(default)]
+    pub output_price_per_mtok: f64,
+    #[serde(default)]
+    pub cache_read_price_per_mtok: f64,
+    #[serde(default)]
+    pub cache_write_price_per_mtok: f64,
 }
 
 #[derive(Clone, Debug, Default, Deserialize, Serialize)]

@@ -16,6 +16,7 @@ fn chain(primary: &FakeLlm, second: &FakeLlm) -> Arc<dyn Provider> {
         base_url: Some(second.anthropic_url()),
         api_key: Some(Secret::new("sk-second")),
         model: "second-model".into(),
+        ..LlmFallback::default()
     }];
     butler::llm::from_config(&cfg)
 }
@@ -77,6 +78,7 @@ async fn fallback_answers_when_the_primary_is_unreachable_or_times_out() {
             base_url: Some(b.openai_url()),
             api_key: None,
             model: "local".into(),
+            ..LlmFallback::default()
         }];
         let got = complete(butler::llm::from_config(&cfg).as_ref(), &ask("hi")).await.unwrap();
         assert_eq!(got.text, "echo: hi", "{case}");
