@@ -105,8 +105,7 @@ pub struct OwnerChecks {
 
 impl OwnerChecks {
     /// Checks only the sections config owns.
-    pub const NONE: Self =
-        Self { permissions: skip, tools: skip, schedules: skip, mcp: skip, skills: skip, delegation: skip };
+    pub const NONE: Self = Self { permissions: skip, tools: skip, schedules: skip, mcp: skip, skills: skip, delegation: skip };
 }
 
 fn skip(_: &Config, _: &mut Problems) {}

@@ -12,5 +12,5 @@ mod plan;
 mod running;
 
 pub use config::check_config;
-pub use plan::{child_prompt, plan, spec, DelegateArgs, Plan, PlanError, DELEGATE_TOOL};
 pub use running::{Registered, Running};
+pub use plan::{child_prompt, plan, spec, DelegateArgs, Plan, PlanError, DELEGATE_TOOL};

@@ -113,8 +113,11 @@ pub fn plan(agent: &AgentConfig, args: DelegateArgs, depth: u32, parent_tools: &
             PlanError::UnknownArchetype(name.clone(), known)
         })?),
     };
-    let tier =
-        args.tier.clone().or_else(|| archetype.and_then(|a| a.tier.clone())).unwrap_or_else(|| WORKER_TIER.to_string());
+    let tier = args
+        .tier
+        .clone()
+        .or_else(|| archetype.and_then(|a| a.tier.clone()))
+        .unwrap_or_else(|| WORKER_TIER.to_string());
     let child_depth = depth + 1;
     let mut tools: Vec<String> = parent_tools
         .iter()

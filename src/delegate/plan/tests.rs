@@ -13,12 +13,7 @@ fn agent(max_depth: u32) -> AgentConfig {
             tools: Some(vec!["web_fetch".into(), "http_get".into(), "memory_search".into(), "delegate".into()]),
             prompt: "You research and report facts with sources.".into(),
         },
-        ArchetypeConfig {
-            name: "thinker".into(),
-            tier: Some("reasoning".into()),
-            tools: None,
-            prompt: "Think.".into(),
-        },
+        ArchetypeConfig { name: "thinker".into(), tier: Some("reasoning".into()), tools: None, prompt: "Think.".into() },
     ];
     a
 }
@@ -36,34 +31,14 @@ fn plans_table() {
     let cases: Vec<(serde_json::Value, u32, u32, Want)> = vec![
         (json!({"task": "t"}), 0, 3, Ok(("worker", vec!["delegate", "http_get", "now", "shell", "web_fetch"]))),
         // The archetype's tools intersect the parent's (memory_search is not the parent's).
-        (
-            json!({"task": "t", "archetype": "researcher"}),
-            0,
-            3,
-            Ok(("worker", vec!["delegate", "http_get", "web_fetch"])),
-        ),
+        (json!({"task": "t", "archetype": "researcher"}), 0, 3, Ok(("worker", vec!["delegate", "http_get", "web_fetch"]))),
         // The call's tools intersect both.
-        (
-            json!({"task": "t", "archetype": "researcher", "tools": ["web_fetch", "shell"]}),
-            0,
-            3,
-            Ok(("worker", vec!["web_fetch"])),
-        ),
+        (json!({"task": "t", "archetype": "researcher", "tools": ["web_fetch", "shell"]}), 0, 3, Ok(("worker", vec!["web_fetch"]))),
         // A tool the parent lacks is never given.
         (json!({"task": "t", "tools": ["memory_forget", "now"]}), 0, 3, Ok(("worker", vec!["now"]))),
         // The archetype's tier, and the call's over it.
-        (
-            json!({"task": "t", "archetype": "thinker"}),
-            0,
-            3,
-            Ok(("reasoning", vec!["delegate", "http_get", "now", "shell", "web_fetch"])),
-        ),
-        (
-            json!({"task": "t", "archetype": "thinker", "tier": "chat"}),
-            0,
-            3,
-            Ok(("chat", vec!["delegate", "http_get", "now", "shell", "web_fetch"])),
-        ),
+        (json!({"task": "t", "archetype": "thinker"}), 0, 3, Ok(("reasoning", vec!["delegate", "http_get", "now", "shell", "web_fetch"]))),
+        (json!({"task": "t", "archetype": "thinker", "tier": "chat"}), 0, 3, Ok(("chat", vec!["delegate", "http_get", "now", "shell", "web_fetch"]))),
         // A child at the depth limit gets no `delegate`.
         (json!({"task": "t"}), 2, 3, Ok(("worker", vec!["http_get", "now", "shell", "web_fetch"]))),
         (json!({"task": "t"}), 1, 3, Ok(("worker", vec!["delegate", "http_get", "now", "shell", "web_fetch"]))),
@@ -78,8 +53,8 @@ fn plans_table() {
         ),
     ];
     for (call, depth, max_depth, want) in cases {
-        let got =
-            plan(&agent(max_depth), args(call.clone()), depth, &parent).map(|p| (p.tier.clone(), p.tools.clone()));
+        let got = plan(&agent(max_depth), args(call.clone()), depth, &parent)
+            .map(|p| (p.tier.clone(), p.tools.clone()));
         let want = want.map(|(t, tools)| (t.to_string(), tools.into_iter().map(String::from).collect::<Vec<_>>()));
         assert_eq!(got, want, "{call} at depth {depth} of {max_depth}");
     }
