@@ -8,6 +8,7 @@ mod support;
 mod archivist;
 mod context;
 mod recall;
+mod tiers;
 
 use serde_json::Value;
 use std::time::Duration;
