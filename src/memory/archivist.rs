@@ -1,9 +1,10 @@
 //! The archivist: after a reply is delivered, a background worker asks the model which durable
 //! facts the exchange revealed, and adds, updates or forgets memories accordingly - never the
 //! same fact twice, never touching memories the model was not shown. Its cost is recorded like a
-//! turn's (usage kind `archivist`), under the model that answered. It runs on the `worker` tier when
-//! one is configured (the caller hands it that provider). Jobs wait in a bounded queue; when it is full a job is dropped
-//! (logged): distilling is best effort, the exchange itself is safe in the transcript.
+//! turn's (usage kind `archivist`), under the model that answered. It runs on the `worker` tier
+//! when one is configured (the caller hands it that provider). Jobs wait in a bounded queue; when
+//! it is full a job is dropped (logged): distilling is best effort, the exchange itself is safe
+//! in the transcript.
 
 use crate::llm::{ChatMessage, ChatRequest, PriceBook, Provider};
 use crate::store::{MemoryRow, MemoryScope, Store, StoreError, UsageRecord};

@@ -55,7 +55,10 @@ async fn each_call_is_recorded_under_the_model_that_answered_it() {
     ];
     assert_eq!(rows.len(), want.len(), "{rows:?}");
     for (row, (model, tokens, iterations, usd)) in rows.iter().zip(want) {
-        assert_eq!((row.model.as_str(), (row.input_tokens, row.output_tokens), row.iterations), (model, tokens, iterations));
+        assert_eq!(
+            (row.model.as_str(), (row.input_tokens, row.output_tokens), row.iterations),
+            (model, tokens, iterations)
+        );
         assert!((row.cost_usd - usd).abs() < 1e-12, "{row:?}: want {usd}");
     }
     let totals = app.app.store.usage_since("local", 0).await.unwrap();

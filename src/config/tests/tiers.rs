@@ -21,7 +21,7 @@ fn a_tier_is_its_own_keys_over_llm() {
     // (tier section, env, want (provider, base_url, api_key, model, max_tokens, context_window, input price))
     type Want = (ProviderKind, &'static str, Option<&'static str>, &'static str, u32, u32, f64);
     let openai = "https://api.openai.com/v1";
-    let cases: &[(&str, &[(&str, &str)], Want)] = &[
+    let cases: &[(&str, super::Vars, Want)] = &[
         (
             "[llm.tiers.worker]\nmodel = \"gpt-4o-mini\"\ninput_price_per_mtok = 0.15",
             &[],
@@ -115,10 +115,7 @@ fn bad_tier_and_fallback_values_name_their_key() {
         ("[llm.tiers.worker]\nidle_timeout_secs = 0", "llm.tiers.worker.idle_timeout_secs"),
         ("[llm.tiers.worker]\ncontext_window = 1000", "llm.tiers.worker.max_tokens"),
         ("[llm.tiers.\"bad name\"]\nmodel = \"m\"", "llm.tiers.bad name"),
-        (
-            "[[llm.tiers.worker.fallback]]\nprovider = \"openai\"\nmodel = \"\"",
-            "llm.tiers.worker.fallback[0].model",
-        ),
+        ("[[llm.tiers.worker.fallback]]\nprovider = \"openai\"\nmodel = \"\"", "llm.tiers.worker.fallback[0].model"),
         (
             "[[llm.fallback]]\nprovider = \"openai\"\nmodel = \"m\"\ninput_price_per_mtok = -0.5",
             "llm.fallback[0].input_price_per_mtok",
