@@ -7,7 +7,7 @@ use crate::config::Config;
 use crate::hooks::Hooks;
 use crate::http::{self, Health};
 use crate::ingress::{Dispatcher, InboxIngress};
-use crate::llm::Provider;
+use crate::llm::{Provider, Tiers};
 use crate::mcp::McpManager;
 use crate::outbox::{Channels, Deliverer, DeliveryConfig};
 use crate::permissions::Policy;
@@ -168,6 +168,8 @@ impl App {
         let hooks = check_isolation(&cfg)?;
         let store = open_store(&cfg).await?;
         let llm = crate::llm::from_config(&cfg.llm);
+        // Built once: each tier's provider, and the prices of every configured model.
+        let tiers = Tiers::new(&cfg.llm, llm.clone());
 
         let wake = Arc::new(Notify::new());
         let ingress: Arc<dyn Ingress> = Arc::new(InboxIngress::new(store.clone(), wake.clone()));
@@ -184,14 +186,14 @@ impl App {
         if recovered > 0 {
             tracing::info!(recovered, "background task results handed over after an earlier stop");
         }
-        let agent = build_agent(&cfg, &store, &llm, &deliverer, hooks, opts.extra_tools, opts.config_path.as_deref())
+        let agent = build_agent(&cfg, &store, &tiers, &deliverer, hooks, opts.extra_tools, opts.config_path.as_deref())
             .with_running(running.clone());
         let agent = agent.with_tool_source(mcp.clone());
         let background = Tasks::default();
-        let archivist = start_archivist(&cfg, &store, &llm, &background);
+        let archivist = start_archivist(&cfg, &store, &tiers, &background);
         let overview = crate::mcp::ToolsOverview { own: agent.tool_names(), mcp: mcp.clone() };
         let sessions = build_sessions(&cfg, agent, &channels, &deliverer, archivist);
-        let (triage, schedules) = build_triage(&cfg, &store, &llm, &sessions, &deliverer, overview, &running);
+        let (triage, schedules) = build_triage(&cfg, &store, &tiers, &sessions, &deliverer, overview, &running);
 
         let delivery = start_delivery(&deliverer);
         let dispatcher = build_dispatcher(&cfg, &store, triage, &deliverer, wake, names);
@@ -317,7 +319,7 @@ async fn build_channels(
 fn build_agent(
     cfg: &Config,
     store: &Arc<dyn Store>,
-    llm: &Arc<dyn Provider>,
+    tiers: &Tiers,
     deliverer: &Arc<Deliverer>,
     hooks: Arc<Hooks>,
     extra_tools: Vec<Arc<dyn Tool>>,
@@ -333,7 +335,7 @@ fn build_agent(
         cfg,
         AgentParts {
             store: store.clone(),
-            llm: llm.clone(),
+            tiers: tiers.clone(),
             tools,
             policy: Arc::new(
                 Policy::new(&cfg.permissions, protected_paths(cfg, config_path))
@@ -342,24 +344,24 @@ fn build_agent(
             hooks,
             nudge: deliverer.clone(),
             skills,
-            tiers: crate::llm::Tiers::new(&cfg.llm, llm.clone()),
             running: crate::delegate::Running::new(CancellationToken::new()),
         },
     )
 }
 
-/// The archivist (when memory and the archivist are on), a background task that stops last.
+/// The archivist (when memory and the archivist are on), a background task that stops last;
+/// it runs on the `worker` tier when one is configured.
 fn start_archivist(
     cfg: &Config,
     store: &Arc<dyn Store>,
-    llm: &Arc<dyn Provider>,
+    tiers: &Tiers,
     background: &Tasks,
 ) -> Option<Arc<crate::memory::Archivist>> {
     (cfg.memory.enabled && cfg.memory.archivist).then(|| {
         crate::memory::Archivist::start(
             store.clone(),
-            llm.clone(),
-            crate::llm::Prices::from_config(&cfg.llm),
+            tiers.worker().provider,
+            tiers.prices().clone(),
             &background.tracker,
             background.cancel.clone(),
         )
@@ -385,11 +387,12 @@ fn build_sessions(
 }
 
 /// Who may use Butler (the terminal, and the web chat's owner in local or single-token mode,
-/// are known without pairing), the webhook triggers, the scheduled jobs, and triage over them.
+/// are known without pairing), the webhook triggers (their classifier on the `worker` tier when
+/// configured), the scheduled jobs, and triage over them.
 fn build_triage(
     cfg: &Config,
     store: &Arc<dyn Store>,
-    llm: &Arc<dyn Provider>,
+    tiers: &Tiers,
     sessions: &Sessions,
     deliverer: &Arc<Deliverer>,
     tools: crate::mcp::ToolsOverview,
@@ -406,7 +409,8 @@ fn build_triage(
         tracing::warn!("[access] policy = \"open\": anyone who can reach Butler can use it");
     }
     let access = Arc::new(Access::new(&cfg.access, local, &cfg.agent.timezone));
-    let triggers = Arc::new(Triggers::new(&cfg.triggers, store.clone(), llm.clone(), access.clone()));
+    let (worker, prices) = (tiers.worker().provider, tiers.prices().clone());
+    let triggers = Arc::new(Triggers::new(&cfg.triggers, store.clone(), worker, prices, access.clone()));
     let schedules = Arc::new(crate::schedule::Schedules::new(&cfg.schedules, store.clone(), access.clone()));
     let triage = Triage::new(TriageParts {
         store: store.clone(),
@@ -414,7 +418,7 @@ fn build_triage(
         sessions: sessions.clone(),
         triggers,
         tools,
-        model: llm.model().to_string(),
+        model: tiers.choice(crate::config::CHAT_TIER).provider.model().to_string(),
         timezone: cfg.agent.timezone.clone(),
         deliverer: deliverer.clone(),
         schedules: schedules.clone(),

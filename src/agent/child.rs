@@ -12,17 +12,15 @@
 use super::context::{dangling_results, INTERRUPTED};
 use super::exec::ToolResult;
 use super::input::{Start, Tree, TurnInput};
-use super::progress::NullObserver;
 use super::state::{Ending, Turn};
 use super::tasks::{child_event, child_event_id, child_key, deliver, recorded_result};
-use super::turn::Agent;
 use super::window::SessionState;
 use crate::clock::now_ms;
 use crate::delegate::{child_prompt, plan, DelegateArgs, Plan};
 use crate::llm::ToolCall;
 use crate::store::{
     ApprovalRow, AuditRow, DelegationRow, DelegationStatus, DelegationUpdate, NewMessage, NewSession, StoreError,
-    UsageRecord, UserRow,
+    TurnUsage, UserRow,
 };
 use crate::tools::Tools;
 use butler_channel::InboundEvent;
@@ -81,9 +79,41 @@ pub(super) struct ChildRound {
     pub parked: bool,
 }
 
+/// How one child turn ran: its ending, its answer (or what it showed), what it cost.
+pub(super) struct ChildTurn {
+    pub ending: Ending,
+    pub text: String,
+    pub usage: TurnUsage,
+}
+
+/// What a stored child turn ends with: given the ending and the text, the final assistant
+/// message to store after the turn (`None`: only the task, when it waits).
+pub(super) type Finish<'f> = &'f (dyn Fn(&Ending, &str) -> Option<String> + Send + Sync);
+
+/// What children need of the agent that runs them. The agent implements it; a trait, so that
+/// this file never imports the turn loop that runs children.
+#[async_trait::async_trait]
+pub(super) trait ChildHost: Send + Sync {
+    fn store(&self) -> &Arc<dyn crate::store::Store>;
+    /// The assistant's name, `[agent.delegation]` and the archetypes.
+    fn config(&self) -> &crate::config::AgentConfig;
+    fn tiers(&self) -> &crate::llm::Tiers;
+    fn running(&self) -> &Arc<crate::delegate::Running>;
+    /// An owned handle, for background children.
+    fn owned(&self) -> Arc<dyn ChildHost>;
+    /// Runs one child turn on `tier` with only `tools` at `depth` to its end, and stores its
+    /// messages (the final one from `finish`).
+    async fn child_turn(
+        &self,
+        child: (&str, &Tools, u32),
+        input: TurnInput<'_>,
+        finish: Finish<'_>,
+    ) -> Result<ChildTurn, StoreError>;
+}
+
 /// The child-running part of an agent.
 pub(super) struct Children<'a> {
-    pub(super) agent: &'a Agent,
+    pub(super) agent: &'a dyn ChildHost,
 }
 
 impl Children<'_> {
@@ -91,7 +121,7 @@ impl Children<'_> {
     /// ones run concurrently (at most `max_parallel`), each isolated: one failing (or panicking)
     /// never stops the others, and every call gets a result or waits for a person.
     pub(super) async fn run(&self, parent: &Parent, calls: Vec<(ToolCall, Value)>) -> Result<ChildRound, StoreError> {
-        let max = self.agent.delegation().delegation.max_parallel.max(1);
+        let max = self.agent.config().delegation.max_parallel.max(1);
         let runs = calls.into_iter().map(|(call, args)| {
             let parent = parent.clone();
             async move {
@@ -124,7 +154,7 @@ impl Children<'_> {
             Err(e) => return refuse(format!("invalid arguments: {e}")),
         };
         let names: Vec<String> = parent.tools.names().into_iter().map(String::from).collect();
-        let cfg = self.agent.delegation();
+        let cfg = self.agent.config();
         let plan = match plan(cfg, args, parent.tree.depth, &names) {
             Ok(p) => p,
             Err(e) => return refuse(e.to_string()),
@@ -137,7 +167,7 @@ impl Children<'_> {
                 limit: cfg.delegation.max_background + 1,
                 ..Default::default()
             };
-            if self.agent.store.delegations_list(&filter).await?.len() >= cfg.delegation.max_background {
+            if self.agent.store().delegations_list(&filter).await?.len() >= cfg.delegation.max_background {
                 return refuse(format!(
                     "not started: {} background tasks are running already ([agent.delegation] max_background); \
                      wait for one or /cancel it",
@@ -156,11 +186,11 @@ impl Children<'_> {
                  /tasks lists tasks and /cancel {id} stops it.",
                 id = row.id
             );
-            let agent = self.agent.clone();
+            let agent = self.agent.owned();
             let parent = parent.clone();
             let running = self.agent.running().clone();
             running.clone().spawn(async move {
-                Children { agent: &agent }.background(parent, row, state, &running).await;
+                Children { agent: &*agent }.background(parent, row, state, &running).await;
             });
             return Ok(Outcome::Result(ToolResult {
                 call_id: call.id,
@@ -175,7 +205,7 @@ impl Children<'_> {
 
     /// Creates the child's session and its `delegations` row (or finds the row a re-run left).
     async fn open(&self, parent: &Parent, call: &ToolCall, plan: &Plan) -> Result<Opened, StoreError> {
-        let store = &self.agent.store;
+        let store = self.agent.store();
         if let Some(row) = store.delegation_find(&parent.session_id, Some(&call.id)).await? {
             return Ok(Opened::Existing(row));
         }
@@ -187,7 +217,7 @@ impl Children<'_> {
                 key: child_key(&id),
                 user_id: parent.user.id.clone(),
                 conversation: parent.event.conversation.to_string(),
-                system_prompt: child_prompt(&self.agent.delegation().name, plan),
+                system_prompt: child_prompt(&self.agent.config().name, plan),
             })
             .await?;
         let row = DelegationRow {
@@ -233,8 +263,8 @@ impl Children<'_> {
         stop: CancellationToken,
     ) -> futures::future::BoxFuture<'s, Result<ChildEnd, StoreError>> {
         Box::pin(async move {
-            let cfg = &self.agent.delegation().delegation;
-            let child = self.agent.child(&row.tier, &parent.tools.only(&row.tools), row.depth as u32);
+            let cfg = &self.agent.config().delegation;
+            let tools = parent.tools.only(&row.tools);
             let event = child_event(row, &parent.event.actor, &parent.event);
             let _registered = self.agent.running().register(&row.id, stop.clone());
             let timed_out = Arc::new(AtomicBool::new(false));
@@ -267,31 +297,28 @@ impl Children<'_> {
                 quiet: false,
                 tree: Some(tree),
             };
+            let finish = |ending: &Ending, text: &str| match ending {
+                Ending::Waiting(_) => None,
+                ending => {
+                    let (_, _, note) = self.why(ending, &timed_out, parent);
+                    Some(match &note {
+                        Some(n) if text.is_empty() => n.clone(),
+                        Some(n) => format!("{text}\n\n{n}"),
+                        None => text.to_string(),
+                    })
+                }
+            };
             let work = async {
-                let mut turn = child.begin(input).await?;
-                let (ending, last) = child.loop_until_answer(&mut turn, &mut NullObserver).await?;
-                let usage = child.usage(&turn);
-                let end = match ending {
-                    Ending::Waiting(asks) => {
-                        child.append(turn.session, &mut turn.progress, vec![]).await?;
-                        ChildEnd::Waiting(asks)
-                    }
+                let ran = self.agent.child_turn((&row.tier, &tools, row.depth as u32), input, &finish).await?;
+                let end = match ran.ending {
+                    Ending::Waiting(asks) => ChildEnd::Waiting(asks),
                     Ending::Parked => ChildEnd::Parked,
                     ending => {
-                        let (status, reason, note) = self.why(&ending, &timed_out, parent, &child);
-                        let text = if last.trim().is_empty() { turn.progress.shown.clone() } else { last };
-                        let stored = match &note {
-                            Some(n) if text.is_empty() => n.clone(),
-                            Some(n) => format!("{text}\n\n{n}"),
-                            None => text.clone(),
-                        };
-                        child
-                            .append(turn.session, &mut turn.progress, vec![NewMessage::assistant(stored, vec![])])
-                            .await?;
-                        ChildEnd::Answer { text, status, reason }
+                        let (status, reason, _) = self.why(&ending, &timed_out, parent);
+                        ChildEnd::Answer { text: ran.text, status, reason }
                     }
                 };
-                Ok::<_, StoreError>((end, usage))
+                Ok::<_, StoreError>((end, ran.usage))
             };
             let (end, usage) = tokio::select! {
                 r = work => r?,
@@ -310,9 +337,8 @@ impl Children<'_> {
         ending: &Ending,
         timed_out: &AtomicBool,
         parent: &Parent,
-        child: &Agent,
     ) -> (DelegationStatus, Option<String>, Option<String>) {
-        let limits = &self.agent.delegation().delegation;
+        let limits = &self.agent.config().delegation;
         match ending {
             Ending::Answer | Ending::Stale => (DelegationStatus::Done, None, None),
             Ending::Stopped if timed_out.load(Ordering::SeqCst) => {
@@ -325,7 +351,7 @@ impl Children<'_> {
             Ending::Stopped => (DelegationStatus::Cancelled, Some("/cancel".into()), Some("(cancelled)".into())),
             Ending::Limit => {
                 let r =
-                    format!("its limit of {} model calls ([agent.delegation] max_iterations)", child.max_iterations());
+                    format!("its limit of {} model calls ([agent.delegation] max_iterations)", limits.max_iterations);
                 (DelegationStatus::Stopped, Some(r.clone()), Some(format!("(stopped by {r})")))
             }
             Ending::Budget(msg) => (DelegationStatus::Stopped, Some(msg.clone()), Some(msg.clone())),
@@ -335,21 +361,21 @@ impl Children<'_> {
     }
 
     /// Records a child's usage (kind `delegate`, under its own session) and adds it to its row.
-    async fn record_usage(&self, row: &DelegationRow, mut usage: UsageRecord) -> Result<(), StoreError> {
-        usage.kind = "delegate".into();
-        usage.event_id = child_event_id(&row.id);
-        if usage.iterations > 0 || usage.input_tokens > 0 {
-            self.agent.store.usage_add(&usage).await?;
+    async fn record_usage(&self, row: &DelegationRow, usage: TurnUsage) -> Result<(), StoreError> {
+        for mut r in usage.rows.into_iter().filter(|r| r.iterations > 0 || r.input_tokens > 0) {
+            r.kind = "delegate".into();
+            r.event_id = child_event_id(&row.id);
+            self.agent.store().usage_add(&r).await?;
         }
         let update = DelegationUpdate {
-            status: row.status,
+            status: DelegationStatus::Running,
             result: None,
             reason: None,
             cost_usd: usage.cost_usd,
             input_tokens: usage.input_tokens,
             output_tokens: usage.output_tokens,
         };
-        self.agent.store.delegation_update(&row.id, &update).await?;
+        self.agent.store().delegation_update(&row.id, &update).await?;
         Ok(())
     }
 
@@ -385,7 +411,7 @@ impl Children<'_> {
         reason: Option<String>,
     ) -> Result<Option<DelegationRow>, StoreError> {
         let update = DelegationUpdate { status, result, reason, cost_usd: 0.0, input_tokens: 0, output_tokens: 0 };
-        self.agent.store.delegation_update(&row.id, &update).await
+        self.agent.store().delegation_update(&row.id, &update).await
     }
 
     /// The audit row of an ended child: archetype, tier, model, tools, outcome.
@@ -402,7 +428,7 @@ impl Children<'_> {
             row.reason.as_deref().map(|r| format!(": {r}")).unwrap_or_default()
         );
         self.agent
-            .store
+            .store()
             .audit_add(&AuditRow {
                 at_ms: now_ms(),
                 actor: row.requester.clone(),
@@ -453,7 +479,7 @@ impl Children<'_> {
                     )
                 })
                 .collect();
-            if self.agent.store.messages_append(&state.row.id, &refusals).await.is_err() {
+            if self.agent.store().messages_append(&state.row.id, &refusals).await.is_err() {
                 break ChildEnd::Parked;
             }
             state.history.extend(refusals);
@@ -470,7 +496,7 @@ impl Children<'_> {
         if let Err(e) = self.audit(&parent, &ended).await {
             tracing::warn!(task = %ended.id, error = %e, "could not audit the background task");
         }
-        if let Err(e) = deliver(&*self.agent.store, &ended).await {
+        if let Err(e) = deliver(&**self.agent.store(), &ended).await {
             tracing::warn!(task = %ended.id, error = %e, "background result not handed over; it is at next start");
         }
     }
@@ -486,7 +512,7 @@ impl Children<'_> {
         let mut out = Vec::with_capacity(fixes.len());
         for fix in fixes {
             let Some(call_id) = fix.tool_call_id.clone() else { continue };
-            let Some(row) = self.agent.store.delegation_find(session_id, Some(&call_id)).await? else {
+            let Some(row) = self.agent.store().delegation_find(session_id, Some(&call_id)).await? else {
                 out.push(fix);
                 continue;
             };
@@ -512,7 +538,7 @@ impl Children<'_> {
         approval: &ApprovalRow,
         pending_left: usize,
     ) -> Result<Option<Outcome>, StoreError> {
-        let store = &self.agent.store;
+        let store = self.agent.store();
         // Walk up from the asking child to this turn's direct child.
         let mut row = match store.delegation_find(&approval.session_id, None).await? {
             Some(r) => r,

@@ -15,6 +15,7 @@ mod child;
 mod context;
 mod delegate_tool;
 mod exec;
+mod host;
 mod input;
 mod narrow;
 mod progress;

@@ -8,16 +8,39 @@
 
 use super::child::Children;
 use super::context::dangling_results;
+use super::progress::Nudge;
 use super::state::Progress;
-use super::turn::Agent;
 use super::window::SessionState;
 use crate::permissions::approval::{decision_audit, outcome_text};
-use crate::store::{ApprovalDecision, ApprovalStatus, NewMessage, Role, StoreError};
+use crate::store::{ApprovalDecision, ApprovalStatus, NewMessage, Role, Store, StoreError};
 use butler_channel::{ConversationKind, InboundEvent};
 
 /// The re-run part of an agent.
 pub(super) struct Rerun<'a> {
-    pub(super) agent: &'a Agent,
+    pub(super) store: &'a dyn Store,
+    /// `[limits] history_messages`: how much of the transcript a reload brings back.
+    pub(super) history_messages: usize,
+    /// Woken when a cancelled approval's message was edited.
+    pub(super) nudge: &'a dyn Nudge,
+    /// For the delegate calls a crash left without a result.
+    pub(super) children: Children<'a>,
+}
+
+/// Persists `msgs` (preceded by the turn's user message if that is not stored yet) and adds
+/// them to the cached transcript.
+pub(super) async fn append(
+    store: &dyn Store,
+    session: &mut SessionState,
+    progress: &mut Progress,
+    msgs: Vec<NewMessage>,
+) -> Result<(), StoreError> {
+    let msgs: Vec<NewMessage> = progress.unsaved_user.take().into_iter().chain(msgs).collect();
+    if msgs.is_empty() {
+        return Ok(());
+    }
+    store.messages_append(&session.row.id, &msgs).await?;
+    session.history.extend(msgs);
+    Ok(())
 }
 
 impl Rerun<'_> {
@@ -29,7 +52,7 @@ impl Rerun<'_> {
             return Ok(());
         }
         let by = event.actor.name().to_string();
-        for approval in self.agent.store.approvals_pending(&session.row.id).await? {
+        for approval in self.store.approvals_pending(&session.row.id).await? {
             let decision = ApprovalDecision {
                 status: ApprovalStatus::Cancelled,
                 scope: None,
@@ -41,10 +64,10 @@ impl Rerun<'_> {
                     &format!("{by} (a new message came first)"),
                 ),
             };
-            if let Some(row) = self.agent.store.approval_decide(&approval.id, &decision).await? {
+            if let Some(row) = self.store.approval_decide(&approval.id, &decision).await? {
                 let audit = decision_audit(&row, ApprovalStatus::Cancelled, None, &by);
-                self.agent.store.audit_add(&audit).await?;
-                self.agent.nudge.wake();
+                self.store.audit_add(&audit).await?;
+                self.nudge.wake();
             }
         }
         let msgs: Vec<NewMessage> = fixes
@@ -52,7 +75,7 @@ impl Rerun<'_> {
             .filter_map(|f| f.tool_call_id)
             .map(|id| NewMessage::tool(id, "not run: cancelled because a new message came first", true))
             .collect();
-        self.agent.store.messages_append(&session.row.id, &msgs).await?;
+        self.store.messages_append(&session.row.id, &msgs).await?;
         session.history.extend(msgs);
         Ok(())
     }
@@ -73,10 +96,10 @@ impl Rerun<'_> {
         let found = match found {
             Some(i) => Some(i),
             None if first_attempt => None,
-            None if self.agent.store.message_seq_for_event(&session.row.id, eid).await?.is_some() => {
+            None if self.store.message_seq_for_event(&session.row.id, eid).await?.is_some() => {
                 // In the store but outside the cached window: reload the tail.
                 let row = session.row.clone();
-                *session = SessionState::load(&*self.agent.store, row, self.agent.limits.history_messages).await?;
+                *session = SessionState::load(self.store, row, self.history_messages).await?;
                 session.history.iter().rposition(|m| m.event_id.as_deref() == Some(eid))
             }
             None => None,
@@ -103,8 +126,8 @@ impl Rerun<'_> {
                 }
                 let fixes = dangling_results(&session.history[i..]);
                 // A delegate call's child may have finished before the crash: its answer stands.
-                let fixes = Children { agent: self.agent }.settle_dangling(&session.row.id, fixes).await?;
-                self.agent.append(session, progress, fixes).await?;
+                let fixes = self.children.settle_dangling(&session.row.id, fixes).await?;
+                append(self.store, session, progress, fixes).await?;
                 Ok(false)
             }
         }

@@ -10,7 +10,7 @@ use super::narrow::Narrowing;
 use super::progress::TurnObserver;
 use super::storable;
 use super::window::SessionState;
-use crate::llm::{Assembled, LlmError, LlmStream, StreamEvent, ToolDef, Usage};
+use crate::llm::{Assembled, LlmError, LlmStream, Prices, StreamEvent, ToolDef, Usage};
 use crate::store::{ApprovalRow, InboxStatus, NewMessage, TurnCommit, UserRow};
 use crate::tools::{ToolCtx, Tools};
 use butler_channel::InboundEvent;
@@ -38,7 +38,10 @@ pub(super) enum Ending {
 pub(super) struct Progress {
     /// Text shown so far in this turn, across model calls.
     pub(super) shown: String,
+    /// Tokens of every call so far, whichever model answered.
     pub(super) usage: Usage,
+    /// The same by the model that answered, in the order they first answered.
+    pub(super) spent: Vec<Spent>,
     pub(super) iterations: u32,
     /// Estimated tokens of the last request sent.
     pub(super) context_tokens: usize,
@@ -46,7 +49,28 @@ pub(super) struct Progress {
     pub(super) unsaved_user: Option<NewMessage>,
 }
 
+/// What one model answered in a turn so far, and its prices.
+pub(super) struct Spent {
+    pub(super) model: String,
+    pub(super) prices: Prices,
+    pub(super) usage: Usage,
+}
+
 impl Progress {
+    /// Counts one call's usage under `model`, the model that answered it, at `prices`.
+    pub(super) fn spend(&mut self, model: &str, prices: Prices, u: &Usage) {
+        add_usage(&mut self.usage, u);
+        match self.spent.iter_mut().find(|s| s.model == model) {
+            Some(s) => add_usage(&mut s.usage, u),
+            None => self.spent.push(Spent { model: model.to_string(), prices, usage: *u }),
+        }
+    }
+
+    /// What the turn has cost so far in USD, each call at its answering model's prices.
+    pub(crate) fn cost_usd(&self) -> f64 {
+        self.spent.iter().map(|s| s.prices.cost(&s.usage)).sum()
+    }
+
     pub(super) fn join(&self, more: &str) -> String {
         match (self.shown.is_empty(), more.is_empty()) {
             (true, _) => more.to_string(),

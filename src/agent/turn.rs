@@ -16,19 +16,19 @@ use super::exec::ToolResult;
 use super::input::{Start, Tree, TurnError, TurnInput, TurnOutcome};
 use super::narrow::Narrowing;
 use super::progress::{Nudge, TurnObserver};
-use super::state::{add_usage, done_only, final_reply, read_stream, Ending, FinalReply, Progress, Settled, Turn};
+use super::state::{done_only, final_reply, read_stream, Ending, FinalReply, Progress, Settled, Spent, Turn};
 use super::storable;
 use super::window::{shrink, SessionState, Window};
 use crate::config::{AgentConfig, Config, LimitsConfig};
 use crate::delegate::Running;
 use crate::hooks::Hooks;
-use crate::llm::{Assembled, ChatRequest, LlmError, Prices, Provider, Tiers, ToolCall};
+use crate::llm::{Assembled, ChatRequest, LlmError, PriceBook, Provider, Tiers, ToolCall};
 use crate::permissions::approval::approval_notice;
 use crate::permissions::Policy;
 use crate::skills::{Skills, SKILL_TOOL};
 use crate::store::{
     reply_key, ApprovalRow, ApprovalStatus, InboxStatus, NewMessage, NewOutbox, OutboxRow, Store, StoreError,
-    TurnCommit, UsageRecord,
+    TurnCommit, TurnUsage, UsageRecord,
 };
 use crate::tools::{ToolCtx, ToolSource, Tools};
 use std::sync::Arc;
@@ -38,7 +38,10 @@ use std::sync::Arc;
 pub struct Agent {
     /// Read by the session actor (session rows, the inbox) as well.
     pub(crate) store: Arc<dyn Store>,
+    /// The model of the turns: the `chat` tier, which is `[llm]` unless configured.
     llm: Arc<dyn Provider>,
+    /// Every model tier (children and background work run on them).
+    pub(crate) tiers: Tiers,
     /// The built-in tools; each turn adds what `tool_source` offers then.
     tools: Tools,
     tool_source: Option<Arc<dyn ToolSource>>,
@@ -47,7 +50,8 @@ pub struct Agent {
     skills: Arc<Skills>,
     pub(super) limits: LimitsConfig,
     max_tokens: u32,
-    prices: Prices,
+    /// Each call is priced at the prices of the model that answered it.
+    prices: Arc<PriceBook>,
     recall_limit: usize,
     /// Users' workspaces live below this directory, one per user id.
     workspace_root: std::path::PathBuf,
@@ -65,8 +69,6 @@ pub struct Agent {
     max_schema_tokens: usize,
     /// The assistant's name, `[agent.delegation]` and the archetypes (children's plans).
     delegation: Arc<AgentConfig>,
-    /// The model of each tier (children run on theirs).
-    tiers: Tiers,
     /// The children running in this process (`/cancel`, background tasks).
     running: Arc<Running>,
     /// 0 for a conversation's agent; a child agent's depth in its tree.
@@ -76,7 +78,8 @@ pub struct Agent {
 /// The services an [`Agent`] calls, besides what it reads from the config.
 pub(crate) struct AgentParts {
     pub store: Arc<dyn Store>,
-    pub llm: Arc<dyn Provider>,
+    /// The model tiers; turns run on `chat`, compaction on `worker`.
+    pub tiers: Tiers,
     pub tools: Tools,
     pub policy: Arc<Policy>,
     pub hooks: Arc<Hooks>,
@@ -84,8 +87,6 @@ pub(crate) struct AgentParts {
     pub nudge: Arc<dyn Nudge>,
     /// The skills catalog the `skill` tool reads too.
     pub skills: Arc<Skills>,
-    /// The model of each tier, for child agents.
-    pub tiers: Tiers,
     /// The registry of running children (shared with triage for `/cancel`).
     pub running: Arc<Running>,
 }
@@ -106,31 +107,32 @@ fn explain(e: &LlmError) -> String {
 impl Agent {
     /// An agent calling `parts`, with the limits, prices, memory recall and context window of `cfg`.
     pub(crate) fn new(cfg: &Config, parts: AgentParts) -> Self {
-        let AgentParts { store, llm, tools, policy, hooks, nudge, skills, tiers, running } = parts;
+        let AgentParts { store, tiers, tools, policy, hooks, nudge, skills, running } = parts;
         let mut tools = tools;
         if cfg.agent.delegation.max_depth > 0 {
             tools.add(Arc::new(super::delegate_tool::DelegateTool::new(&cfg.agent)));
         }
+        let chat = tiers.get(crate::config::CHAT_TIER);
         Self {
             store,
-            llm,
+            llm: chat.provider,
+            prices: tiers.prices().clone(),
+            tiers,
             tools,
             tool_source: None,
             skills,
             limits: cfg.limits.clone(),
-            max_tokens: cfg.llm.max_tokens,
-            prices: Prices::from_config(&cfg.llm),
+            max_tokens: chat.max_tokens,
             recall_limit: cfg.memory.recall_limit,
             workspace_root: cfg.tools.workspace_dir.clone().into(),
             policy,
             hooks,
             nudge,
-            context_window: cfg.llm.context_window,
+            context_window: chat.context_window,
             auto_recall: cfg.memory.enabled && cfg.memory.recall,
             recall_budget_tokens: cfg.memory.recall_budget_tokens,
             max_schema_tokens: cfg.mcp.max_schema_tokens,
             delegation: Arc::new(cfg.agent.clone()),
-            tiers,
             running,
             depth: 0,
         }
@@ -142,11 +144,24 @@ impl Agent {
         self
     }
 
+    /// The re-run part of the agent (crash repair, superseded approvals).
+    fn rerun(&self) -> super::rerun::Rerun<'_> {
+        super::rerun::Rerun {
+            store: &*self.store,
+            history_messages: self.limits.history_messages,
+            nudge: &*self.nudge,
+            children: Children { agent: self },
+        }
+    }
+
     /// The agent of a child at `depth` on `tier`: the tier's model, only `tools`, the child's
     /// own iteration limit, no memory recall (a child's context is its task alone).
     pub(super) fn child(&self, tier: &str, tools: &Tools, depth: u32) -> Agent {
         let mut child = self.clone();
-        child.llm = self.tiers.get(tier).provider;
+        let choice = self.tiers.get(tier);
+        child.llm = choice.provider;
+        child.context_window = choice.context_window;
+        child.max_tokens = choice.max_tokens;
         child.tools = tools.clone();
         child.tool_source = None;
         child.auto_recall = false;
@@ -155,20 +170,14 @@ impl Agent {
         child
     }
 
-    pub(super) fn delegation(&self) -> &AgentConfig {
+    /// The assistant's name, `[agent.delegation]` and the archetypes.
+    pub(super) fn agent_config(&self) -> &AgentConfig {
         &self.delegation
     }
 
-    pub(super) fn tiers(&self) -> &Tiers {
-        &self.tiers
-    }
-
-    pub(super) fn running(&self) -> &Arc<Running> {
+    /// The children running in this process.
+    pub(super) fn running_children(&self) -> &Arc<Running> {
         &self.running
-    }
-
-    pub(super) fn max_iterations(&self) -> u32 {
-        self.limits.max_iterations
     }
 
     /// Each turn also offers the tools `source` has at its start (the MCP servers'), after the
@@ -198,7 +207,7 @@ impl Agent {
     fn window(&self) -> Window<'_> {
         Window {
             store: &*self.store,
-            llm: &*self.llm,
+            llm: &*self.tiers.choice(crate::config::WORKER_TIER).provider,
             hooks: &self.hooks,
             prices: &self.prices,
             context_window: self.context_window,
@@ -282,9 +291,8 @@ impl Agent {
         };
         match start {
             Start::Message => {
-                let fresh = super::rerun::Rerun { agent: self }
-                    .start_or_resume(turn.session, event, first_attempt, &mut turn.progress)
-                    .await?;
+                let fresh =
+                    self.rerun().start_or_resume(turn.session, event, first_attempt, &mut turn.progress).await?;
                 if fresh {
                     let text = event.text().unwrap_or_default();
                     turn.recall = self.window().recall_block(&turn.tool_ctx.memory_scope(), text).await?;
@@ -380,8 +388,9 @@ impl Agent {
                 Err(e) => return Ok((Ending::Failed(e), String::new())),
             };
             let (asm, cut) = read_stream(turn, stream, obs).await;
-            add_usage(&mut turn.progress.usage, &asm.usage);
-            turn.tree.spend.add(self.prices.cost(&asm.usage));
+            let before = turn.progress.cost_usd();
+            self.spend(&mut turn.progress, &asm);
+            turn.tree.spend.add(turn.progress.cost_usd() - before);
             if let Some(ending) = cut {
                 return Ok((ending, asm.text));
             }
@@ -543,14 +552,31 @@ impl Agent {
         Ok(reply)
     }
 
-    pub(super) fn usage(&self, turn: &Turn<'_>) -> UsageRecord {
+    /// Counts one model call's usage under the model that answered it, at that model's prices.
+    fn spend(&self, progress: &mut Progress, asm: &Assembled) {
+        let model = asm.model_or(self.llm.model());
+        progress.spend(model, self.prices.get(model), &asm.usage);
+        tracing::debug!(model, turn_cost_usd = progress.cost_usd(), "model call counted");
+    }
+
+    /// The turn's usage rows: one per model that answered (the turn's own model, with no
+    /// tokens, when none did), each at its own prices; the first carries the iterations.
+    pub(super) fn usage(&self, turn: &Turn<'_>) -> TurnUsage {
         let progress = &turn.progress;
         let ids = [turn.user.id.as_str(), turn.sid.as_str(), turn.event.id.0.as_str()];
-        UsageRecord {
-            iterations: progress.iterations as i32,
-            context_tokens: progress.context_tokens as i64,
-            ..UsageRecord::priced(&self.prices, "turn", ids, self.llm.model(), &progress.usage)
-        }
+        let model = self.llm.model();
+        let none = [Spent { model: model.to_string(), prices: self.prices.get(model), usage: Default::default() }];
+        let spent = if progress.spent.is_empty() { &none[..] } else { &progress.spent[..] };
+        let rows = spent
+            .iter()
+            .enumerate()
+            .map(|(i, s)| UsageRecord {
+                iterations: if i == 0 { progress.iterations as i32 } else { 0 },
+                context_tokens: progress.context_tokens as i64,
+                ..UsageRecord::priced(&s.prices, "turn", ids, &s.model, &s.usage)
+            })
+            .collect();
+        TurnUsage::new(rows)
     }
 
     /// The tree of a conversation's own turn: nothing spent yet, and the user's spend today when
@@ -603,12 +629,6 @@ impl Agent {
         progress: &mut Progress,
         msgs: Vec<NewMessage>,
     ) -> Result<(), StoreError> {
-        let msgs: Vec<NewMessage> = progress.unsaved_user.take().into_iter().chain(msgs).collect();
-        if msgs.is_empty() {
-            return Ok(());
-        }
-        self.store.messages_append(&session.row.id, &msgs).await?;
-        session.history.extend(msgs);
-        Ok(())
+        super::rerun::append(&*self.store, session, progress, msgs).await
     }
 }

@@ -10,7 +10,7 @@
 
 use crate::config::HookEvent;
 use crate::hooks::Hooks;
-use crate::llm::{ChatMessage, ChatRequest, Prices, Provider};
+use crate::llm::{ChatMessage, ChatRequest, PriceBook, Provider};
 use crate::store::{now_ms, MemoryScope, NewMessage, Role, SessionRow, Store, StoreError, SummaryRow, UsageRecord};
 
 /// Messages at the end of the request that are never cleared or collapsed.
@@ -159,9 +159,11 @@ fn transcript_text(summary: Option<&SummaryRow>, msgs: &[NewMessage]) -> String 
 /// What building a request and keeping it within the context window need of the agent.
 pub(super) struct Window<'a> {
     pub(super) store: &'a dyn Store,
+    /// The model that writes compaction summaries: the `worker` tier when configured.
     pub(super) llm: &'a dyn Provider,
     pub(super) hooks: &'a Hooks,
-    pub(super) prices: &'a Prices,
+    /// Prices the summary's call at the model that answered it.
+    pub(super) prices: &'a PriceBook,
     /// The model's context window in tokens.
     pub(super) context_window: u32,
     pub(super) max_tokens: u32,
@@ -258,7 +260,8 @@ impl Window<'_> {
         self.store.summary_add(&session.row.id, up_to_seq, &text).await?;
         let event_id = format!("compaction:{}:{up_to_seq}", session.row.id);
         let ids = [user_id, session.row.id.as_str(), event_id.as_str()];
-        let usage = UsageRecord::priced(self.prices, "compaction", ids, self.llm.model(), &asm.usage);
+        let model = asm.model_or(self.llm.model());
+        let usage = UsageRecord::priced(&self.prices.get(model), "compaction", ids, model, &asm.usage);
         self.store.usage_add(&usage).await?;
         session.history.drain(..cut);
         session.base_seq += cut as i64;

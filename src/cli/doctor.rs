@@ -44,6 +44,7 @@ pub async fn run(explicit: Option<&Path>) -> bool {
     database(&mut r, &cfg).await;
     redis(&mut r, &cfg).await;
     llm(&mut r, &cfg).await;
+    tiers(&r, &cfg);
     web(&mut r, &cfg);
     shell_sandbox(&mut r, &cfg).await;
     match crate::hooks::doctor(&cfg.hooks).await {
@@ -197,6 +198,15 @@ async fn llm(r: &mut Report, cfg: &Config) {
         }
         Ok(_) => println!("[warn] served models: the endpoint lists none (GET /models)"),
         Err(e) => println!("[warn] served models: the list (GET /models) could not be read: {e}"),
+    }
+}
+
+/// One line per `[llm.tiers.<name>]`: the provider, model and endpoint it runs on.
+fn tiers(r: &Report, cfg: &Config) {
+    for name in cfg.llm.tiers.keys() {
+        if let Some(tier) = cfg.llm.tier(name) {
+            r.ok(&format!("model tier {name}"), super::model::describe(&tier));
+        }
     }
 }
 

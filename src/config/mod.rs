@@ -8,6 +8,7 @@
 mod delegation;
 mod error;
 mod hooks;
+mod llm;
 mod load;
 mod masked;
 mod mcp;
@@ -23,9 +24,10 @@ mod tests;
 mod tools;
 mod validate;
 
-pub use delegation::{ArchetypeConfig, DelegationConfig, LlmTier, CHAT_TIER, KNOWN_TIERS, WORKER_TIER};
+pub use delegation::{ArchetypeConfig, DelegationConfig, CHAT_TIER, KNOWN_TIERS, WORKER_TIER};
 pub use error::{ConfigError, FileFrom, Problem};
 pub use hooks::{HookConfig, HookEvent, HookKind};
+pub use llm::{LlmConfig, LlmFallback, LlmTier, ProviderKind};
 pub use load::{
     data_dir, load, load_from, parse_str, select_file, user_config_file, Env, Loaded, DEFAULT_ANTHROPIC_MODEL,
     DEFAULT_OPENAI_MODEL, DEFAULT_PATH, NO_FILE,
@@ -96,83 +98,6 @@ impl Default for DatabaseConfig {
 #[serde(deny_unknown_fields)]
 pub struct RedisConfig {
     pub url: Secret,
-}
-
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ProviderKind {
-    #[default]
-    Openai,
-    Anthropic,
-}
-
-#[derive(Clone, Debug, Deserialize, Serialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct LlmConfig {
-    pub provider: ProviderKind,
-    /// Defaults: `https://api.openai.com/v1` or `https://api.anthropic.com`.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub base_url: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub api_key: Option<Secret>,
-    /// Empty means "not configured" unless the environment supplies one.
-    pub model: String,
-    pub connect_timeout_secs: u64,
-    /// Time to the first byte of the response.
-    pub first_byte_timeout_secs: u64,
-    /// Longest silence between two stream events.
-    pub idle_timeout_secs: u64,
-    pub max_retries: u32,
-    pub max_tokens: u32,
-    /// The model's context window in tokens (drives compaction thresholds).
-    pub context_window: u32,
-    /// USD per million input tokens, for cost records.
-    pub input_price_per_mtok: f64,
-    pub output_price_per_mtok: f64,
-    /// USD per million input tokens served from the provider's prompt cache.
-    pub cache_read_price_per_mtok: f64,
-    /// USD per million input tokens written to the provider's prompt cache.
-    pub cache_write_price_per_mtok: f64,
-    /// Tried in order when the primary fails with a transient error before streaming.
-    pub fallback: Vec<LlmFallback>,
-    /// Model tiers (`worker`, `chat`, `reasoning`, or any name): `[llm.tiers.<name>]`, each any
-    /// key of `[llm]`; unset keys come from `[llm]`.
-    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
-    pub tiers: BTreeMap<String, LlmTier>,
-}
-
-impl Default for LlmConfig {
-    fn default() -> Self {
-        Self {
-            provider: ProviderKind::Openai,
-            base_url: None,
-            api_key: None,
-            model: String::new(),
-            connect_timeout_secs: 10,
-            first_byte_timeout_secs: 60,
-            idle_timeout_secs: 60,
-            max_retries: 3,
-            max_tokens: 4096,
-            context_window: 128_000,
-            input_price_per_mtok: 0.0,
-            output_price_per_mtok: 0.0,
-            cache_read_price_per_mtok: 0.0,
-            cache_write_price_per_mtok: 0.0,
-            fallback: Vec::new(),
-            tiers: BTreeMap::new(),
-        }
-    }
-}
-
-#[derive(Clone, Debug, Deserialize, Serialize)]
-#[serde(deny_unknown_fields)]
-pub struct LlmFallback {
-    pub provider: ProviderKind,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub base_url: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub api_key: Option<Secret>,
-    pub model: String,
 }
 
 #[derive(Clone, Debug, Default, Deserialize, Serialize)]

@@ -163,6 +163,8 @@ impl Transport {
             secret: self.api_key.clone(),
         };
         live.prefetch(deadline).await.map_err(|e| (e, None))?;
+        // Who answers goes first, so usage is recorded under this endpoint's model.
+        live.out.push_front(StreamEvent::Model(self.model.clone()));
         Ok(live.into_stream())
     }
 

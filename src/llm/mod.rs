@@ -24,9 +24,9 @@ pub use decode::{decode_chunks, Decode, Flow};
 pub use http::parse_retry_after;
 pub use models::{base_url, default_base_url, list_models, model_list_line, provider_name};
 pub use openai::OpenAiDecoder;
-pub use prices::Prices;
+pub use prices::{PriceBook, Prices};
 pub use sse::{SseEvent, SseParser};
-pub use tiers::{TierChoice, Tiers};
+pub use tiers::{TierChoice, Tiers, MAIN_TIER};
 pub use types::*;
 
 use async_trait::async_trait;

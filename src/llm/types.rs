@@ -106,6 +106,9 @@ pub enum StreamEvent {
     },
     /// Token counts; later events overwrite earlier non-zero counts.
     Usage(Usage),
+    /// The model answering, as configured for the endpoint that answers (a fallback's own
+    /// model when the primary failed). Every endpoint sends it first; usage is priced by it.
+    Model(String),
     Finish(FinishReason),
 }
 
@@ -116,6 +119,8 @@ pub struct Assembled {
     pub tool_calls: Vec<ToolCall>,
     pub usage: Usage,
     pub finish: Option<FinishReason>,
+    /// The model that answered ([`StreamEvent::Model`]); empty when the stream did not say.
+    pub model: String,
 }
 
 impl Assembled {
@@ -145,6 +150,17 @@ impl Assembled {
                 merge(&mut self.usage.cache_write_tokens, u.cache_write_tokens);
             }
             StreamEvent::Finish(f) => self.finish = Some(f.clone()),
+            StreamEvent::Model(m) => self.model.clone_from(m),
+        }
+    }
+
+    /// The model that answered, or `asked` (the provider's own model) when the stream did not
+    /// say which.
+    pub fn model_or<'a>(&'a self, asked: &'a str) -> &'a str {
+        if self.model.is_empty() {
+            asked
+        } else {
+            &self.model
         }
     }
 

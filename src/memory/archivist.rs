@@ -1,10 +1,12 @@
 //! The archivist: after a reply is delivered, a background worker asks the model which durable
 //! facts the exchange revealed, and adds, updates or forgets memories accordingly - never the
 //! same fact twice, never touching memories the model was not shown. Its cost is recorded like a
-//! turn's (usage kind `archivist`). Jobs wait in a bounded queue; when it is full a job is dropped
-//! (logged): distilling is best effort, the exchange itself is safe in the transcript.
+//! turn's (usage kind `archivist`), under the model that answered. It runs on the `worker` tier
+//! when one is configured (the caller hands it that provider). Jobs wait in a bounded queue; when
+//! it is full a job is dropped (logged): distilling is best effort, the exchange itself is safe
+//! in the transcript.
 
-use crate::llm::{ChatMessage, ChatRequest, Prices, Provider};
+use crate::llm::{ChatMessage, ChatRequest, PriceBook, Provider};
 use crate::store::{MemoryRow, MemoryScope, Store, StoreError, UsageRecord};
 use serde::Deserialize;
 use std::collections::HashSet;
@@ -78,15 +80,16 @@ pub struct Archivist {
 struct Worker {
     store: Arc<dyn Store>,
     llm: Arc<dyn Provider>,
-    prices: Prices,
+    prices: Arc<PriceBook>,
 }
 
 impl Archivist {
-    /// Starts the worker in `tracker`; it stops when `cancel` fires.
+    /// Starts the worker in `tracker`, asking `llm` (the worker tier's); it stops when `cancel`
+    /// fires. Each call is priced by `prices` at the model that answered it.
     pub fn start(
         store: Arc<dyn Store>,
         llm: Arc<dyn Provider>,
-        prices: Prices,
+        prices: Arc<PriceBook>,
         tracker: &TaskTracker,
         cancel: CancellationToken,
     ) -> Arc<Self> {
@@ -145,8 +148,9 @@ impl Worker {
         };
         let event_id = format!("{}:archivist", job.event_id);
         let ids = [job.owner.user_id.as_str(), job.session_id.as_str(), event_id.as_str()];
+        let model = asm.model_or(self.llm.model());
         self.store
-            .usage_add(&UsageRecord::priced(&self.prices, "archivist", ids, self.llm.model(), &asm.usage))
+            .usage_add(&UsageRecord::priced(&self.prices.get(model), "archivist", ids, model, &asm.usage))
             .await?;
         let Some(found) = Distilled::parse(&asm.text) else {
             tracing::info!("archivist answer was not the expected JSON; nothing stored");

@@ -156,7 +156,7 @@ pub struct UsageRecord {
     pub output_tokens: i64,
     pub cost_usd: f64,
     pub iterations: i32,
-    /// `turn`, `archivist` or `compaction`: which kind of model call this was.
+    /// `turn`, `archivist`, `compaction` or `classifier`: which kind of model call this was.
     pub kind: String,
     /// Estimated tokens of the last prompt the turn sent (0 when not a turn).
     pub context_tokens: i64,
@@ -180,6 +180,35 @@ impl UsageRecord {
             kind: kind.into(),
             context_tokens: 0,
         }
+    }
+}
+
+/// What a turn spent: one row per model that answered one of its calls, in the order they
+/// first answered, each priced at its own model's prices. The first row carries the turn's
+/// `iterations` (the others 0, so a sum is the turn's count); every row carries its
+/// `context_tokens`. The totals are the rows' sums.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct TurnUsage {
+    pub input_tokens: i64,
+    pub output_tokens: i64,
+    pub cost_usd: f64,
+    pub rows: Vec<UsageRecord>,
+}
+
+impl TurnUsage {
+    pub fn new(rows: Vec<UsageRecord>) -> Self {
+        Self {
+            input_tokens: rows.iter().map(|r| r.input_tokens).sum(),
+            output_tokens: rows.iter().map(|r| r.output_tokens).sum(),
+            cost_usd: rows.iter().map(|r| r.cost_usd).sum(),
+            rows,
+        }
+    }
+}
+
+impl From<UsageRecord> for TurnUsage {
+    fn from(row: UsageRecord) -> Self {
+        Self::new(vec![row])
     }
 }
 
@@ -297,7 +326,7 @@ pub struct TurnCommit {
     pub messages: Vec<NewMessage>,
     /// The reply; if a draft with the same key exists it becomes this final text, `pending`.
     pub reply: Option<NewOutbox>,
-    pub usage: Option<UsageRecord>,
+    pub usage: Option<TurnUsage>,
     /// Approvals the turn asks for (it parks until they are decided).
     pub approvals: Vec<ApprovalRow>,
     /// Further messages to deliver (e.g. the approval requests with their buttons).

@@ -246,3 +246,40 @@ async fn a_classifier_failure_falls_back_to_the_source_default() {
     assert_eq!(llm.request_count(), 3);
     t.stop().await;
 }
+
+#[tokio::test]
+async fn the_classifier_runs_on_the_worker_tier_and_its_cost_is_recorded() {
+    // (worker tier configured, the source's target, the model asked, the usage row's user)
+    let cases = [
+        (true, "web:classified", "small-model", "system"),
+        (false, "web:classified", "fake-model", "system"),
+        (true, "web:local", "small-model", "local"),
+    ];
+    for (tier, target, model, user) in cases {
+        let llm = FakeLlm::start().await;
+        llm.on_every(CLASSIFIER_NEEDLE, Reply::text("Notify.").usage(400, 2));
+        let (mut cfg, dir) = hook_config(Some(&llm.openai_url()), &CLASSIFIED.replace("web:classified", target));
+        cfg.llm.input_price_per_mtok = 10.0;
+        cfg.llm.output_price_per_mtok = 20.0;
+        if tier {
+            let worker = butler::config::LlmTier {
+                model: Some("small-model".into()),
+                input_price_per_mtok: Some(1.0),
+                output_price_per_mtok: Some(2.0),
+                ..Default::default()
+            };
+            cfg.llm.tiers.insert("worker".into(), worker);
+        }
+        let prices = if tier { (1.0, 2.0) } else { (10.0, 20.0) };
+        let t = TestApp::start(cfg, Some(dir)).await;
+        assert_eq!(post_github(&t, "github", "issues", "tier-1", &fixture("issues_opened")).await.status, 202);
+        settled(&t, 1).await;
+        assert_eq!(llm.last_request().unwrap().model(), model, "{target}");
+        let rows: Vec<_> = t.usage_rows().await.into_iter().filter(|r| r.kind == "classifier").collect();
+        assert_eq!(rows.len(), 1, "{target}: {rows:?}");
+        assert_eq!((rows[0].model.as_str(), rows[0].user_id.as_str()), (model, user), "{target}");
+        let want = (400.0 * prices.0 + 2.0 * prices.1) / 1e6;
+        assert!((rows[0].cost_usd - want).abs() < 1e-12, "{target}: {rows:?}");
+        t.stop().await;
+    }
+}

@@ -4,7 +4,7 @@
 use crate::common::{self, ask, complete, config, dead_url, events, KEY};
 use crate::support::fake_llm::{FakeLlm, Reply};
 use butler::config::{LlmConfig, LlmFallback, ProviderKind, Secret};
-use butler::llm::{LlmError, Provider};
+use butler::llm::{LlmError, Provider, StreamEvent};
 use std::sync::Arc;
 
 /// Primary at `primary` (OpenAI protocol), one fallback at `second` (Anthropic protocol).
@@ -16,6 +16,7 @@ fn chain(primary: &FakeLlm, second: &FakeLlm) -> Arc<dyn Provider> {
         base_url: Some(second.anthropic_url()),
         api_key: Some(Secret::new("sk-second")),
         model: "second-model".into(),
+        ..LlmFallback::default()
     }];
     butler::llm::from_config(&cfg)
 }
@@ -52,6 +53,7 @@ async fn fallback_answers_when_the_primary_keeps_failing_with_5xx() {
     b.push(Reply::text("from the fallback"));
     let got = complete(chain(&a, &b).as_ref(), &ask("hello")).await.unwrap();
     assert_eq!(got.text, "from the fallback");
+    assert_eq!(got.model, "second-model", "the answer names the model that gave it (usage is priced by it)");
     assert_eq!(a.request_count(), 2, "the primary is retried first (max_retries = 1)");
     assert_eq!(b.request_count(), 1);
     let req = b.last_request().unwrap();
@@ -77,6 +79,7 @@ async fn fallback_answers_when_the_primary_is_unreachable_or_times_out() {
             base_url: Some(b.openai_url()),
             api_key: None,
             model: "local".into(),
+            ..LlmFallback::default()
         }];
         let got = complete(butler::llm::from_config(&cfg).as_ref(), &ask("hi")).await.unwrap();
         assert_eq!(got.text, "echo: hi", "{case}");
@@ -115,4 +118,20 @@ async fn the_last_error_is_returned_when_every_endpoint_fails() {
     let err = complete(chain(&a, &b).as_ref(), &ask("x")).await.unwrap_err();
     assert!(matches!(err, LlmError::Server { status: 529, .. }), "{err:?}");
     assert_eq!((a.request_count(), b.request_count()), (2, 2));
+}
+
+#[tokio::test]
+async fn every_stream_names_the_model_that_answered_first() {
+    let (a, b) = (FakeLlm::start().await, FakeLlm::start().await);
+    // (primary fails, the model named)
+    for (fails, model) in [(false, "test-model"), (true, "second-model")] {
+        a.reset();
+        if fails {
+            a.on_every("", Reply::server_error(503));
+        }
+        let (evs, err) = events(chain(&a, &b).stream(&ask("x")).await.unwrap()).await;
+        assert!(err.is_none(), "{err:?}");
+        assert_eq!(evs.first(), Some(&StreamEvent::Model(model.into())), "{model}");
+        assert_eq!(common::assemble(&evs).model, model);
+    }
 }

@@ -1,6 +1,7 @@
 //! Memory that lasts: automatic recall into the turn (never into the system prompt), the
 //! archivist, context management (clearing, collapsing, summary checkpoints, the forced
-//! compaction on "prompt too long"), resuming after a restart, `/memory`, and export/import.
+//! compaction on "prompt too long"), resuming after a restart, `/memory`, export/import, and
+//! usage under the model that answered, with background work on the `worker` tier.
 
 #[path = "../support/mod.rs"]
 mod support;
@@ -8,6 +9,7 @@ mod support;
 mod archivist;
 mod context;
 mod recall;
+mod tiers;
 
 use serde_json::Value;
 use std::time::Duration;

@@ -86,14 +86,20 @@ async fn migrate_creates_the_schema() {
 #[tokio::test]
 async fn doctor_passes_only_when_everything_works() {
     let llm = FakeLlm::start().await;
-    // All good.
-    let dep = Deployment::new(&llm_section(&llm.openai_url()));
+    // All good; each model tier is shown.
+    let tiers = "[llm.tiers.worker]\nmodel = \"small-model\"\n[llm.tiers.reasoning]\nprovider = \"anthropic\"\nmodel = \"deep-model\"\nbase_url = \"http://127.0.0.1:9\"\n";
+    let dep = Deployment::new(&format!("{}{tiers}", llm_section(&llm.openai_url())));
     let out = tokio::task::spawn_blocking(move || (run(&dep, &["doctor"], &[]), dep)).await.unwrap().0;
     let (stdout, _) = text(&out);
     assert!(out.status.success(), "{stdout}");
-    for line in
-        ["[ ok ] config", "[ ok ] database", "[ ok ] model (openai fake-model at http://127.0.0.1:", "[ ok ] web chat"]
-    {
+    for line in [
+        "[ ok ] config",
+        "[ ok ] database",
+        "[ ok ] model (openai fake-model at http://127.0.0.1:",
+        "[ ok ] model tier reasoning: anthropic deep-model at http://127.0.0.1:9\n",
+        "[ ok ] model tier worker: openai small-model at http://127.0.0.1:",
+        "[ ok ] web chat",
+    ] {
         assert!(stdout.contains(line), "missing `{line}`:\n{stdout}");
     }
     assert!(llm.request_count() >= 1, "doctor made a real model request");

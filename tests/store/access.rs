@@ -138,7 +138,7 @@ async fn give(store: &Arc<dyn Store>, user_id: &str, tag: &str) -> Owned {
         session_id: None,
         messages: vec![],
         reply: None,
-        usage: Some(usage),
+        usage: Some(usage.into()),
         approvals: vec![],
         notices: vec![],
     };

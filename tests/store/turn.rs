@@ -5,7 +5,8 @@
 use crate::fixtures::{event, reply, session, strings};
 use butler::channel::Button;
 use butler::store::{
-    InboxStatus, NewMessage, NewOutbox, OutboxMark, OutboxStatus, Store, TurnCommit, UsageRecord, UsageTotals,
+    InboxStatus, NewMessage, NewOutbox, OutboxMark, OutboxStatus, Store, TurnCommit, TurnUsage, UsageRecord,
+    UsageTotals,
 };
 use std::sync::Arc;
 
@@ -44,7 +45,7 @@ pub async fn started_turn(store: &Arc<dyn Store>, event_id: &str) -> TurnCommit 
             buttons: vec![Button { label: "OK".into(), action: "a1".into(), style: Default::default() }],
             ..reply(&format!("reply:{event_id}"), "web:c1", "final answer")
         }),
-        usage: Some(usage("alice", event_id, (100, 20), 0.25)),
+        usage: Some(usage("alice", event_id, (100, 20), 0.25).into()),
         approvals: vec![],
         notices: vec![],
     }
@@ -123,9 +124,16 @@ pub async fn is_atomic(store: Arc<dyn Store>) {
     assert_eq!(store.messages_recent("s1", 10).await.unwrap().len(), 2);
 }
 
+/// A turn answered by two models (the primary, then a fallback) is stored as one row per model
+/// and still counts as one turn.
 pub async fn usage_totals(store: Arc<dyn Store>) {
-    let rows = [("alice", "e1", (10, 1), 0.5), ("alice", "e2", (20, 2), 0.25), ("bob", "e3", (1000, 1000), 9.0)];
-    for (user, eid, tokens, cost) in rows {
+    let fallback = |row: UsageRecord| UsageRecord { model: "fallback-model".into(), iterations: 0, ..row };
+    let turns = [
+        ("e1", vec![usage("alice", "e1", (10, 1), 0.5)]),
+        ("e2", vec![usage("alice", "e2", (15, 1), 0.2), fallback(usage("alice", "e2", (5, 1), 0.05))]),
+        ("e3", vec![usage("bob", "e3", (1000, 1000), 9.0)]),
+    ];
+    for (eid, rows) in turns {
         store.inbox_insert(&event(eid, "web", "c1")).await.unwrap();
         let commit = TurnCommit {
             inbox_id: eid.into(),
@@ -133,7 +141,7 @@ pub async fn usage_totals(store: Arc<dyn Store>) {
             session_id: None,
             messages: vec![],
             reply: None,
-            usage: Some(usage(user, eid, tokens, cost)),
+            usage: Some(TurnUsage::new(rows)),
             approvals: vec![],
             notices: vec![],
         };
@@ -159,7 +167,7 @@ pub async fn usage_kinds_context_and_summaries(store: Arc<dyn Store>) {
     let commit = started_turn(&store, "e1").await;
     let mut commit = commit;
     if let Some(u) = commit.usage.as_mut() {
-        u.context_tokens = 1234;
+        u.rows[0].context_tokens = 1234;
     }
     store.finish_event(&commit).await.unwrap();
     let extra = UsageRecord {

@@ -140,4 +140,39 @@ impl TestApp {
     pub async fn stop(self) {
         self.app.shutdown().await;
     }
+
+    /// The usage ledger, oldest row first, read from the SQLite file.
+    pub async fn usage_rows(&self) -> Vec<UsageRow> {
+        let pool = sqlx::SqlitePool::connect(&self.db_url()).await.expect("open the test database");
+        let rows: Vec<(String, String, String, i64, i64, f64, i32)> = sqlx::query_as(
+            "SELECT kind, user_id, model, input_tokens, output_tokens, cost_usd, iterations FROM usage ORDER BY id",
+        )
+        .fetch_all(&pool)
+        .await
+        .expect("read the usage ledger");
+        pool.close().await;
+        rows.into_iter()
+            .map(|(kind, user_id, model, input_tokens, output_tokens, cost_usd, iterations)| UsageRow {
+                kind,
+                user_id,
+                model,
+                input_tokens,
+                output_tokens,
+                cost_usd,
+                iterations,
+            })
+            .collect()
+    }
+}
+
+/// One row of the usage ledger.
+#[derive(Clone, Debug, PartialEq)]
+pub struct UsageRow {
+    pub kind: String,
+    pub user_id: String,
+    pub model: String,
+    pub input_tokens: i64,
+    pub output_tokens: i64,
+    pub cost_usd: f64,
+    pub iterations: i32,
 }

@@ -63,7 +63,32 @@ fn full_config() -> Config {
         base_url: Some("https://api.anthropic.com".into()),
         api_key: Some(Secret::new("k2")),
         model: "claude-sonnet-4-5".into(),
+        input_price_per_mtok: 3.0,
+        output_price_per_mtok: 15.0,
+        cache_read_price_per_mtok: 0.3,
+        cache_write_price_per_mtok: 3.75,
     }];
+    // Every key of a tier but `fallback` (a list like [[llm.fallback]], documented in words).
+    c.llm.tiers.insert(
+        crate::config::WORKER_TIER.into(),
+        crate::config::LlmTier {
+            provider: Some(ProviderKind::Openai),
+            base_url: Some("https://api.openai.com/v1".into()),
+            api_key: Some(Secret::new("k3")),
+            model: Some("gpt-4o-mini".into()),
+            connect_timeout_secs: Some(10),
+            first_byte_timeout_secs: Some(60),
+            idle_timeout_secs: Some(60),
+            max_retries: Some(3),
+            max_tokens: Some(4096),
+            context_window: Some(128_000),
+            input_price_per_mtok: Some(0.15),
+            output_price_per_mtok: Some(0.6),
+            cache_read_price_per_mtok: Some(0.075),
+            cache_write_price_per_mtok: Some(0.0),
+            fallback: None,
+        },
+    );
     c.channels.web.token = Some(Secret::new("t"));
     c.channels.web.tokens.insert("alice".into(), Secret::new("t2"));
     c.channels.slack = Some(crate::config::SlackConfig {

@@ -5,6 +5,7 @@
 
 mod example;
 mod parse;
+mod tiers;
 mod validate;
 
 use super::{load_from, parse_str, select_file, Config, ConfigError, Env, FileFrom};

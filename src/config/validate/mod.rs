@@ -11,8 +11,8 @@
 
 use super::error::{ConfigError, Problem};
 use super::{
-    AgentConfig, DatabaseConfig, HookConfig, LimitsConfig, LlmConfig, MemoryConfig, RedisConfig, ServerConfig,
-    TriggerConfig, WebConfig,
+    AgentConfig, DatabaseConfig, HookConfig, LimitsConfig, LlmConfig, LlmFallback, MemoryConfig, RedisConfig,
+    ServerConfig, TriggerConfig, WebConfig,
 };
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -75,19 +75,12 @@ pub(super) fn check_llm(llm: &LlmConfig, p: &mut Problems) {
     for (key, price) in [
         ("llm.input_price_per_mtok", llm.input_price_per_mtok),
         ("llm.output_price_per_mtok", llm.output_price_per_mtok),
+        ("llm.cache_read_price_per_mtok", llm.cache_read_price_per_mtok),
+        ("llm.cache_write_price_per_mtok", llm.cache_write_price_per_mtok),
     ] {
-        if !price.is_finite() || price < 0.0 {
-            p.add(key, "must be a number of US dollars, 0 or more");
-        }
+        check_price(p, key, Some(price));
     }
-    for (i, fb) in llm.fallback.iter().enumerate() {
-        if fb.model.trim().is_empty() {
-            p.add(format!("llm.fallback[{i}].model"), "must name a model");
-        }
-        if let Some(url) = &fb.base_url {
-            http_url(p, &format!("llm.fallback[{i}].base_url"), url);
-        }
-    }
+    check_fallbacks(p, "llm.fallback", &llm.fallback);
     for (name, tier) in &llm.tiers {
         let key = |k: &str| format!("llm.tiers.{name}.{k}");
         if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-') {
@@ -105,14 +98,54 @@ pub(super) fn check_llm(llm: &LlmConfig, p: &mut Problems) {
             ("cache_read_price_per_mtok", tier.cache_read_price_per_mtok),
             ("cache_write_price_per_mtok", tier.cache_write_price_per_mtok),
         ] {
-            if price.is_some_and(|v| !v.is_finite() || v < 0.0) {
-                p.add(key(k), "must be a number of US dollars, 0 or more");
-            }
+            check_price(p, &key(k), price);
         }
-        for (k, v) in [("max_tokens", tier.max_tokens), ("context_window", tier.context_window)] {
+        for (k, v) in [
+            ("max_tokens", tier.max_tokens.map(u64::from)),
+            ("context_window", tier.context_window.map(u64::from)),
+            ("connect_timeout_secs", tier.connect_timeout_secs),
+            ("first_byte_timeout_secs", tier.first_byte_timeout_secs),
+            ("idle_timeout_secs", tier.idle_timeout_secs),
+        ] {
             if v == Some(0) {
                 p.add(key(k), "must be greater than 0");
             }
+        }
+        if let Some(merged) = llm.tier(name) {
+            if merged.max_tokens >= merged.context_window && merged.context_window > 0 {
+                p.add(key("max_tokens"), "must be smaller than the tier's context_window (its own, else llm's)");
+            }
+        }
+        if let Some(fallback) = &tier.fallback {
+            check_fallbacks(p, &key("fallback"), fallback);
+        }
+    }
+}
+
+/// A price: a finite number of US dollars per million tokens, 0 or more.
+fn check_price(p: &mut Problems, key: &str, price: Option<f64>) {
+    if price.is_some_and(|v| !v.is_finite() || v < 0.0) {
+        p.add(key, "must be a number of US dollars, 0 or more");
+    }
+}
+
+/// The entries of a fallback list at `prefix` (`llm.fallback`, `llm.tiers.NAME.fallback`).
+fn check_fallbacks(p: &mut Problems, prefix: &str, fallback: &[LlmFallback]) {
+    for (i, fb) in fallback.iter().enumerate() {
+        let key = |k: &str| format!("{prefix}[{i}].{k}");
+        if fb.model.trim().is_empty() {
+            p.add(key("model"), "must name a model");
+        }
+        if let Some(url) = &fb.base_url {
+            http_url(p, &key("base_url"), url);
+        }
+        for (k, price) in [
+            ("input_price_per_mtok", fb.input_price_per_mtok),
+            ("output_price_per_mtok", fb.output_price_per_mtok),
+            ("cache_read_price_per_mtok", fb.cache_read_price_per_mtok),
+            ("cache_write_price_per_mtok", fb.cache_write_price_per_mtok),
+        ] {
+            check_price(p, &key(k), Some(price));
         }
     }
 }

@@ -20,7 +20,7 @@ macro_rules! impl_turn {
             /// 4. upserts each of `notices` in order, the same way (a new key becomes `pending`);
             /// 5. inserts `approvals` as given (an existing id is left unchanged; a session that
             ///    does not exist fails the whole commit);
-            /// 6. records usage.
+            /// 6. records usage (a turn's row per answering model).
             ///
             /// If the inbox row is already done/dropped/failed, this is a re-run: only the
             /// idempotent step 3 runs. Notices are skipped with the approvals they announce: the
@@ -73,21 +73,24 @@ macro_rules! impl_turn {
                         Self::approval_insert_on(&mut tx, approval).await?;
                     }
                 }
-                if let (false, Some(u)) = (rerun, &commit.usage) {
-                    Self::usage_insert_on(&mut tx, u, now).await?;
+                if let (false, Some(usage)) = (rerun, &commit.usage) {
+                    for u in &usage.rows {
+                        Self::usage_insert_on(&mut tx, u, now).await?;
+                    }
                 }
                 tx.commit().await.map_err(db_err)?;
                 Ok(reply_id)
             }
 
-            /// Turns, tokens and cost of `user_id` recorded at or after `since_ms`.
+            /// Turns (events with turn rows: a turn answered by two models is one), tokens and
+            /// cost of `user_id` recorded at or after `since_ms`.
             async fn usage_since(
                 &self,
                 user_id: &str,
                 since_ms: i64,
             ) -> $crate::store::Result<$crate::store::UsageTotals> {
                 let (turns, input_tokens, output_tokens, cost_usd): (i64, i64, i64, f64) = sqlx::query_as(
-                    "SELECT CAST(COALESCE(SUM(CASE WHEN kind = 'turn' THEN 1 ELSE 0 END), 0) AS BIGINT), \
+                    "SELECT CAST(COUNT(DISTINCT CASE WHEN kind = 'turn' THEN event_id END) AS BIGINT), \
                      CAST(COALESCE(SUM(input_tokens), 0) AS BIGINT), \
                      CAST(COALESCE(SUM(output_tokens), 0) AS BIGINT), \
                      CAST(COALESCE(SUM(cost_usd), 0.0) AS DOUBLE PRECISION) \

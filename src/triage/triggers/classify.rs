@@ -6,9 +6,15 @@
 //! The classifier never runs tools and never decides anything itself on failure: an error, a
 //! timeout or an answer that is not one of the three words is returned as an error, and the
 //! caller falls back to the source's default. Failures are not cached.
+//!
+//! It runs on the `worker` tier when one is configured (the caller hands it that provider).
+//! Every call the model answered is recorded as a usage row of kind `classifier` under the
+//! payer the caller names, at the prices of the model that answered; a cached answer costs
+//! nothing and records nothing.
 
 use crate::config::TriggerAction;
-use crate::llm::{ChatMessage, ChatRequest, LlmError, Provider, StreamEvent};
+use crate::llm::{Assembled, ChatMessage, ChatRequest, LlmError, PriceBook, Provider, StreamEvent};
+use crate::store::{Store, UsageRecord};
 use futures::StreamExt;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
@@ -65,14 +71,24 @@ impl Cache {
     }
 }
 
+/// Whom one classification's cost is recorded under.
+pub struct Payer<'a> {
+    /// The trigger's target user, or `system`.
+    pub user_id: &'a str,
+    /// The trigger event's id.
+    pub event_id: &'a str,
+}
+
 pub struct Classifier {
     llm: Arc<dyn Provider>,
+    prices: Arc<PriceBook>,
+    store: Arc<dyn Store>,
     cache: Mutex<Cache>,
 }
 
 impl Classifier {
-    pub fn new(llm: Arc<dyn Provider>) -> Self {
-        Self { llm, cache: Mutex::new(Cache::default()) }
+    pub fn new(llm: Arc<dyn Provider>, prices: Arc<PriceBook>, store: Arc<dyn Store>) -> Self {
+        Self { llm, prices, store, cache: Mutex::new(Cache::default()) }
     }
 
     /// The model's decision for an event of `source`, and whether it came from the cache.
@@ -81,6 +97,7 @@ impl Classifier {
         source: &str,
         summary: &str,
         payload: &Value,
+        payer: Payer<'_>,
     ) -> Result<(TriggerAction, bool), ClassifyError> {
         let key = cache_key(source, payload);
         if let Some(hit) = self.cache.lock().unwrap_or_else(|p| p.into_inner()).get(&key) {
@@ -100,25 +117,38 @@ impl Classifier {
             tools: Vec::new().into(),
             max_tokens: Some(MAX_TOKENS),
         };
-        let answer = tokio::time::timeout(TIMEOUT, self.ask(&req)).await.map_err(|_| ClassifyError::Timeout)??;
+        let asm = tokio::time::timeout(TIMEOUT, self.ask(&req)).await.map_err(|_| ClassifyError::Timeout)??;
+        self.record(&asm, &payer).await;
+        let answer = asm.text;
         let action =
             parse_answer(&answer).ok_or_else(|| ClassifyError::Unparseable(answer.chars().take(40).collect()))?;
         self.cache.lock().unwrap_or_else(|p| p.into_inner()).put(key, action);
         Ok((action, false))
     }
 
-    async fn ask(&self, req: &ChatRequest) -> Result<String, LlmError> {
+    /// The answer (its text cut short after 200 bytes), with the model and usage it reported.
+    async fn ask(&self, req: &ChatRequest) -> Result<Assembled, LlmError> {
         let mut stream = self.llm.stream(req).await?;
-        let mut text = String::new();
+        let mut asm = Assembled::default();
         while let Some(ev) = stream.next().await {
-            if let StreamEvent::Text(t) = ev? {
-                text.push_str(&t);
-            }
-            if text.len() > 200 {
+            let ev = ev?;
+            asm.push(&ev);
+            if matches!(ev, StreamEvent::Text(_)) && asm.text.len() > 200 {
                 break;
             }
         }
-        Ok(text)
+        Ok(asm)
+    }
+
+    /// Records what the call cost; a store failure is logged, never the classification's.
+    async fn record(&self, asm: &Assembled, payer: &Payer<'_>) {
+        let model = asm.model_or(self.llm.model());
+        let event_id = format!("{}:classifier", payer.event_id);
+        let ids = [payer.user_id, "", event_id.as_str()];
+        let row = UsageRecord::priced(&self.prices.get(model), "classifier", ids, model, &asm.usage);
+        if let Err(e) = self.store.usage_add(&row).await {
+            tracing::warn!(event = %payer.event_id, error = %e, "could not record the classifier's usage");
+        }
     }
 }
 

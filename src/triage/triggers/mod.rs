@@ -13,7 +13,7 @@ mod classify;
 mod rules;
 mod template;
 
-pub use classify::{ClassifyError, CACHE_ENTRIES};
+pub use classify::{ClassifyError, Payer, CACHE_ENTRIES};
 pub use rules::{lookup, matches, wildcard};
 pub use template::render;
 
@@ -23,13 +23,16 @@ use super::access::Access;
 use super::verdict::{Decision, Verdict};
 use crate::config::{TriggerAction, TriggerConfig, TriggerRule};
 use crate::ids::{HOOK_CHANNEL, WEB_CHANNEL};
-use crate::llm::Provider;
+use crate::llm::{PriceBook, Provider};
 use crate::session::{session_key, Job, JobKind};
 use crate::store::{now_ms, ConversationRow, Store, StoreError};
 use butler_channel::{Actor, ConversationKind, ConversationRef, EventBody, Identity, InboundEvent};
 use serde_json::{json, Value};
 use std::collections::HashMap;
 use std::sync::Arc;
+
+/// The usage user of classifier calls made for no particular user.
+const SYSTEM_PAYER: &str = "system";
 
 /// What the agent is asked when a source or rule gives no `instructions`.
 const DEFAULT_INSTRUCTIONS: &str =
@@ -50,9 +53,18 @@ struct Choice<'a> {
 }
 
 impl Triggers {
-    pub fn new(cfg: &[TriggerConfig], store: Arc<dyn Store>, llm: Arc<dyn Provider>, access: Arc<Access>) -> Self {
+    /// `llm` is the classifier's model (the `worker` tier when configured); its calls are
+    /// priced with `prices`.
+    pub fn new(
+        cfg: &[TriggerConfig],
+        store: Arc<dyn Store>,
+        llm: Arc<dyn Provider>,
+        prices: Arc<PriceBook>,
+        access: Arc<Access>,
+    ) -> Self {
         let sources = cfg.iter().map(|t| (t.name.clone(), t.clone())).collect();
-        Self { sources, store, access, classifier: classify::Classifier::new(llm) }
+        let classifier = classify::Classifier::new(llm, prices, store.clone());
+        Self { sources, store, access, classifier }
     }
 
     /// The decision for one trigger event, with its reason recorded.
@@ -65,7 +77,7 @@ impl Triggers {
             return Ok(Verdict::drop(format!("no [[triggers]] source is named `{source}` any more")));
         };
         let view = view(source, text, payload);
-        let choice = self.choose(cfg, &view).await;
+        let choice = self.choose(cfg, &view, event).await?;
         tracing::debug!(source, action = ?choice.action, reason = %choice.reason, "trigger decided");
         match choice.action {
             TriggerAction::Drop => Ok(Verdict::drop(choice.reason)),
@@ -74,16 +86,23 @@ impl Triggers {
         }
     }
 
-    async fn choose<'a>(&self, cfg: &'a TriggerConfig, view: &Value) -> Choice<'a> {
+    async fn choose<'a>(
+        &self,
+        cfg: &'a TriggerConfig,
+        view: &Value,
+        event: &InboundEvent,
+    ) -> Result<Choice<'a>, StoreError> {
         if let Some((i, rule)) = rules::first_match(&cfg.rules, view) {
-            return Choice { action: rule.action, rule: Some(rule), reason: rules::describe(i, rule) };
+            return Ok(Choice { action: rule.action, rule: Some(rule), reason: rules::describe(i, rule) });
         }
         let fallback = |why: String| Choice { action: cfg.default, rule: None, reason: why };
         if !cfg.classify {
-            return fallback(format!("no rule matched; source default {}", name(cfg.default)));
+            return Ok(fallback(format!("no rule matched; source default {}", name(cfg.default))));
         }
         let summary = view["text"].as_str().unwrap_or_default();
-        match self.classifier.classify(&cfg.name, summary, &view["payload"]).await {
+        let payer = self.payer(cfg).await?;
+        let payer = Payer { user_id: &payer, event_id: &event.id.0 };
+        Ok(match self.classifier.classify(&cfg.name, summary, &view["payload"], payer).await {
             Ok((action, cached)) => Choice {
                 action,
                 rule: None,
@@ -97,7 +116,16 @@ impl Triggers {
                 tracing::warn!(source = %cfg.name, error = %e, "trigger classifier failed; using the source default");
                 fallback(format!("no rule matched; classifier failed ({e}); source default {}", name(cfg.default)))
             }
-        }
+        })
+    }
+
+    /// Whom the classifier's cost is recorded under: the user behind the source's `target`
+    /// when it is an identity that may use Butler, else `system`.
+    async fn payer(&self, cfg: &TriggerConfig) -> Result<String, StoreError> {
+        let Some(identity) = cfg.target.as_deref().and_then(|t| t.parse::<Identity>().ok()) else {
+            return Ok(SYSTEM_PAYER.to_string());
+        };
+        Ok(self.access.user_for(&*self.store, &identity).await?.map_or_else(|| SYSTEM_PAYER.to_string(), |u| u.id))
     }
 
     async fn notify(&self, cfg: &TriggerConfig, choice: &Choice<'_>, view: &Value) -> Result<Verdict, StoreError> {
