@@ -164,7 +164,7 @@ impl Default for LlmConfig {
     }
 }
 
-#[derive(Clone, Debug, Deserialize, Serialize)]
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct LlmFallback {
     pub provider: ProviderKind,
