@@ -9,6 +9,7 @@
 //! replies go through the outbox.
 
 mod approve;
+mod ask;
 mod catalog;
 mod context;
 mod exec;
@@ -21,6 +22,7 @@ mod storable;
 mod turn;
 mod window;
 
+pub use ask::ASK_USER_TOOL;
 pub(crate) use input::{Start, TurnError, TurnInput, TurnOutcome};
 pub(crate) use progress::{Nudge, NullObserver, TurnObserver};
 pub(crate) use prompt::system_prompt;

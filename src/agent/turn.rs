@@ -92,7 +92,9 @@ fn explain(e: &LlmError) -> String {
 impl Agent {
     /// An agent calling `parts`, with the limits, prices, memory recall and context window of `cfg`.
     pub(crate) fn new(cfg: &Config, parts: AgentParts) -> Self {
-        let AgentParts { store, llm, tools, policy, hooks, nudge, skills } = parts;
+        let AgentParts { store, llm, mut tools, policy, hooks, nudge, skills } = parts;
+        // `ask_user` is offered in every turn; the tool round answers its calls (questions).
+        tools.add(Arc::new(super::ask::AskUser::new()));
         Self {
             store,
             llm,
@@ -491,6 +493,7 @@ impl Agent {
                     None,
                     &format!("{by} (a new message came first)"),
                 ),
+                answer: None,
             };
             if let Some(row) = self.store.approval_decide(&approval.id, &decision).await? {
                 let audit = decision_audit(&row, ApprovalStatus::Cancelled, None, &by);
