@@ -146,13 +146,14 @@ pub(super) fn question_row(at: &Asked<'_>, call: &ToolCall, args: &Value, timeou
     })
 }
 
-/// What the resumed `ask_user` call returns for a decided question: the answer (not an error),
-/// or why there is none (an error). `None` for a question still pending.
+/// What the resumed `ask_user` call returns for a decided question: the answer, or that nobody
+/// answered in time (neither is an error: the turn goes on with it), or why there is no answer
+/// (an error). `None` for a question still pending.
 pub(super) fn answer_result(row: &ApprovalRow) -> Option<(String, bool)> {
     let by = row.decided_by.as_deref().unwrap_or("someone");
     Some(match row.status {
         ApprovalStatus::Approved => (row.answer.clone().unwrap_or_default(), false),
-        ApprovalStatus::Expired => (EXPIRED_RESULT.to_string(), true),
+        ApprovalStatus::Expired => (EXPIRED_RESULT.to_string(), false),
         ApprovalStatus::Denied => (format!("{by} declined to answer"), true),
         ApprovalStatus::Cancelled => ("not answered: stopped".to_string(), true),
         ApprovalStatus::Pending => return None,

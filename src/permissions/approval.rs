@@ -88,9 +88,17 @@ _Pick one, or reply in your own words._");
 }
 
 /// What a typed reply to a question answers: a number picks that option (1-based), any other
-/// text is the answer itself (trimmed).
+/// text is the answer itself (trimmed). Leading mentions (`@butler`, Slack's and Discord's
+/// `<@U1>`: how a group addresses Butler) are not part of the answer.
 pub(crate) fn typed_answer(row: &ApprovalRow, text: &str) -> String {
-    let text = text.trim();
+    let mut text = text.trim();
+    while let Some(first) = text.split_whitespace().next() {
+        let mention = first.len() > 1 && first.starts_with('@') || first.starts_with("<@") && first.ends_with('>');
+        if !mention || first.len() == text.len() {
+            break;
+        }
+        text = text[first.len()..].trim_start();
+    }
     match text.parse::<usize>() {
         Ok(n) if (1..=row.options.len()).contains(&n) => row.options[n - 1].clone(),
         _ => text.to_string(),
@@ -304,7 +312,17 @@ mod tests {
         let answered = ApprovalRow { answer: Some("Tea".into()), ..q.clone() };
         assert_eq!(outcome_text(&answered, ApprovalStatus::Approved, None, "Alice"), "❓ Tea or coffee?\n💬 Alice: Tea");
         assert_eq!(decision_audit(&answered, ApprovalStatus::Approved, None, "Alice").outcome, "answered");
-        let typed = [("2", "Coffee"), (" 1 ", "Tea"), ("3", "3"), ("0", "0"), ("green tea, please", "green tea, please")];
+        let typed = [
+            ("2", "Coffee"),
+            (" 1 ", "Tea"),
+            ("3", "3"),
+            ("0", "0"),
+            ("green tea, please", "green tea, please"),
+            ("@butler 2", "Coffee"),
+            ("<@U123> <@U9> mint tea", "mint tea"),
+            ("@butler", "@butler"),
+            ("tea for @bob", "tea for @bob"),
+        ];
         for (text, want) in typed {
             assert_eq!(typed_answer(&q, text), want, "{text}");
         }
