@@ -117,7 +117,12 @@ pub(super) struct Asked<'a> {
 
 /// The record of a question: asked of exactly the identity that sent the event (only they may
 /// answer), expiring like an approval.
-pub(super) fn question_row(at: &Asked<'_>, call: &ToolCall, args: &Value, timeout: Duration) -> Result<ApprovalRow, String> {
+pub(super) fn question_row(
+    at: &Asked<'_>,
+    call: &ToolCall,
+    args: &Value,
+    timeout: Duration,
+) -> Result<ApprovalRow, String> {
     let (question, options) = question_of(args)?;
     let asked = at.event.actor.identity.to_string();
     let now = crate::clock::now_ms();
@@ -164,11 +169,14 @@ pub(super) fn answer_result(row: &ApprovalRow) -> Option<(String, bool)> {
 mod tests {
     use super::*;
 
+    /// The question and options wanted, or a piece of the error.
+    type Want = Result<(&'static str, Vec<&'static str>), &'static str>;
+
     #[test]
     fn arguments_table() {
         let long = "x".repeat(MAX_OPTION_CHARS + 1);
         let many: Vec<String> = (0..=MAX_OPTIONS).map(|i| i.to_string()).collect();
-        let cases: Vec<(Value, Result<(&str, Vec<&str>), &str>)> = vec![
+        let cases: Vec<(Value, Want)> = vec![
             (json!({"question": "Tea or coffee?"}), Ok(("Tea or coffee?", vec![]))),
             (json!({"question": " Which? ", "options": [" Tea", "Coffee "]}), Ok(("Which?", vec!["Tea", "Coffee"]))),
             (json!({"question": "Which?", "options": null}), Ok(("Which?", vec![]))),

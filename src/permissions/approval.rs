@@ -61,11 +61,15 @@ fn question_notice(row: &ApprovalRow, asker: &str, buttons: bool) -> NewOutbox {
     let mut text = format!("❓ **Question for {asker}**: {}", row.summary);
     let mut shown = Vec::new();
     if row.options.is_empty() {
-        text.push_str("
-_Reply to answer._");
+        text.push_str(
+            "
+_Reply to answer._",
+        );
     } else if buttons {
-        text.push_str("
-_Pick one, or reply in your own words._");
+        text.push_str(
+            "
+_Pick one, or reply in your own words._",
+        );
         shown = row
             .options
             .iter()
@@ -74,8 +78,11 @@ _Pick one, or reply in your own words._");
             .collect();
     } else {
         let numbered: Vec<String> = row.options.iter().enumerate().map(|(n, o)| format!("{}. {o}", n + 1)).collect();
-        text.push_str(&format!("
-{} - reply with a number or your own words", numbered.join("  ")));
+        text.push_str(&format!(
+            "
+{} - reply with a number or your own words",
+            numbered.join("  ")
+        ));
     }
     NewOutbox {
         private_to: None,
@@ -109,14 +116,23 @@ pub(crate) fn typed_answer(row: &ApprovalRow, text: &str) -> String {
 pub(crate) fn answered_text(row: &ApprovalRow, status: ApprovalStatus, answer: Option<&str>, by: &str) -> String {
     let question = format!("❓ {}", row.summary);
     match status {
-        ApprovalStatus::Approved => format!("{question}
-💬 {by}: {}", answer.unwrap_or_default()),
-        ApprovalStatus::Denied => format!("{question}
-🚫 {by} declined to answer."),
-        ApprovalStatus::Expired => format!("{question}
-⌛ No answer in time."),
-        ApprovalStatus::Cancelled => format!("{question}
-⏹ Cancelled by {by}."),
+        ApprovalStatus::Approved => format!(
+            "{question}
+💬 {by}: {}",
+            answer.unwrap_or_default()
+        ),
+        ApprovalStatus::Denied => format!(
+            "{question}
+🚫 {by} declined to answer."
+        ),
+        ApprovalStatus::Expired => format!(
+            "{question}
+⌛ No answer in time."
+        ),
+        ApprovalStatus::Cancelled => format!(
+            "{question}
+⏹ Cancelled by {by}."
+        ),
         ApprovalStatus::Pending => question,
     }
 }
@@ -310,7 +326,10 @@ mod tests {
             assert_eq!(answered_text(&q, status, answer, "Alice"), want);
         }
         let answered = ApprovalRow { answer: Some("Tea".into()), ..q.clone() };
-        assert_eq!(outcome_text(&answered, ApprovalStatus::Approved, None, "Alice"), "❓ Tea or coffee?\n💬 Alice: Tea");
+        assert_eq!(
+            outcome_text(&answered, ApprovalStatus::Approved, None, "Alice"),
+            "❓ Tea or coffee?\n💬 Alice: Tea"
+        );
         assert_eq!(decision_audit(&answered, ApprovalStatus::Approved, None, "Alice").outcome, "answered");
         let typed = [
             ("2", "Coffee"),

@@ -199,8 +199,7 @@ pub trait ApprovalStore: Send + Sync {
     async fn approval_granted(&self, session_id: &str, tool: &str) -> Result<bool>;
     /// The oldest pending, unexpired (`expires_ms > now_ms`) question asked of `requester` (an
     /// identity) in `conversation`: a message from them there answers it. One indexed query.
-    async fn question_pending(&self, conversation: &str, requester: &str, now_ms: i64)
-        -> Result<Option<ApprovalRow>>;
+    async fn question_pending(&self, conversation: &str, requester: &str, now_ms: i64) -> Result<Option<ApprovalRow>>;
 }
 
 /// Child agents (`delegate`): one row per call, linked to the parent's call and the child's

@@ -106,7 +106,11 @@ impl Approvals {
     /// A message that answers a question: from the person it was asked of, in the conversation
     /// where it waits, while it is pending and unexpired (one indexed query). `None` when no
     /// question waits for them there: the message is an ordinary one.
-    pub(super) async fn question_answer(&self, event: &InboundEvent, text: &str) -> Result<Option<Verdict>, StoreError> {
+    pub(super) async fn question_answer(
+        &self,
+        event: &InboundEvent,
+        text: &str,
+    ) -> Result<Option<Verdict>, StoreError> {
         let (conversation, who) = (event.conversation.to_string(), event.actor.identity.to_string());
         let Some(row) = self.store.question_pending(&conversation, &who, now_ms()).await? else { return Ok(None) };
         let answer = typed_answer(&row, text);

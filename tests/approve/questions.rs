@@ -12,9 +12,7 @@ use crate::support::fake_telegram::updates::{callback, dm, user};
 use crate::support::fake_telegram::FakeTelegram;
 use crate::{approval_id, click, refused_click, request_in, wait_for};
 use async_trait::async_trait;
-use butler::channel::{
-    Caps, Channel, ChannelError, ConversationKind, EventBody, InboundEvent, MessageRef, Outbound,
-};
+use butler::channel::{Caps, Channel, ChannelError, ConversationKind, EventBody, InboundEvent, MessageRef, Outbound};
 use butler::store::{ApprovalKind, ApprovalStatus};
 use serde_json::{json, Value};
 use std::sync::Arc;
@@ -73,7 +71,10 @@ async fn web_click_on_an_option_answers_and_resumes() {
     // The record: a question asked of exactly the person who sent the message.
     let row = app.app.store.approval_get(&id).await.unwrap().unwrap();
     assert_eq!((row.kind, row.tool.as_str(), row.summary.as_str()), (ApprovalKind::Question, "ask_user", QUESTION));
-    assert_eq!((row.options.clone(), row.approvers.clone()), (vec!["Tea".into(), "Coffee".into()], vec!["web:local".into()]));
+    assert_eq!(
+        (row.options.clone(), row.approvers.clone()),
+        (vec!["Tea".into(), "Coffee".into()], vec!["web:local".into()])
+    );
     assert_eq!(row.status, ApprovalStatus::Pending);
     assert!((row.expires_ms - row.created_ms - 600_000).abs() < 1000, "expires like an approval");
 

@@ -2,7 +2,8 @@
 
 use butler::channel::{Actor, ConversationKind, ConversationRef, EventBody, EventId, Identity, InboundEvent};
 use butler::store::{
-    ApprovalKind, ApprovalRow, ApprovalStatus, AuditRow, CodeKind, CodeRow, DecisionRow, NewOutbox, NewSession, NewUser, UserRole,
+    ApprovalKind, ApprovalRow, ApprovalStatus, AuditRow, CodeKind, CodeRow, DecisionRow, NewOutbox, NewSession,
+    NewUser, UserRole,
 };
 
 /// A direct text message `id` in `channel:conv`.

@@ -91,7 +91,11 @@ pub async fn pending_question_of_one_person_here(store: Arc<dyn Store>) {
         question("q-new", here, alice, &[], (T + 10, T + 2 * HOUR)),
         question("q-bob", here, bob, &[], (T - 10, T + HOUR)),
         question("q-there", there, alice, &[], (T - 10, T + HOUR)),
-        ApprovalRow { conversation: here.into(), requester: alice.into(), ..approval("a-tool", "s1", "shell", T - 20, T + HOUR) },
+        ApprovalRow {
+            conversation: here.into(),
+            requester: alice.into(),
+            ..approval("a-tool", "s1", "shell", T - 20, T + HOUR)
+        },
         ApprovalRow {
             status: ApprovalStatus::Approved,
             answer: Some("Yes".into()),
