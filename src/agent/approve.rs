@@ -1,12 +1,14 @@
 //! A tool round under the permission policy: each call is looked up, validated, passed through
 //! pre_tool_use hooks and the policy, and then runs, is refused with a reason, or waits for a
 //! person's approval (recorded with a random id, the exact arguments' hash and who may decide).
-//! Also what happens when the person answers: the approved call runs exactly as recorded, a
-//! denied or expired one gets a refusal result.
+//! An `ask_user` call becomes a question to the person (src/agent/ask.rs) and parks the turn
+//! the same way. Also what happens when the person answers: the approved call runs exactly as
+//! recorded, a denied or expired one gets a refusal result, a question's call gets the answer.
 //!
 //! Nothing here may run a call the policy did not allow or a person did not approve, and every
 //! decision leaves an audit row.
 
+use super::ask::{answer_result, question_row, Asked, ASK_USER_TOOL};
 use super::exec::{prepare, run_calls, Ready, ToolResult};
 use super::narrow::Narrowing;
 use crate::clock::now_ms;
@@ -15,7 +17,7 @@ use crate::hooks::{HookOutcome, Hooks};
 use crate::llm::ToolCall;
 use crate::permissions::approval::{approval_id, args_hash};
 use crate::permissions::{Permission, Policy, Request};
-use crate::store::{ApprovalRow, ApprovalStatus, AuditRow, NewMessage, Role, Store, StoreError};
+use crate::store::{ApprovalKind, ApprovalRow, ApprovalStatus, AuditRow, NewMessage, Role, Store, StoreError};
 use crate::tools::{ToolCtx, Tools};
 use butler_channel::InboundEvent;
 use serde_json::json;
@@ -104,6 +106,13 @@ impl ToolRound<'_> {
                 immediate.push((i, refuse(format!("blocked by a hook: {reason}"))));
                 continue;
             }
+            if call.name == ASK_USER_TOOL {
+                match self.question(ctx, event, session_key, call, &args).await? {
+                    Ok(row) => asks.push(row),
+                    Err(why) => immediate.push((i, refuse(why))),
+                }
+                continue;
+            }
             let spec = tool.spec();
             let action = tool.action(ctx, &args);
             let granted = !spec.read_only && self.store.approval_granted(&ctx.session_id, &spec.name).await?;
@@ -144,6 +153,9 @@ impl ToolRound<'_> {
                         requester: actor.clone(),
                         requester_user: ctx.user.id.clone(),
                         approvers: self.policy.approvers_in(&event.conversation, event.kind, ctx.user.role),
+                        kind: ApprovalKind::Tool,
+                        options: Vec::new(),
+                        answer: None,
                         status: ApprovalStatus::Pending,
                         scope: None,
                         decided_by: None,
@@ -161,6 +173,28 @@ impl ToolRound<'_> {
         immediate.extend(order.into_iter().zip(ran));
         immediate.sort_by_key(|(i, _)| *i);
         Ok(Round { results: immediate.into_iter().map(|(_, r)| r).collect(), asks, children })
+    }
+
+    /// An `ask_user` call (validated, past the hooks): the question it asks, recorded as asked
+    /// (no permission check: asking changes nothing), or why its arguments are refused.
+    async fn question(
+        &self,
+        ctx: &ToolCtx,
+        event: &InboundEvent,
+        session_key: &str,
+        call: &ToolCall,
+        args: &serde_json::Value,
+    ) -> Result<Result<ApprovalRow, String>, StoreError> {
+        let at = Asked { session_id: &ctx.session_id, session_key, user_id: &ctx.user.id, event };
+        let row = question_row(&at, call, args, self.policy.approval_timeout());
+        let hash = args_hash(&call.arguments);
+        let actor = event.actor.identity.to_string();
+        let (outcome, reason) = match &row {
+            Ok(r) => ("asked", format!("question {} to {}", r.id, r.requester)),
+            Err(why) => ("refused", why.clone()),
+        };
+        self.store.audit_add(&self.audit(ctx, &actor, &call.name, &hash, outcome, &reason)).await?;
+        Ok(row)
     }
 
     /// Runs permitted calls concurrently, then tells post_tool_use hooks.
@@ -199,6 +233,12 @@ impl ToolRound<'_> {
         else {
             return Ok((vec![], Resumed::Stale));
         };
+        if approval.kind == ApprovalKind::Question && approval.status != ApprovalStatus::Cancelled {
+            // A question's call gets the answer (or why there is none) as its result.
+            let (content, is_error) = answer_result(approval).unwrap_or_else(|| ("not answered".into(), true));
+            let result = ToolResult { call_id: call.id.clone(), content, is_error, images: Vec::new() };
+            return Ok((vec![result], next(pending_left)));
+        }
         let by = approval.decided_by.clone().unwrap_or_default();
         let refuse = |content: String| ToolResult::error(call.id.clone(), content);
         match approval.status {

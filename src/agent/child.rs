@@ -176,7 +176,7 @@ impl Children<'_> {
             }
         }
         let (row, mut state) = match self.open(parent, &call, &plan).await? {
-            Opened::New(row, state) => (row, state),
+            Opened::New(new) => *new,
             // The call has its child already (a re-run): its recorded outcome stands.
             Opened::Existing(row) => return Ok(Outcome::Result(recorded_result(&row))),
         };
@@ -207,7 +207,7 @@ impl Children<'_> {
     async fn open(&self, parent: &Parent, call: &ToolCall, plan: &Plan) -> Result<Opened, StoreError> {
         let store = self.agent.store();
         if let Some(row) = store.delegation_find(&parent.session_id, Some(&call.id)).await? {
-            return Ok(Opened::Existing(row));
+            return Ok(Opened::Existing(Box::new(row)));
         }
         let id = format!("t-{}", &uuid::Uuid::new_v4().simple().to_string()[..10]);
         let choice = self.agent.tiers().get(&plan.tier);
@@ -249,7 +249,7 @@ impl Children<'_> {
         };
         let row = store.delegation_start(&row).await?;
         tracing::info!(task = %row.id, tier = %row.tier, model = %row.model, depth = row.depth, background = row.background, "child agent started");
-        Ok(Opened::New(row, SessionState { row: session, history: vec![], base_seq: 1, summary: None }))
+        Ok(Opened::New(Box::new((row, SessionState { row: session, history: vec![], base_seq: 1, summary: None }))))
     }
 
     /// Runs (or resumes) one child's turn to its end, under its time limit and `stop`.
@@ -573,8 +573,8 @@ impl Children<'_> {
 
 /// A delegate call's child: new, or the one a re-run of the call found.
 enum Opened {
-    New(DelegationRow, SessionState),
-    Existing(DelegationRow),
+    New(Box<(DelegationRow, SessionState)>),
+    Existing(Box<DelegationRow>),
 }
 
 /// One delegate call's outcome in its round.

@@ -9,6 +9,7 @@
 //! replies go through the outbox.
 
 mod approve;
+mod ask;
 mod budget;
 mod catalog;
 mod child;
@@ -27,6 +28,7 @@ mod tasks;
 mod turn;
 mod window;
 
+pub use ask::ASK_USER_TOOL;
 pub(crate) use input::{Start, TurnError, TurnInput, TurnOutcome};
 pub(crate) use progress::{Nudge, NullObserver, TurnObserver};
 pub(crate) use prompt::system_prompt;

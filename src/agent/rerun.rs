@@ -63,6 +63,7 @@ impl Rerun<'_> {
                     None,
                     &format!("{by} (a new message came first)"),
                 ),
+                answer: None,
             };
             if let Some(row) = self.store.approval_decide(&approval.id, &decision).await? {
                 let audit = decision_audit(&row, ApprovalStatus::Cancelled, None, &by);

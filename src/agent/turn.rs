@@ -109,6 +109,8 @@ impl Agent {
     pub(crate) fn new(cfg: &Config, parts: AgentParts) -> Self {
         let AgentParts { store, tiers, tools, policy, hooks, nudge, skills, running } = parts;
         let mut tools = tools;
+        // `ask_user` is offered in every turn; the tool round answers its calls (questions).
+        tools.add(Arc::new(super::ask::AskUser::new()));
         if cfg.agent.delegation.max_depth > 0 {
             tools.add(Arc::new(super::delegate_tool::DelegateTool::new(&cfg.agent)));
         }
@@ -595,6 +597,9 @@ impl Agent {
     fn waiting(&self, mut turn: Turn<'_>, asks: Vec<ApprovalRow>) -> TurnOutcome {
         let event = turn.event;
         let text = match (turn.progress.shown.trim(), asks.is_empty()) {
+            ("", false) if asks.iter().all(|a| a.kind == crate::store::ApprovalKind::Question) => {
+                "I have a question for you.".to_string()
+            }
             ("", false) => "I need an approval before I go on.".to_string(),
             ("", true) => "Waiting for the other approvals.".to_string(),
             (shown, _) => shown.to_string(),

@@ -107,8 +107,25 @@ impl Terminal {
             self.clear_prompt(&mut out);
             let _ = out.write_all(rendered.as_bytes());
         }
-        let approval =
-            msg.buttons.iter().find_map(|b| b.action.strip_prefix("ap:")?.split(':').next().map(str::to_string));
+        // An approval's buttons end in `:once`; a question's (`ask_user`) in the option's number,
+        // shown numbered here: a typed number or any other reply answers it.
+        let approval = msg.buttons.iter().find_map(|b| {
+            let (id, choice) = b.action.strip_prefix("ap:")?.split_once(':')?;
+            (choice == "once").then(|| id.to_string())
+        });
+        let options: Vec<String> = msg
+            .buttons
+            .iter()
+            .filter(|b| {
+                b.action.starts_with("ap:") && b.action.rsplit(':').next().is_some_and(|n| n.parse::<usize>().is_ok())
+            })
+            .enumerate()
+            .map(|(n, b)| format!("{}. {}", n + 1, b.label))
+            .collect();
+        if !options.is_empty() && !msg.draft {
+            self.clear_prompt(&mut out);
+            let _ = write!(out, "\n{} - reply with a number or your own words", options.join("  "));
+        }
         let mut asking = self.asking.lock().unwrap_or_else(|p| p.into_inner());
         match approval {
             Some(approval) if !msg.draft => {

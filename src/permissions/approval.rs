@@ -1,12 +1,13 @@
 //! The approval rules shared by the agent (which asks) and triage (which takes the answer):
 //! approval ids, the hash of a call's exact arguments, the outbox key and text of an approval's
-//! message, the text it becomes once answered, the audit row of a decision, and who may decide.
+//! message (a question's too: its options as buttons or numbered), the text it becomes once
+//! answered, the audit row of a decision, who may decide, and what a typed reply answers.
 //!
 //! These are pure functions over store rows: nothing here may read or write the store, send a
 //! message or run a tool.
 
 use crate::clock::now_ms;
-use crate::store::{ApprovalRow, ApprovalStatus, AuditRow, NewOutbox, UserRow};
+use crate::store::{ApprovalKind, ApprovalRow, ApprovalStatus, AuditRow, NewOutbox, UserRow};
 use butler_channel::{Button, ButtonStyle};
 use sha2::{Digest, Sha256};
 
@@ -28,6 +29,9 @@ pub(crate) fn approval_key(id: &str) -> String {
 /// The message asking for an approval, with its buttons (or, where a channel has none, the
 /// commands that answer it).
 pub(crate) fn approval_notice(row: &ApprovalRow, asker: &str, buttons: bool) -> NewOutbox {
+    if row.kind == ApprovalKind::Question {
+        return question_notice(row, asker, buttons);
+    }
     let minutes = ((row.expires_ms - row.created_ms) / 60_000).max(1);
     let mut text = format!(
         "🔐 **Approval needed**: Butler wants to {}.\nAsked by {asker}; this request expires in {minutes} minutes.",
@@ -50,8 +54,94 @@ pub(crate) fn approval_notice(row: &ApprovalRow, asker: &str, buttons: bool) -> 
     }
 }
 
+/// A question's message: the question, then one button per option (carrying only
+/// `ap:<id>:<n>`, n = the option's index), or, without buttons, the options numbered; without
+/// options, no buttons and "reply to answer".
+fn question_notice(row: &ApprovalRow, asker: &str, buttons: bool) -> NewOutbox {
+    let mut text = format!("❓ **Question for {asker}**: {}", row.summary);
+    let mut shown = Vec::new();
+    if row.options.is_empty() {
+        text.push_str(
+            "
+_Reply to answer._",
+        );
+    } else if buttons {
+        text.push_str(
+            "
+_Pick one, or reply in your own words._",
+        );
+        shown = row
+            .options
+            .iter()
+            .enumerate()
+            .map(|(n, option)| Button::new(option.clone(), format!("ap:{}:{n}", row.id), ButtonStyle::Default))
+            .collect();
+    } else {
+        let numbered: Vec<String> = row.options.iter().enumerate().map(|(n, o)| format!("{}. {o}", n + 1)).collect();
+        text.push_str(&format!(
+            "
+{} - reply with a number or your own words",
+            numbered.join("  ")
+        ));
+    }
+    NewOutbox {
+        private_to: None,
+        key: approval_key(&row.id),
+        conversation: row.conversation.clone(),
+        text,
+        buttons: shown,
+        reply_to: None,
+    }
+}
+
+/// What a typed reply to a question answers: a number picks that option (1-based), any other
+/// text is the answer itself (trimmed). Leading mentions (`@butler`, Slack's and Discord's
+/// `<@U1>`: how a group addresses Butler) are not part of the answer.
+pub(crate) fn typed_answer(row: &ApprovalRow, text: &str) -> String {
+    let mut text = text.trim();
+    while let Some(first) = text.split_whitespace().next() {
+        let mention = first.len() > 1 && first.starts_with('@') || first.starts_with("<@") && first.ends_with('>');
+        if !mention || first.len() == text.len() {
+            break;
+        }
+        text = text[first.len()..].trim_start();
+    }
+    match text.parse::<usize>() {
+        Ok(n) if (1..=row.options.len()).contains(&n) => row.options[n - 1].clone(),
+        _ => text.to_string(),
+    }
+}
+
+/// The text a question's message becomes once decided with `answer`.
+pub(crate) fn answered_text(row: &ApprovalRow, status: ApprovalStatus, answer: Option<&str>, by: &str) -> String {
+    let question = format!("❓ {}", row.summary);
+    match status {
+        ApprovalStatus::Approved => format!(
+            "{question}
+💬 {by}: {}",
+            answer.unwrap_or_default()
+        ),
+        ApprovalStatus::Denied => format!(
+            "{question}
+🚫 {by} declined to answer."
+        ),
+        ApprovalStatus::Expired => format!(
+            "{question}
+⌛ No answer in time."
+        ),
+        ApprovalStatus::Cancelled => format!(
+            "{question}
+⏹ Cancelled by {by}."
+        ),
+        ApprovalStatus::Pending => question,
+    }
+}
+
 /// The text an answered approval's message becomes.
 pub(crate) fn outcome_text(row: &ApprovalRow, status: ApprovalStatus, scope: Option<&str>, by: &str) -> String {
+    if row.kind == ApprovalKind::Question {
+        return answered_text(row, status, row.answer.as_deref(), by);
+    }
     match (status, scope) {
         (ApprovalStatus::Approved, Some("session")) => {
             format!(
@@ -70,6 +160,7 @@ pub(crate) fn outcome_text(row: &ApprovalRow, status: ApprovalStatus, scope: Opt
 /// The record of a person's decision (or an expiry) on an approval.
 pub(crate) fn decision_audit(row: &ApprovalRow, status: ApprovalStatus, scope: Option<&str>, by: &str) -> AuditRow {
     let outcome = match (status, scope) {
+        (ApprovalStatus::Approved, _) if row.kind == ApprovalKind::Question => "answered",
         (ApprovalStatus::Approved, Some("session")) => "approved_session",
         (ApprovalStatus::Approved, _) => "approved",
         (ApprovalStatus::Denied, _) => "rejected",
@@ -85,7 +176,10 @@ pub(crate) fn decision_audit(row: &ApprovalRow, status: ApprovalStatus, scope: O
         tool: row.tool.clone(),
         args_hash: row.args_hash.clone(),
         outcome: outcome.to_string(),
-        reason: format!("approval {}", row.id),
+        reason: match row.kind {
+            ApprovalKind::Tool => format!("approval {}", row.id),
+            ApprovalKind::Question => format!("question {}", row.id),
+        },
     }
 }
 
@@ -120,6 +214,9 @@ mod tests {
             requester: "web:alice".into(),
             requester_user: "u-alice".into(),
             approvers: approvers.iter().map(|s| s.to_string()).collect(),
+            kind: ApprovalKind::Tool,
+            options: Vec::new(),
+            answer: None,
             status: ApprovalStatus::Pending,
             scope: None,
             decided_by: None,
@@ -167,5 +264,87 @@ mod tests {
         }
         assert!(!notice.text.contains("/approve"));
         assert!(approval_notice(&row(&["requester"]), "Alice", false).text.contains("/approve"));
+    }
+
+    fn question(options: &[&str]) -> ApprovalRow {
+        ApprovalRow {
+            id: "0123456789abcdef0123456789abcdef".into(),
+            tool: "ask_user".into(),
+            summary: "Tea or coffee?".into(),
+            approvers: vec!["web:alice".into()],
+            kind: ApprovalKind::Question,
+            options: options.iter().map(|s| s.to_string()).collect(),
+            ..row(&[])
+        }
+    }
+
+    #[test]
+    fn question_messages_table() {
+        let id = "0123456789abcdef0123456789abcdef";
+        // (options, channel has buttons) -> (text, buttons as label=action)
+        let cases: Vec<(Vec<&str>, bool, &str, Vec<String>)> = vec![
+            (
+                vec!["Tea", "Coffee"],
+                true,
+                "❓ **Question for Alice**: Tea or coffee?\n_Pick one, or reply in your own words._",
+                vec![format!("Tea=ap:{id}:0"), format!("Coffee=ap:{id}:1")],
+            ),
+            (
+                vec!["Tea", "Coffee"],
+                false,
+                "❓ **Question for Alice**: Tea or coffee?\n1. Tea  2. Coffee - reply with a number or your own words",
+                vec![],
+            ),
+            (vec![], true, "❓ **Question for Alice**: Tea or coffee?\n_Reply to answer._", vec![]),
+            (vec![], false, "❓ **Question for Alice**: Tea or coffee?\n_Reply to answer._", vec![]),
+        ];
+        for (options, buttons, text, want) in cases {
+            let notice = approval_notice(&question(&options), "Alice", buttons);
+            assert_eq!(notice.text, text, "{options:?} {buttons}");
+            let got: Vec<String> = notice.buttons.iter().map(|b| format!("{}={}", b.label, b.action)).collect();
+            assert_eq!(got, want, "{options:?} {buttons}");
+            assert_eq!(notice.key, format!("approval:{id}"));
+            assert!(notice.buttons.iter().all(|b| b.action.len() <= 64));
+        }
+        // Ten options: the callback data still fits Telegram's 64 bytes.
+        let ten: Vec<String> = (0..10).map(|n| format!("option {n}")).collect();
+        let ten: Vec<&str> = ten.iter().map(String::as_str).collect();
+        let notice = approval_notice(&question(&ten), "Alice", true);
+        assert_eq!(notice.buttons.last().unwrap().action, format!("ap:{id}:9"));
+    }
+
+    #[test]
+    fn question_outcomes_and_typed_answers_table() {
+        let q = question(&["Tea", "Coffee"]);
+        let cases = [
+            (ApprovalStatus::Approved, Some("Coffee"), "❓ Tea or coffee?\n💬 Alice: Coffee"),
+            (ApprovalStatus::Expired, None, "❓ Tea or coffee?\n⌛ No answer in time."),
+            (ApprovalStatus::Cancelled, None, "❓ Tea or coffee?\n⏹ Cancelled by Alice."),
+            (ApprovalStatus::Denied, None, "❓ Tea or coffee?\n🚫 Alice declined to answer."),
+        ];
+        for (status, answer, want) in cases {
+            assert_eq!(answered_text(&q, status, answer, "Alice"), want);
+        }
+        let answered = ApprovalRow { answer: Some("Tea".into()), ..q.clone() };
+        assert_eq!(
+            outcome_text(&answered, ApprovalStatus::Approved, None, "Alice"),
+            "❓ Tea or coffee?\n💬 Alice: Tea"
+        );
+        assert_eq!(decision_audit(&answered, ApprovalStatus::Approved, None, "Alice").outcome, "answered");
+        let typed = [
+            ("2", "Coffee"),
+            (" 1 ", "Tea"),
+            ("3", "3"),
+            ("0", "0"),
+            ("green tea, please", "green tea, please"),
+            ("@butler 2", "Coffee"),
+            ("<@U123> <@U9> mint tea", "mint tea"),
+            ("@butler", "@butler"),
+            ("tea for @bob", "tea for @bob"),
+        ];
+        for (text, want) in typed {
+            assert_eq!(typed_answer(&q, text), want, "{text}");
+        }
+        assert_eq!(typed_answer(&question(&[]), "1"), "1");
     }
 }

@@ -181,8 +181,8 @@ pub trait AuditStore: Send + Sync {
     async fn audit_recent(&self, limit: usize) -> Result<Vec<AuditRow>>;
 }
 
-/// Approvals of risky tool calls. They are created by [`TurnStore::finish_event`] (with the turn
-/// that parks on them).
+/// Approvals of risky tool calls, and questions to a person (`ask_user`, kind `question`). They
+/// are created by [`TurnStore::finish_event`] (with the turn that parks on them).
 #[async_trait]
 pub trait ApprovalStore: Send + Sync {
     async fn approval_get(&self, id: &str) -> Result<Option<ApprovalRow>>;
@@ -197,6 +197,9 @@ pub trait ApprovalStore: Send + Sync {
     async fn approvals_pending(&self, session_id: &str) -> Result<Vec<ApprovalRow>>;
     /// Whether `tool` was approved "always for this session" in this session.
     async fn approval_granted(&self, session_id: &str, tool: &str) -> Result<bool>;
+    /// The oldest pending, unexpired (`expires_ms > now_ms`) question asked of `requester` (an
+    /// identity) in `conversation`: a message from them there answers it. One indexed query.
+    async fn question_pending(&self, conversation: &str, requester: &str, now_ms: i64) -> Result<Option<ApprovalRow>>;
 }
 
 /// Child agents (`delegate`): one row per call, linked to the parent's call and the child's

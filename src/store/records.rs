@@ -520,7 +520,34 @@ impl ApprovalStatus {
     }
 }
 
-/// A risky tool call waiting for (or past) a person's decision.
+/// What an approval is about: a tool call a person allows or not, or a question the model
+/// asked a person (`ask_user`), answered by a clicked option or a typed reply.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ApprovalKind {
+    #[default]
+    Tool,
+    Question,
+}
+
+impl ApprovalKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Tool => "tool",
+            Self::Question => "question",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        Some(match s {
+            "tool" => Self::Tool,
+            "question" => Self::Question,
+            _ => return None,
+        })
+    }
+}
+
+/// A risky tool call (or a question to a person) waiting for (or past) a person's decision.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ApprovalRow {
     /// 32 hex characters (128 random bits); the buttons carry only this id.
@@ -535,13 +562,20 @@ pub struct ApprovalRow {
     pub tool: String,
     /// SHA-256 (hex) of the exact argument text the model sent.
     pub args_hash: String,
-    /// What will happen, in plain words, secrets masked.
+    /// What will happen, in plain words, secrets masked; for a question, the question.
     pub summary: String,
     /// The identity whose turn asked, and its user.
     pub requester: String,
     pub requester_user: String,
-    /// Who may decide: `requester`, `role:owner`, `user:<id>`, or an identity.
+    /// Who may decide: `requester`, `role:owner`, `user:<id>`, or an identity. A question has
+    /// exactly the identity it was asked of.
     pub approvers: Vec<String>,
+    /// A tool call or a question (`tool` is then `ask_user`).
+    pub kind: ApprovalKind,
+    /// A question's offered answers (the buttons, in order); empty for tool calls.
+    pub options: Vec<String>,
+    /// A question's answer once answered: the clicked option's text or the typed reply.
+    pub answer: Option<String>,
     pub status: ApprovalStatus,
     /// When approved: `once` or `session`.
     pub scope: Option<String>,
@@ -559,6 +593,8 @@ pub struct ApprovalDecision {
     pub decided_by: String,
     /// The approval message's new text (its buttons are removed).
     pub message: String,
+    /// A question's answer (stored with the decision); `None` for tool calls.
+    pub answer: Option<String>,
 }
 
 /// One permission decision about one tool call.

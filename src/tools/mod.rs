@@ -207,9 +207,8 @@ impl Tools {
 
     /// Only the tools of this set named in `names` (a child agent's share of its parent's).
     pub fn only(&self, names: &[String]) -> Tools {
-        let mut out = Tools::default();
-        out.by_name =
-            self.by_name.iter().filter(|(n, _)| names.contains(n)).map(|(n, t)| (n.clone(), t.clone())).collect();
+        let by_name = self.by_name.iter().filter(|(n, _)| names.contains(n)).map(|(n, t)| (n.clone(), t.clone()));
+        let mut out = Tools { by_name: by_name.collect(), ..Tools::default() };
         out.rebuild_defs();
         out
     }

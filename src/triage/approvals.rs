@@ -1,5 +1,7 @@
 //! Answers to approval requests: a button click (`ap:<id>:once|session|deny`), `/approve ID`,
-//! `/deny ID`, `/stop` while a turn waits, and expiry. Each is checked (the request exists, is
+//! `/deny ID`, `/stop` while a turn waits, and expiry; and answers to questions (`ask_user`): a
+//! click on an option (`ap:<id>:<n>`) or the asked person's next message in the conversation
+//! (a number picks that option, other text is the answer). Each is checked (the request exists, is
 //! still pending, has not expired, and the person may decide it); the decision is taken with a
 //! compare-and-swap (a second click never wins), the request's message is edited to show the
 //! outcome, and the waiting turn resumes in its own session.
@@ -10,10 +12,10 @@ use super::access::Access;
 use super::verdict::{Decision, Verdict};
 use crate::ids::SYSTEM_CHANNEL;
 use crate::outbox::Deliverer;
-use crate::permissions::approval::{decision_audit, may_decide, outcome_text};
+use crate::permissions::approval::{answered_text, decision_audit, may_decide, outcome_text, typed_answer};
 use crate::session::{Job, JobKind};
-use crate::store::{now_ms, ApprovalDecision, ApprovalRow, ApprovalStatus, Store, StoreError};
-use butler_channel::{ConversationKind, ConversationRef, EventBody, Identity, InboundEvent};
+use crate::store::{now_ms, ApprovalDecision, ApprovalKind, ApprovalRow, ApprovalStatus, Store, StoreError};
+use butler_channel::{Actor, ConversationKind, ConversationRef, EventBody, Identity, InboundEvent};
 use std::sync::Arc;
 
 fn refused(text: impl Into<String>, reason: impl Into<String>) -> Verdict {
@@ -72,22 +74,48 @@ impl Approvals {
             let text = format!("This request was already answered ({}{by}).", row.status.as_str());
             return Ok(refused(text, format!("{who} answered decided approval {id}")));
         }
-        let (status, scope) = match choice {
-            _ if choice == "expire" || now_ms() >= row.expires_ms => (ApprovalStatus::Expired, None),
-            "once" => (ApprovalStatus::Approved, Some("once")),
-            "session" => (ApprovalStatus::Approved, Some("session")),
-            "deny" => (ApprovalStatus::Denied, None),
+        let (status, scope, answer) = match (row.kind, choice) {
+            _ if choice == "expire" || now_ms() >= row.expires_ms => (ApprovalStatus::Expired, None, None),
+            (ApprovalKind::Tool, "once") => (ApprovalStatus::Approved, Some("once"), None),
+            (ApprovalKind::Tool, "session") => (ApprovalStatus::Approved, Some("session"), None),
+            (ApprovalKind::Tool, "deny") => (ApprovalStatus::Denied, None, None),
+            (ApprovalKind::Question, "once" | "session" | "deny") => {
+                let text = "That is a question: pick an option or reply with your answer.";
+                return Ok(refused(text, format!("{who} approved or denied question {id}")));
+            }
+            (ApprovalKind::Question, n) => match n.parse::<usize>().ok().and_then(|n| row.options.get(n)) {
+                Some(option) => (ApprovalStatus::Approved, None, Some(option.clone())),
+                None => return Ok(refused("That button is not valid.", format!("unknown option from {who}"))),
+            },
             _ => return Ok(refused("That button is not valid.", format!("unknown approval choice from {who}"))),
         };
         if status != ApprovalStatus::Expired {
             let user = self.access.user_for(&*self.store, who).await?;
             if !may_decide(&row, &who.to_string(), user.as_ref()) {
-                let text = format!("Sorry, only {} can answer this request.", approvers_in_words(&row));
+                let text = match row.kind {
+                    ApprovalKind::Tool => format!("Sorry, only {} can answer this request.", approvers_in_words(&row)),
+                    ApprovalKind::Question => format!("Sorry, this question is for {}.", row.requester),
+                };
                 return Ok(refused(text, format!("{who} may not decide approval {id}")));
             }
         }
         let by = if system { "nobody".to_string() } else { event.actor.name().to_string() };
-        self.settle(event, &row, status, scope, &by).await
+        self.settle(event, &row, status, scope, answer, &by).await
+    }
+
+    /// A message that answers a question: from the person it was asked of, in the conversation
+    /// where it waits, while it is pending and unexpired (one indexed query). `None` when no
+    /// question waits for them there: the message is an ordinary one.
+    pub(super) async fn question_answer(
+        &self,
+        event: &InboundEvent,
+        text: &str,
+    ) -> Result<Option<Verdict>, StoreError> {
+        let (conversation, who) = (event.conversation.to_string(), event.actor.identity.to_string());
+        let Some(row) = self.store.question_pending(&conversation, &who, now_ms()).await? else { return Ok(None) };
+        let answer = typed_answer(&row, text);
+        let by = event.actor.name().to_string();
+        Ok(Some(self.settle(event, &row, ApprovalStatus::Approved, None, Some(answer), &by).await?))
     }
 
     /// `/stop` while a turn waits for approvals: they are cancelled and the turn ends.
@@ -111,7 +139,7 @@ impl Approvals {
         let mut verdict = None;
         for row in pending {
             // The first cancellation resumes (and ends) the turn; the others only record.
-            let v = self.settle(event, &row, ApprovalStatus::Cancelled, None, &by).await?;
+            let v = self.settle(event, &row, ApprovalStatus::Cancelled, None, None, &by).await?;
             if verdict.is_none() {
                 verdict = Some(v);
             }
@@ -119,21 +147,23 @@ impl Approvals {
         Ok(verdict)
     }
 
-    /// Records a decision, edits the request, and resumes the waiting turn.
+    /// Records a decision (a question's with its answer), edits the request, and resumes the
+    /// waiting turn.
     async fn settle(
         &self,
         event: &InboundEvent,
         row: &ApprovalRow,
         status: ApprovalStatus,
         scope: Option<&str>,
+        answer: Option<String>,
         by: &str,
     ) -> Result<Verdict, StoreError> {
-        let decision = ApprovalDecision {
-            status,
-            scope: scope.map(str::to_string),
-            decided_by: by.to_string(),
-            message: outcome_text(row, status, scope, by),
+        let message = match row.kind {
+            ApprovalKind::Tool => outcome_text(row, status, scope, by),
+            ApprovalKind::Question => answered_text(row, status, answer.as_deref(), by),
         };
+        let decision =
+            ApprovalDecision { status, scope: scope.map(str::to_string), decided_by: by.to_string(), message, answer };
         let Some(decided) = self.store.approval_decide(&row.id, &decision).await? else {
             return Ok(refused("This request was already answered.", format!("lost the race for approval {}", row.id)));
         };
@@ -154,11 +184,18 @@ impl Approvals {
             if decided.session_key.starts_with("group:") { ConversationKind::Group } else { ConversationKind::Direct };
         let reason = format!("{} {} by {by}", decided.tool, status.as_str());
         let key = decided.session_key.clone();
+        // An expiry resumes the turn as the person it serves (not as Butler's own system
+        // identity), so a question asked later in that turn is asked of them.
+        let actor = if event.actor.identity.channel == SYSTEM_CHANNEL {
+            Actor { identity: requester, display_name: user.display_name.clone(), is_bot: false }
+        } else {
+            event.actor.clone()
+        };
         Ok(Verdict::recorded(
             Decision::Session {
                 key,
                 job: Box::new(Job {
-                    event: InboundEvent { conversation, kind, ..event.clone() },
+                    event: InboundEvent { conversation, kind, actor, ..event.clone() },
                     user,
                     kind: JobKind::Resume { approval: Box::new(decided), pending_left },
                     attempt: 1,

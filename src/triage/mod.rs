@@ -134,6 +134,12 @@ impl Triage {
             (ConversationKind::Group, true) => format!("{}:{}", session_key(event), event.actor.identity),
             _ => session_key(event),
         };
+        // A question waiting for this person here: their message (not a command) is the answer.
+        if let (EventBody::Message { text }, None) = (&event.body, &command) {
+            if let Some(verdict) = self.approvals.question_answer(event, text).await? {
+                return Ok(verdict);
+            }
+        }
         let job = |kind| Box::new(Job { event: event.clone(), user: user.clone(), kind, attempt: 1, quiet: false });
         match (&event.body, command) {
             (EventBody::Action { action, .. }, _) => Ok(Verdict::plain(self.action(&key, action))),

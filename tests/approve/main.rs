@@ -1,12 +1,14 @@
 //! Ask before acting: risky tool calls park the turn with an approval request (buttons), and
 //! the answer - a click, `/approve`, `/deny`, `/stop`, a new message, or nobody in time -
 //! resumes it exactly once. Only the right person's answer counts; every decision is audited.
+//! Questions (`ask_user`) park and resume the same way, answered by a click or a typed reply.
 
 #[path = "../support/mod.rs"]
 mod support;
 
 mod hooks;
 mod lifecycle;
+mod questions;
 mod who;
 
 use async_trait::async_trait;

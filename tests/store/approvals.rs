@@ -42,6 +42,7 @@ fn decision(status: ApprovalStatus, scope: Option<&str>, by: &str) -> ApprovalDe
         scope: scope.map(str::to_string),
         decided_by: by.to_string(),
         message: format!("{} by {by}", status.as_str()),
+        answer: None,
     }
 }
 
@@ -65,7 +66,7 @@ fn given(
 }
 
 /// Opens sessions `ids` (keys `key-<id>`).
-async fn open_sessions(store: &Arc<dyn Store>, ids: &[&str]) {
+pub(crate) async fn open_sessions(store: &Arc<dyn Store>, ids: &[&str]) {
     for id in ids {
         store.session_open(&session(id, &format!("key-{id}"))).await.unwrap();
     }
@@ -88,7 +89,7 @@ async fn park_with(store: &Arc<dyn Store>, event_id: &str, approvals: &[Approval
 }
 
 /// [`park_with`] the request message of every approval.
-async fn park(store: &Arc<dyn Store>, event_id: &str, approvals: &[ApprovalRow]) {
+pub(crate) async fn park(store: &Arc<dyn Store>, event_id: &str, approvals: &[ApprovalRow]) {
     park_with(store, event_id, approvals, approvals.iter().map(notice).collect()).await;
 }
 

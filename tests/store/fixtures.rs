@@ -2,7 +2,8 @@
 
 use butler::channel::{Actor, ConversationKind, ConversationRef, EventBody, EventId, Identity, InboundEvent};
 use butler::store::{
-    ApprovalRow, ApprovalStatus, AuditRow, CodeKind, CodeRow, DecisionRow, NewOutbox, NewSession, NewUser, UserRole,
+    ApprovalKind, ApprovalRow, ApprovalStatus, AuditRow, CodeKind, CodeRow, DecisionRow, NewOutbox, NewSession,
+    NewUser, UserRole,
 };
 
 /// A direct text message `id` in `channel:conv`.
@@ -91,6 +92,9 @@ pub fn approval(id: &str, session_id: &str, tool: &str, created_ms: i64, expires
         requester: "telegram:42".to_string(),
         requester_user: "alice".to_string(),
         approvers: strings(&["requester", "role:owner"]),
+        kind: ApprovalKind::Tool,
+        options: vec![],
+        answer: None,
         status: ApprovalStatus::Pending,
         scope: None,
         decided_by: None,

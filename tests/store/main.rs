@@ -17,6 +17,7 @@ mod fixtures;
 mod inbox;
 mod memory;
 mod outbox;
+mod questions;
 mod schedules;
 mod sessions;
 mod turn;
@@ -128,6 +129,8 @@ contract! {
     approvals_due_by_expiry_inclusive => crate::approvals::due_order_and_edge,
     approvals_pending_per_session_oldest_first => crate::approvals::pending_per_session,
     approval_granted_only_for_session_scope => crate::approvals::granted_only_for_session_scope,
+    question_round_trips_and_is_answered_once => crate::questions::round_trip_and_answer_once,
+    question_pending_of_one_person_here => crate::questions::pending_question_of_one_person_here,
     schedule_put_creates_then_updates_in_place => crate::schedules::put_creates_then_updates_in_place,
     schedules_list_filters_and_due_order => crate::schedules::list_filters_and_due_order,
     schedule_set_pause_remove_and_advance => crate::schedules::set_pause_remove_and_advance,

@@ -118,7 +118,7 @@ pub async fn revision_during_delivery_stays_pending(store: Arc<dyn Store>) {
 
 /// Revises the row through the store's own path for revisions (a decided approval's message).
 async fn revise_through_an_approval(store: &Arc<dyn Store>, row: &butler::store::OutboxRow) {
-    use butler::store::{ApprovalDecision, ApprovalRow, ApprovalStatus, InboxStatus, TurnCommit};
+    use butler::store::{ApprovalDecision, ApprovalKind, ApprovalRow, ApprovalStatus, InboxStatus, TurnCommit};
     let _ = row;
     let session = store
         .session_open(&butler::store::NewSession {
@@ -143,6 +143,9 @@ async fn revise_through_an_approval(store: &Arc<dyn Store>, row: &butler::store:
         requester: "telegram:1".into(),
         requester_user: "u".into(),
         approvers: vec!["requester".into()],
+        kind: ApprovalKind::Tool,
+        options: vec![],
+        answer: None,
         status: ApprovalStatus::Pending,
         scope: None,
         decided_by: None,
@@ -166,6 +169,7 @@ async fn revise_through_an_approval(store: &Arc<dyn Store>, row: &butler::store:
         scope: Some("once".into()),
         decided_by: "alice".into(),
         message: "Approved.".into(),
+        answer: None,
     };
     assert!(store.approval_decide("r1", &decision).await.unwrap().is_some());
 }

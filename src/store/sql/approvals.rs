@@ -1,6 +1,8 @@
-//! Approvals of risky tool calls ([`ApprovalStore`](crate::store::ApprovalStore)), written once
-//! for both backends: rows are created by `finish_event` (with the turn that parks on them),
-//! decided once, listed when due or pending, and asked whether a tool is granted for a session.
+//! Approvals of risky tool calls and questions to a person
+//! ([`ApprovalStore`](crate::store::ApprovalStore)), written once for both backends: rows are
+//! created by `finish_event` (with the turn that parks on them), decided once (a question with
+//! its answer), listed when due or pending, asked whether a tool is granted for a session, and
+//! the pending question a person's next message answers is found.
 //!
 //! It must never let two decisions win (deciding is one compare-and-swap `UPDATE ... WHERE
 //! status = 'pending'`), never decide back to `pending`, and never change an approval's message
@@ -23,8 +25,9 @@ macro_rules! impl_approvals {
                 sqlx::query(
                     "INSERT INTO approvals (id, session_id, session_key, conversation, event_id, tool_call_id, tool, \
                      args_hash, summary, requester, requester_user, approvers, status, scope, decided_by, decided_ms, \
-                     created_ms, expires_ms) \
-                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18) \
+                     created_ms, expires_ms, kind, options, answer) \
+                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, \
+                     $21) \
                      ON CONFLICT (id) DO NOTHING",
                 )
                 .bind(row.id.as_str())
@@ -45,6 +48,14 @@ macro_rules! impl_approvals {
                 .bind(row.decided_ms)
                 .bind(row.created_ms)
                 .bind(row.expires_ms)
+                .bind(row.kind.as_str())
+                .bind(match row.kind {
+                    $crate::store::ApprovalKind::Tool => None,
+                    $crate::store::ApprovalKind::Question => {
+                        Some($crate::store::sql::rows::to_json("options", &row.options)?)
+                    }
+                })
+                .bind(row.answer.as_deref())
                 .execute(&mut *conn)
                 .await
                 .map_err($crate::store::sql::error::db_err)?;
@@ -88,7 +99,7 @@ macro_rules! impl_approvals {
                 let now = $crate::store::now_ms();
                 let mut tx = self.begin_write().await?;
                 let raw: Option<$crate::store::sql::rows::ApprovalRaw> = sqlx::query_as(concat!(
-                    "UPDATE approvals SET status = $2, scope = $3, decided_by = $4, decided_ms = $5 \
+                    "UPDATE approvals SET status = $2, scope = $3, decided_by = $4, decided_ms = $5, answer = $6 \
                      WHERE id = $1 AND status = 'pending' RETURNING ",
                     $crate::store::sql::rows::cols!(approval)
                 ))
@@ -97,6 +108,7 @@ macro_rules! impl_approvals {
                 .bind(decision.scope.as_deref())
                 .bind(decision.decided_by.as_str())
                 .bind(now)
+                .bind(decision.answer.as_deref())
                 .fetch_optional(&mut *tx)
                 .await
                 .map_err(db_err)?;
@@ -170,6 +182,29 @@ macro_rules! impl_approvals {
                 .await
                 .map_err($crate::store::sql::error::db_err)?;
                 Ok(found.is_some())
+            }
+
+            /// Served by the partial index of pending rows by expiry (`approvals_due`): pending
+            /// rows are few (each expires), so the range `expires_ms > now` walks only them.
+            async fn question_pending(
+                &self,
+                conversation: &str,
+                requester: &str,
+                now_ms: i64,
+            ) -> $crate::store::Result<Option<$crate::store::ApprovalRow>> {
+                let raw: Option<$crate::store::sql::rows::ApprovalRaw> = sqlx::query_as(concat!(
+                    "SELECT ",
+                    $crate::store::sql::rows::cols!(approval),
+                    " FROM approvals WHERE status = 'pending' AND expires_ms > $3 AND kind = 'question' \
+                     AND conversation = $1 AND requester = $2 ORDER BY created_ms, id LIMIT 1"
+                ))
+                .bind(conversation)
+                .bind(requester)
+                .bind(now_ms)
+                .fetch_optional(self.reader())
+                .await
+                .map_err($crate::store::sql::error::db_err)?;
+                raw.map(TryInto::try_into).transpose()
             }
         }
     };

@@ -6,9 +6,9 @@
 
 use super::error::corrupt;
 use crate::store::{
-    ApprovalRow, ApprovalStatus, AuditRow, CodeKind, CodeRow, ConversationRow, DecisionRow, InboxRow, InboxStatus,
-    MemoryRow, NewMessage, OutboxRow, OutboxStatus, Result, Role, SessionRow, StoreError, StoredMessage, UserRole,
-    UserRow, WebMessage,
+    ApprovalKind, ApprovalRow, ApprovalStatus, AuditRow, CodeKind, CodeRow, ConversationRow, DecisionRow, InboxRow,
+    InboxStatus, MemoryRow, NewMessage, OutboxRow, OutboxStatus, Result, Role, SessionRow, StoreError, StoredMessage,
+    UserRole, UserRow, WebMessage,
 };
 use butler_channel::{Button, ConversationKind};
 
@@ -47,7 +47,8 @@ macro_rules! cols {
     };
     (approval) => {
         "id, session_id, session_key, conversation, event_id, tool_call_id, tool, args_hash, summary, requester, \
-         requester_user, approvers, status, scope, decided_by, decided_ms, created_ms, expires_ms"
+         requester_user, approvers, kind, options, answer, status, scope, decided_by, decided_ms, created_ms, \
+         expires_ms"
     };
     (audit) => {
         "at_ms, actor, user_id, session_id, tool, args_hash, outcome, reason"
@@ -398,6 +399,9 @@ pub(crate) struct ApprovalRaw {
     requester: String,
     requester_user: String,
     approvers: String,
+    kind: String,
+    options: Option<String>,
+    answer: Option<String>,
     status: String,
     scope: Option<String>,
     decided_by: Option<String>,
@@ -411,6 +415,12 @@ impl TryFrom<ApprovalRaw> for ApprovalRow {
     fn try_from(r: ApprovalRaw) -> Result<Self> {
         Ok(ApprovalRow {
             approvers: from_json("approvals.approvers", &r.approvers)?,
+            kind: ApprovalKind::parse(&r.kind).ok_or_else(|| corrupt("approvals.kind", &r.kind))?,
+            options: match &r.options {
+                Some(json) => from_json("approvals.options", json)?,
+                None => Vec::new(),
+            },
+            answer: r.answer,
             status: ApprovalStatus::parse(&r.status).ok_or_else(|| corrupt("approvals.status", &r.status))?,
             id: r.id,
             session_id: r.session_id,

@@ -1,0 +1,129 @@
+//! Question contract (`ask_user`, approvals of kind `question`): a question's kind, options and
+//! answer round-trip (a tool approval keeps kind `tool` and no options); deciding a question
+//! stores its answer with the same compare-and-swap (one winner, the winner's answer); and
+//! `question_pending` finds the oldest pending, unexpired question asked of one identity in one
+//! conversation - never a tool approval, a decided or expired question, someone else's or
+//! another conversation's.
+
+use crate::approvals::{open_sessions, park};
+use crate::fixtures::{approval, strings};
+use butler::store::{ApprovalDecision, ApprovalKind, ApprovalRow, ApprovalStatus, Store};
+use std::sync::Arc;
+
+const T: i64 = 1_700_000_000_000;
+const HOUR: i64 = 3_600_000;
+
+/// A pending question `id` in session `s1`, asked of `requester` in `conversation`.
+fn question(id: &str, conversation: &str, requester: &str, options: &[&str], times: (i64, i64)) -> ApprovalRow {
+    ApprovalRow {
+        conversation: conversation.to_string(),
+        summary: format!("question {id}?"),
+        requester: requester.to_string(),
+        approvers: strings(&[requester]),
+        kind: ApprovalKind::Question,
+        options: strings(options),
+        ..approval(id, "s1", "ask_user", times.0, times.1)
+    }
+}
+
+fn answer(by: &str, text: &str) -> ApprovalDecision {
+    ApprovalDecision {
+        status: ApprovalStatus::Approved,
+        scope: None,
+        decided_by: by.to_string(),
+        message: format!("💬 {by}: {text}"),
+        answer: Some(text.to_string()),
+    }
+}
+
+pub async fn round_trip_and_answer_once(store: Arc<dyn Store>) {
+    open_sessions(&store, &["s1"]).await;
+    let q = question("q1", "telegram:42", "telegram:42", &["Tea", "Coffee"], (T, T + HOUR));
+    let open = question("q2", "telegram:42", "telegram:42", &[], (T, T + HOUR));
+    let tool = approval("a1", "s1", "shell", T, T + HOUR);
+    park(&store, "e1", &[q.clone(), open.clone(), tool.clone()]).await;
+    for row in [&q, &open, &tool] {
+        assert_eq!(store.approval_get(&row.id).await.unwrap().as_ref(), Some(row), "{} round-trips", row.id);
+    }
+    assert_eq!(store.approval_get("a1").await.unwrap().unwrap().kind, ApprovalKind::Tool);
+
+    // Concurrent answers: one wins, and its answer is the one stored.
+    let mut tasks = Vec::new();
+    for (i, text) in ["Tea", "Coffee", "water", "Tea"].into_iter().enumerate() {
+        let store = store.clone();
+        let d = answer(&format!("telegram:{i}"), text);
+        tasks.push(tokio::spawn(async move {
+            let won = store.approval_decide("q1", &d).await.unwrap();
+            (d, won)
+        }));
+    }
+    let mut winners = Vec::new();
+    for t in tasks {
+        if let (d, Some(row)) = t.await.unwrap() {
+            winners.push((d, row));
+        }
+    }
+    assert_eq!(winners.len(), 1, "exactly one answer wins");
+    let (d, row) = &winners[0];
+    assert_eq!((row.status, row.answer.as_ref()), (ApprovalStatus::Approved, d.answer.as_ref()));
+    assert_eq!(store.approval_get("q1").await.unwrap().as_ref(), Some(row), "the winner's answer is stored");
+    let unanswered = ApprovalRow {
+        status: ApprovalStatus::Pending,
+        answer: None,
+        decided_by: None,
+        decided_ms: None,
+        ..row.clone()
+    };
+    assert_eq!(unanswered, q, "only the decision fields and the answer change");
+    assert_eq!(store.outbox_get("approval:q1").await.unwrap().unwrap().text, d.message);
+
+    // An expiry stores no answer.
+    let expired = ApprovalDecision { status: ApprovalStatus::Expired, answer: None, ..answer("nobody", "") };
+    let row = store.approval_decide("q2", &expired).await.unwrap().unwrap();
+    assert_eq!((row.status, row.answer), (ApprovalStatus::Expired, None));
+}
+
+pub async fn pending_question_of_one_person_here(store: Arc<dyn Store>) {
+    open_sessions(&store, &["s1"]).await;
+    let (alice, bob, here, there) = ("telegram:42", "telegram:7", "telegram:-100", "telegram:-200");
+    let rows = vec![
+        question("q-old", here, alice, &["Yes", "No"], (T, T + HOUR)),
+        question("q-new", here, alice, &[], (T + 10, T + 2 * HOUR)),
+        question("q-bob", here, bob, &[], (T - 10, T + HOUR)),
+        question("q-there", there, alice, &[], (T - 10, T + HOUR)),
+        ApprovalRow {
+            conversation: here.into(),
+            requester: alice.into(),
+            ..approval("a-tool", "s1", "shell", T - 20, T + HOUR)
+        },
+        ApprovalRow {
+            status: ApprovalStatus::Approved,
+            answer: Some("Yes".into()),
+            decided_by: Some(alice.into()),
+            decided_ms: Some(T - 5),
+            ..question("q-done", here, alice, &["Yes"], (T - 30, T + HOUR))
+        },
+    ];
+    park(&store, "e1", &rows).await;
+    // (conversation, identity, now) -> the question their message answers
+    let cases = [
+        (here, alice, T + 1, Some("q-old")),
+        (here, alice, T + HOUR - 1, Some("q-old")),
+        (here, alice, T + HOUR, Some("q-new")), // q-old expired (expiry is not "pending" any more)
+        (here, alice, T + 2 * HOUR, None),
+        (here, bob, T + 1, Some("q-bob")),
+        (there, alice, T + 1, Some("q-there")),
+        (there, bob, T + 1, None),
+        ("web:c1", alice, T + 1, None),
+    ];
+    for (conversation, who, now, want) in cases {
+        let got = store.question_pending(conversation, who, now).await.unwrap();
+        assert_eq!(got.as_ref().map(|r| r.id.as_str()), want, "{conversation} {who} at {}", now - T);
+    }
+    let found = store.question_pending(here, alice, T + 1).await.unwrap().unwrap();
+    assert_eq!((found.kind, found.options.clone()), (ApprovalKind::Question, strings(&["Yes", "No"])));
+    // Once answered it is no longer pending.
+    store.approval_decide("q-old", &answer(alice, "No")).await.unwrap().unwrap();
+    let next = store.question_pending(here, alice, T + 1).await.unwrap();
+    assert_eq!(next.map(|r| r.id), Some("q-new".to_string()));
+}
