@@ -43,3 +43,48 @@ pub fn check_config(cfg: &Config, p: &mut Problems) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{ArchetypeConfig, Config};
+
+    /// The keys of every problem of `cfg` (config's own checks and this one).
+    fn problems(cfg: &Config) -> Vec<String> {
+        let owners = crate::config::OwnerChecks { delegation: check_config, ..crate::config::OwnerChecks::NONE };
+        match cfg.validate_with(&owners) {
+            Ok(()) => vec![],
+            Err(crate::config::ConfigError::Invalid { problems, .. }) => problems.into_iter().map(|p| p.key).collect(),
+            Err(e) => panic!("unexpected {e}"),
+        }
+    }
+
+    fn archetype(name: &str, tier: Option<&str>, prompt: &str) -> ArchetypeConfig {
+        ArchetypeConfig { name: name.into(), tier: tier.map(String::from), tools: None, prompt: prompt.into() }
+    }
+
+    #[test]
+    fn bad_values_name_their_key() {
+        type Tune = fn(&mut Config);
+        let cases: Vec<(Tune, Vec<&str>)> = vec![
+            (|_| {}, vec![]),
+            (|c| c.agent.delegation.max_depth = 9, vec!["agent.delegation.max_depth"]),
+            (|c| c.agent.delegation.max_depth = 0, vec![]),
+            (|c| c.agent.delegation.max_parallel = 0, vec!["agent.delegation.max_parallel"]),
+            (|c| c.agent.delegation.timeout_secs = 0, vec!["agent.delegation.timeout_secs"]),
+            (|c| c.agent.archetypes = vec![archetype("a b", None, "p")], vec!["agent.archetypes[0].name"]),
+            (
+                |c| c.agent.archetypes = vec![archetype("r", None, "p"), archetype("r", None, "p")],
+                vec!["agent.archetypes[1].name"],
+            ),
+            (|c| c.agent.archetypes = vec![archetype("r", None, " ")], vec!["agent.archetypes[0].prompt"]),
+            (|c| c.agent.archetypes = vec![archetype("r", Some("huge"), "p")], vec!["agent.archetypes[0].tier"]),
+            (|c| c.agent.archetypes = vec![archetype("r", Some("reasoning"), "p")], vec![]),
+        ];
+        for (i, (tune, want)) in cases.into_iter().enumerate() {
+            let mut cfg = Config::default();
+            tune(&mut cfg);
+            assert_eq!(problems(&cfg), want, "case {i}");
+        }
+    }
+}

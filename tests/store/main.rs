@@ -13,6 +13,7 @@ mod approvals;
 mod audit;
 mod connect;
 mod dead_letter;
+mod delegations;
 mod fixtures;
 mod inbox;
 mod memory;
@@ -131,6 +132,7 @@ contract! {
     approval_granted_only_for_session_scope => crate::approvals::granted_only_for_session_scope,
     question_round_trips_and_is_answered_once => crate::questions::round_trip_and_answer_once,
     question_pending_of_one_person_here => crate::questions::pending_question_of_one_person_here,
+    delegations_start_update_find_list_deliver => crate::delegations::start_update_find_list_deliver,
     schedule_put_creates_then_updates_in_place => crate::schedules::put_creates_then_updates_in_place,
     schedules_list_filters_and_due_order => crate::schedules::list_filters_and_due_order,
     schedule_set_pause_remove_and_advance => crate::schedules::set_pause_remove_and_advance,
