@@ -280,9 +280,16 @@ async fn run_batch(
             Ok(None) => panic!("an event stream ended"),
             Err(_) if grace_until.is_some() => break,
             Err(_) => {
-                let missing: Vec<String> =
-                    (0..n).flat_map(|i| (0..per).map(move |k| tag(first + i, k))).filter(|t| !reported.contains_key(t)).collect();
-                panic!("lost results: {} of {} never came back, e.g. {:?}", missing.len(), n * per, &missing[..missing.len().min(10)]);
+                let missing: Vec<String> = (0..n)
+                    .flat_map(|i| (0..per).map(move |k| tag(first + i, k)))
+                    .filter(|t| !reported.contains_key(t))
+                    .collect();
+                panic!(
+                    "lost results: {} of {} never came back, e.g. {:?}",
+                    missing.len(),
+                    n * per,
+                    &missing[..missing.len().min(10)]
+                );
             }
         };
         let (i, f) = next;
