@@ -15,23 +15,13 @@ mod support;
 use futures::StreamExt;
 use serde_json::{json, Value};
 use std::time::{Duration, Instant};
-use support::bench::Serve;
+use support::bench::{proc_mib, Serve};
 use support::db::PgTestDb;
 use support::fake_llm::FakeLlm;
 use support::proc::free_port;
 
 fn env_usize(name: &str, default: usize) -> usize {
     std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
-}
-
-/// A field of /proc/<pid>/status in MiB (VmRSS, VmHWM).
-fn proc_mib(pid: u32, field: &str) -> f64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix(field).and_then(|r| r.trim_start_matches(':').split_whitespace().next()))
-        .and_then(|kb| kb.parse::<f64>().ok())
-        .map_or(0.0, |kb| kb / 1024.0)
 }
 
 /// CPU time (user + system) a process has used, from /proc/<pid>/stat (clock ticks of 10 ms).

@@ -1,6 +1,6 @@
 //! The real `butler serve` for benchmarks: started from a config file in its own temp dir,
-//! ready when /readyz answers 200, stopped with SIGTERM (SIGKILL after 20 s) when dropped.
-//! It must never leave a process behind.
+//! ready when /readyz answers 200, stopped with SIGTERM (SIGKILL after 20 s) when dropped; and
+//! its memory as /proc reports it. It must never leave a process behind.
 
 use super::proc::binary;
 use std::path::Path;
@@ -56,4 +56,14 @@ impl Drop for Serve {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// A field of /proc/<pid>/status in MiB (VmRSS now, VmHWM the peak); 0 if unreadable.
+pub fn proc_mib(pid: u32, field: &str) -> f64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix(field).and_then(|r| r.trim_start_matches(':').split_whitespace().next()))
+        .and_then(|kb| kb.parse::<f64>().ok())
+        .map_or(0.0, |kb| kb / 1024.0)
 }
