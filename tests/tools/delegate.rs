@@ -362,3 +362,42 @@ async fn stop_while_a_child_waits_for_an_approval_stops_the_whole_tree() {
     assert_eq!((count("plan-12"), count("child-waits")), (1, 1), "no model call after /stop");
     app.stop().await;
 }
+
+#[tokio::test]
+async fn a_question_asked_inside_a_child_is_asked_in_the_parents_conversation_and_its_answer_resumes_the_chain() {
+    let llm = FakeLlm::start().await;
+    let (app, _) = start(&llm, |_| {}).await;
+    llm.on("plan-13", Reply::tool_call("delegate", json!({"task": "child-asks about the colour"})));
+    llm.on(
+        "child-asks",
+        Reply::tool_call("ask_user", json!({"question": "Which colour?", "options": ["red", "blue"]})),
+    );
+    llm.on("child-asks", Reply::text("painted it blue"));
+    llm.on("plan-13", Reply::text("Done: the door is blue."));
+    app.post("c13", "local", "plan-13 paint the door").await;
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let action = loop {
+        let msgs = app.messages("c13").await;
+        let found = msgs
+            .iter()
+            .filter(|m| m["text"].as_str().unwrap_or("").contains("Which colour?"))
+            .flat_map(|m| m["buttons"].as_array().cloned().unwrap_or_default())
+            .find(|b| b["label"].as_str().unwrap_or("").contains("blue"))
+            .and_then(|b| b["action"].as_str().map(str::to_string));
+        if let Some(action) = found {
+            break action;
+        }
+        assert!(Instant::now() < deadline, "no question with options in c13: {msgs:#?}");
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    };
+    let body = json!({"conversation": "c13", "user": "local", "action": action});
+    let r = app.http.post(app.url("/api/v1/actions")).json(&body).send().await.unwrap();
+    assert_eq!(r.status(), 202);
+    wait_text(&app, "c13", "Done: the door is blue.").await;
+    let child = llm.requests_for("child-asks", 2).await;
+    assert!(child[1].last_tool_result().unwrap_or_default().contains("blue"), "{:?}", child[1].last_tool_result());
+    let parent = llm.requests_for("plan-13", 2).await;
+    assert!(parent[1].last_tool_result().unwrap_or_default().contains("painted it blue"));
+    assert_eq!(rows(&app).await[0].status, DelegationStatus::Done);
+    app.stop().await;
+}
