@@ -410,7 +410,7 @@ impl Children<'_> {
         result: Option<String>,
         reason: Option<String>,
     ) -> Result<Option<DelegationRow>, StoreError> {
-        let update = DelegationUpdate { status, result, reason, cost_usd: 0.0, input_tokens: 0, output_tokens: 0 };
+        let update = DelegationUpdate::to(status, result, reason.as_deref());
         self.agent.store().delegation_update(&row.id, &update).await
     }
 

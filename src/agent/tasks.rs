@@ -128,14 +128,7 @@ pub(crate) async fn recover_background(store: &dyn crate::store::Store) -> Resul
             continue;
         }
         let row = if row.status.is_open() {
-            let update = DelegationUpdate {
-                status: DelegationStatus::Interrupted,
-                result: None,
-                reason: Some("interrupted by a restart".into()),
-                cost_usd: 0.0,
-                input_tokens: 0,
-                output_tokens: 0,
-            };
+            let update = DelegationUpdate::to(DelegationStatus::Interrupted, None, Some("interrupted by a restart"));
             match store.delegation_update(&row.id, &update).await? {
                 Some(r) => r,
                 None => continue,

@@ -105,6 +105,13 @@ pub struct DelegationUpdate {
     pub output_tokens: i64,
 }
 
+impl DelegationUpdate {
+    /// A move to `status` (an end, or back to running/waiting) that spends nothing more.
+    pub fn to(status: DelegationStatus, result: Option<String>, reason: Option<&str>) -> Self {
+        Self { status, result, reason: reason.map(str::to_string), cost_usd: 0.0, input_tokens: 0, output_tokens: 0 }
+    }
+}
+
 /// Which delegations a listing wants, newest first.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct DelegationFilter {

@@ -69,14 +69,7 @@ impl Tasks {
         if self.running.cancel(id) {
             return Ok(format!("Stopping task `{id}`."));
         }
-        let update = DelegationUpdate {
-            status: DelegationStatus::Cancelled,
-            result: None,
-            reason: Some("/cancel".into()),
-            cost_usd: 0.0,
-            input_tokens: 0,
-            output_tokens: 0,
-        };
+        let update = DelegationUpdate::to(DelegationStatus::Cancelled, None, Some("/cancel"));
         self.store.delegation_update(id, &update).await?;
         Ok(format!("Task `{id}` was not running here; it is marked cancelled."))
     }
