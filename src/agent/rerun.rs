@@ -12,7 +12,10 @@ use super::progress::Nudge;
 use super::state::Progress;
 use super::window::SessionState;
 use crate::permissions::approval::{decision_audit, outcome_text};
-use crate::store::{ApprovalDecision, ApprovalStatus, NewMessage, Role, Store, StoreError};
+use crate::store::{
+    ApprovalDecision, ApprovalStatus, DelegationFilter, DelegationStatus, DelegationUpdate, NewMessage, Role, Store,
+    StoreError,
+};
 use butler_channel::{ConversationKind, InboundEvent};
 
 /// The re-run part of an agent.
@@ -52,7 +55,20 @@ impl Rerun<'_> {
             return Ok(());
         }
         let by = event.actor.name().to_string();
-        for approval in self.store.approvals_pending(&session.row.id).await? {
+        let mut pending = self.store.approvals_pending(&session.row.id).await?;
+        // Children parked with the turn wait under their own sessions: they end here too.
+        let filter = DelegationFilter {
+            root_session_id: Some(session.row.id.clone()),
+            open_only: true,
+            limit: 50,
+            ..Default::default()
+        };
+        for child in self.store.delegations_list(&filter).await?.into_iter().filter(|c| !c.background) {
+            pending.extend(self.store.approvals_pending(&child.child_session_id).await?);
+            let update = DelegationUpdate::to(DelegationStatus::Cancelled, None, Some("a new message came first"));
+            self.store.delegation_update(&child.id, &update).await?;
+        }
+        for approval in pending {
             let decision = ApprovalDecision {
                 status: ApprovalStatus::Cancelled,
                 scope: None,

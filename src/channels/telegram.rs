@@ -95,7 +95,7 @@ mod tests {
     fn the_help_list_becomes_the_command_menu() {
         let commands = super::commands();
         let names: Vec<&str> = commands.iter().map(|(n, _)| n.as_str()).collect();
-        for want in ["help", "new", "stop", "status", "whoami", "link", "pair", "approve", "deny"] {
+        for want in ["help", "new", "stop", "status", "whoami", "link", "pair", "approve", "deny", "tasks", "cancel"] {
             assert!(names.contains(&want), "{want} missing from {names:?}");
         }
         let approve = commands.iter().find(|(n, _)| n == "approve").unwrap();

@@ -60,7 +60,8 @@ pub const HELP: &str = "Commands:\n\
 /link - link another chat account to this one (then send `/link CODE` from the other account)\n\
 /pair - list, approve or deny pairing requests (owner)\n\
 /approve ID, /deny ID - answer an approval request\n\
-/tasks - your background tasks; /cancel ID - stop one";
+/tasks - your background tasks (and recent ones)\n\
+/cancel ID - stop a background task";
 
 /// Parses `/cmd`, `/cmd@botname` and `/cmd args`; `None` for ordinary text.
 pub fn parse_command(text: &str) -> Option<Command> {

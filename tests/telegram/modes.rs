@@ -21,7 +21,7 @@ async fn polling_is_the_default_and_registers_the_command_menu() {
     assert_ne!(tg.fake.calls("deleteWebhook")[0].body["drop_pending_updates"], Value::Bool(true));
     let commands = &tg.fake.calls("setMyCommands")[0].body["commands"];
     let names: Vec<&str> = commands.as_array().unwrap().iter().map(|c| c["command"].as_str().unwrap()).collect();
-    for want in ["help", "new", "stop", "status", "whoami", "approve", "deny"] {
+    for want in ["help", "new", "stop", "status", "whoami", "approve", "deny", "tasks", "cancel"] {
         assert!(names.contains(&want), "{want} not in the menu {names:?}");
     }
 

@@ -401,3 +401,27 @@ async fn a_question_asked_inside_a_child_is_asked_in_the_parents_conversation_an
     assert_eq!(rows(&app).await[0].status, DelegationStatus::Done);
     app.stop().await;
 }
+
+#[tokio::test]
+async fn a_new_message_while_a_child_waits_cancels_its_approval_and_ends_it() {
+    let llm = FakeLlm::start().await;
+    let (app, touch) = start(&llm, |_| {}).await;
+    llm.on("plan-14", Reply::tool_call("delegate", json!({"task": "child-parked to touch"})));
+    llm.on("child-parked", Reply::tool_call("touch", json!({"name": "window"})));
+    llm.on("something else", Reply::text("Sure, something else."));
+    app.post("c14", "local", "plan-14 touch the window").await;
+    wait_until("the approval request", || async {
+        app.messages("c14").await.iter().any(|m| m["buttons"].as_array().is_some_and(|b| !b.is_empty()))
+    })
+    .await;
+    app.post("c14", "local", "something else please").await;
+    wait_text(&app, "c14", "Sure, something else.").await;
+    let r = &rows(&app).await[0];
+    assert_eq!((r.status, r.reason.as_deref()), (DelegationStatus::Cancelled, Some("a new message came first")));
+    wait_until("the request to lose its buttons", || async {
+        app.messages("c14").await.iter().all(|m| m["buttons"].as_array().is_none_or(|b| b.is_empty()))
+    })
+    .await;
+    assert_eq!(touch.runs(), 0);
+    app.stop().await;
+}
