@@ -42,6 +42,7 @@ pub use secret::{is_secret_name, redact_url, Secret, SECRET_WORDS};
 pub use skills::SkillsConfig;
 pub use tools::{
     FilesConfig, HttpRequestConfig, SandboxMode, SendMessageConfig, ShellConfig, ToolsConfig, WebFetchConfig,
+    SearchProvider, WebSearchConfig,
 };
 pub use validate::Problems;
 
