@@ -24,6 +24,7 @@ mod shell;
 mod skills;
 mod skills_agent;
 mod web;
+mod web_search;
 
 use axum::Router;
 use butler::channel::{ConversationKind, ConversationRef, Identity};
