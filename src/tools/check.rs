@@ -70,7 +70,10 @@ fn check_web_search(w: &WebSearchConfig, p: &mut Problems) {
     p.positive("tools.web_search.per_minute", w.per_minute);
     let most = super::builtin::WEB_SEARCH_MAX_COUNT;
     if w.max_results > most {
-        p.add("tools.web_search.max_results", format!("must be at most {most} (the most a search API returns at once)"));
+        p.add(
+            "tools.web_search.max_results",
+            format!("must be at most {most} (the most a search API returns at once)"),
+        );
     }
     if let Some(url) = w.base_url.as_deref().filter(|u| !u.trim().is_empty()) {
         check_search_url(url, p);

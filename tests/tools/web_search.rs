@@ -43,10 +43,13 @@ impl Seen {
     }
 }
 
+/// Status, extra headers and body of the fake's answer.
+type Answer = (StatusCode, Vec<(&'static str, String)>, String);
+
 /// What the fake answers (to any path) and what it saw.
 #[derive(Clone)]
 struct Fake {
-    answer: Arc<Mutex<(StatusCode, Vec<(&'static str, String)>, String)>>,
+    answer: Arc<Mutex<Answer>>,
     seen: Arc<Mutex<Vec<Seen>>>,
     delay: Duration,
 }
@@ -71,7 +74,13 @@ impl Fake {
 
     /// Serves it; the base URL.
     async fn start(&self) -> String {
-        async fn handle(State(fake): State<Fake>, method: Method, uri: Uri, headers: HeaderMap, body: Bytes) -> Response {
+        async fn handle(
+            State(fake): State<Fake>,
+            method: Method,
+            uri: Uri,
+            headers: HeaderMap,
+            body: Bytes,
+        ) -> Response {
             let full = reqwest::Url::parse(&format!("http://fake{uri}")).expect("a request URI");
             let query = full.query_pairs().into_owned().collect();
             fake.seen.lock().unwrap().push(Seen { method, path: uri.path().to_string(), query, headers, body });
@@ -173,8 +182,9 @@ async fn started(provider: SearchProvider, body: Value) -> (Fake, WebSearch) {
 
 #[tokio::test]
 async fn each_provider_is_asked_in_its_own_shape_and_rendered() {
-    type Check = fn(&Seen);
-    let cases: &[(SearchProvider, fn() -> Value, Method, &str, Check, &[&str])] = &[
+    /// (provider, its answer, method, path, checks of the request, fragments of the output)
+    type Case = (SearchProvider, fn() -> Value, Method, &'static str, fn(&Seen), &'static [&'static str]);
+    let cases: &[Case] = &[
         (
             SearchProvider::Searxng,
             searxng_body,
@@ -260,7 +270,8 @@ async fn count_bounds_the_results_and_long_text_is_cut() {
     let out = h.call(&tool, json!({"query": "q", "count": 2})).await.unwrap();
     assert!(out.contains("2. async-std") && !out.contains("3. smol"), "{out}");
 
-    let long = json!({"results": [{"title": "T".repeat(1000), "url": "https://x.org/", "content": "word ".repeat(2000)}]});
+    let long =
+        json!({"results": [{"title": "T".repeat(1000), "url": "https://x.org/", "content": "word ".repeat(2000)}]});
     let (_, tool) = started(SearchProvider::Tavily, long).await;
     let out = h.call(&tool, json!({"query": "q"})).await.unwrap();
     assert!(out.len() < 1200 && out.contains('…'), "{} chars: {out}", out.len());
@@ -277,16 +288,30 @@ async fn count_bounds_the_results_and_long_text_is_cut() {
 async fn errors_name_the_provider_and_the_fix() {
     use SearchProvider::*;
     let brave_err = r#"{"type":"ErrorResponse","error":{"id":"c2f0","status":401,"code":"SUBSCRIPTION_TOKEN_INVALID","detail":"The provided subscription token is invalid."},"time":1700000000}"#;
-    let cases: &[(SearchProvider, u16, &[(&str, &str)], &str, &[&str])] = &[
+    /// (provider, status, headers, body, fragments of the message)
+    type Case = (SearchProvider, u16, &'static [(&'static str, &'static str)], &'static str, &'static [&'static str]);
+    let cases: &[Case] = &[
         (Brave, 401, &[], brave_err, &["Brave answered 401 Unauthorized", "check [tools.web_search] api_key"]),
-        (Tavily, 401, &[], r#"{"detail":{"error":"Unauthorized: missing or invalid API key."}}"#, &["Tavily", "api_key"]),
+        (
+            Tavily,
+            401,
+            &[],
+            r#"{"detail":{"error":"Unauthorized: missing or invalid API key."}}"#,
+            &["Tavily", "api_key"],
+        ),
         (Brave, 403, &[], "{}", &["Brave answered 403 Forbidden", "api_key"]),
         (Searxng, 403, &[], "Forbidden", &["SearXNG", "403 Forbidden", "search.formats", "settings.yml"]),
         (Brave, 429, &[("retry-after", "7")], "{}", &["Brave rate-limited", "429", "try again in 7 s", "per_minute"]),
         (Tavily, 429, &[], "{}", &["Tavily rate-limited", "try again later"]),
         (Tavily, 432, &[], r#"{"detail":{"error":"plan limit"}}"#, &["Tavily", "432", "usage limit", "plan"]),
         (Searxng, 301, &[("location", "https://search.lan/search")], "", &["SearXNG", "redirect", "base_url"]),
-        (Searxng, 500, &[], "engine crashed", &["SearXNG at 127.0.0.1:", "500 Internal Server Error", "engine crashed"]),
+        (
+            Searxng,
+            500,
+            &[],
+            "engine crashed",
+            &["SearXNG at 127.0.0.1:", "500 Internal Server Error", "engine crashed"],
+        ),
         (Searxng, 200, &[], "<!DOCTYPE html><html>results</html>", &["SearXNG", "not its search JSON", "base_url"]),
         (Brave, 200, &[], r#"{"web": {"results": "none"}}"#, &["Brave", "not its search JSON"]),
     ];
@@ -329,8 +354,8 @@ async fn the_rate_limit_refuses_the_extra_call_before_the_provider() {
     let h = Harness::new().await;
     let fake = Fake::new(searxng_body());
     let base = fake.start().await;
-    let tool = WebSearch::new(&WebSearchConfig { per_minute: 2, ..search_config(SearchProvider::Searxng, &base) })
-        .unwrap();
+    let tool =
+        WebSearch::new(&WebSearchConfig { per_minute: 2, ..search_config(SearchProvider::Searxng, &base) }).unwrap();
     for _ in 0..2 {
         h.call(&tool, json!({"query": "q"})).await.expect("within the limit");
     }
@@ -377,7 +402,9 @@ fn offered_only_when_a_provider_is_configured() {
 
 #[test]
 fn checks_name_the_key_and_say_what_to_do() {
-    let cases: &[(&str, Option<(&str, &[&str])>)] = &[
+    /// (config, None when valid or the one key with fragments of its message)
+    type Case = (&'static str, Option<(&'static str, &'static [&'static str])>);
+    let cases: &[Case] = &[
         ("[tools.web_search]\nenabled = true", Some(("tools.web_search.provider", &["searxng", "brave", "tavily"]))),
         ("[tools.web_search]\nprovider = \"searxng\"", Some(("tools.web_search.base_url", &["SearXNG", "http://"]))),
         (
@@ -443,7 +470,10 @@ async fn an_agent_searches_without_asking_in_the_default_mode() {
     let offered: Vec<&str> = reqs[0].tools().iter().filter_map(|t| t["function"]["name"].as_str()).collect();
     assert!(offered.contains(&"web_search"), "{offered:?}");
     let result = reqs[1].last_tool_result().expect("the search result");
-    assert!(result.contains("1. Tokio - An asynchronous Rust runtime") && result.contains("https://tokio.rs/"), "{result}");
+    assert!(
+        result.contains("1. Tokio - An asynchronous Rust runtime") && result.contains("https://tokio.rs/"),
+        "{result}"
+    );
     assert_eq!(fake.seen().len(), 1);
     app.stop().await;
 }
