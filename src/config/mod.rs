@@ -41,7 +41,8 @@ pub use schedules::{Missed, ScheduleConfig, ScheduleMode, DEFAULT_GRACE_SECS};
 pub use secret::{is_secret_name, redact_url, Secret, SECRET_WORDS};
 pub use skills::SkillsConfig;
 pub use tools::{
-    FilesConfig, HttpRequestConfig, SandboxMode, SendMessageConfig, ShellConfig, ToolsConfig, WebFetchConfig,
+    FilesConfig, HttpRequestConfig, SandboxMode, SearchProvider, SendMessageConfig, ShellConfig, ToolsConfig,
+    WebFetchConfig, WebSearchConfig,
 };
 pub use validate::Problems;
 

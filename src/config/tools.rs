@@ -1,5 +1,6 @@
 //! `[tools]`: the acting tools and their limits.
 
+use super::Secret;
 use butler_channel::ConversationRef;
 use serde::{Deserialize, Serialize};
 
@@ -9,6 +10,7 @@ pub struct ToolsConfig {
     /// Each user's workspace is `<workspace_dir>/<user id>` (file tools and shell run there).
     pub workspace_dir: String,
     pub web_fetch: WebFetchConfig,
+    pub web_search: WebSearchConfig,
     pub http_request: HttpRequestConfig,
     pub shell: ShellConfig,
     pub files: FilesConfig,
@@ -20,6 +22,7 @@ impl Default for ToolsConfig {
         Self {
             workspace_dir: "data/workspaces".into(),
             web_fetch: WebFetchConfig::default(),
+            web_search: WebSearchConfig::default(),
             http_request: HttpRequestConfig::default(),
             shell: ShellConfig::default(),
             files: FilesConfig::default(),
@@ -40,6 +43,84 @@ pub struct WebFetchConfig {
 impl Default for WebFetchConfig {
     fn default() -> Self {
         Self { enabled: true, max_bytes: 2_000_000, timeout_secs: 20, max_redirects: 5 }
+    }
+}
+
+/// `[tools.web_search]`: the `web_search` tool and the search API it asks.
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct WebSearchConfig {
+    /// Unset: on exactly when a provider is chosen (so the tool is never offered without one).
+    pub enabled: Option<bool>,
+    pub provider: Option<SearchProvider>,
+    /// The provider's API root. Trusted config: it may be on loopback or the LAN (a
+    /// self-hosted SearXNG). Unset: the provider's public API (SearXNG has none).
+    pub base_url: Option<String>,
+    /// Brave's subscription token or Tavily's key; for SearXNG optional (sent as a Bearer token
+    /// to an authenticating proxy in front of it).
+    pub api_key: Option<Secret>,
+    /// Results a search returns unless the call asks for another number (at most 20).
+    pub max_results: usize,
+    pub timeout_secs: u64,
+    /// Searches a minute this process sends at most (a token bucket: a burst of this many).
+    pub per_minute: u32,
+}
+
+impl Default for WebSearchConfig {
+    fn default() -> Self {
+        Self {
+            enabled: None,
+            provider: None,
+            base_url: None,
+            api_key: None,
+            max_results: 5,
+            timeout_secs: 15,
+            per_minute: 30,
+        }
+    }
+}
+
+impl WebSearchConfig {
+    /// Whether the tool is offered: `enabled`, or when unset, whether a provider is chosen.
+    pub fn is_on(&self) -> bool {
+        self.enabled.unwrap_or(self.provider.is_some())
+    }
+
+    /// `base_url`, else the provider's public API; None for SearXNG without one.
+    pub fn endpoint(&self) -> Option<&str> {
+        self.base_url.as_deref().filter(|u| !u.trim().is_empty()).or(self.provider?.default_base_url())
+    }
+}
+
+/// `[tools.web_search] provider`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SearchProvider {
+    /// A SearXNG instance's JSON API (`/search?format=json`), usually self-hosted.
+    Searxng,
+    /// The Brave Search API (`/web/search`, `X-Subscription-Token`).
+    Brave,
+    /// The Tavily search API (`POST /search`, Bearer key).
+    Tavily,
+}
+
+impl SearchProvider {
+    /// The name people know it by, for messages.
+    pub fn label(self) -> &'static str {
+        match self {
+            Self::Searxng => "SearXNG",
+            Self::Brave => "Brave",
+            Self::Tavily => "Tavily",
+        }
+    }
+
+    /// The public API root, when the provider has one.
+    pub fn default_base_url(self) -> Option<&'static str> {
+        match self {
+            Self::Searxng => None,
+            Self::Brave => Some("https://api.search.brave.com/res/v1"),
+            Self::Tavily => Some("https://api.tavily.com"),
+        }
     }
 }
 

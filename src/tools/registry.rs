@@ -7,7 +7,8 @@ use super::{builtin, Tools};
 use crate::config::Config;
 use std::sync::Arc;
 
-/// The built-in tools enabled by the config: `web_fetch` when enabled, `http_get` and
+/// The built-in tools enabled by the config: `web_fetch` when enabled, `web_search` when on
+/// (a provider chosen, or `enabled = true`), `http_get` and
 /// `http_request` when `allowed_hosts` is not empty, `shell` only when enabled, the file
 /// tools when enabled, `send_message` when it has targets, and always the scheduled-job tools
 /// (`schedule`, `schedules_list`).
@@ -24,6 +25,12 @@ pub fn builtin_tools(cfg: &Config) -> Tools {
         match builtin::WebFetch::new(&tc.web_fetch) {
             Ok(tool) => t.add(Arc::new(tool)),
             Err(e) => tracing::warn!(error = %e, "web_fetch is off"),
+        }
+    }
+    if tc.web_search.is_on() {
+        match builtin::WebSearch::new(&tc.web_search) {
+            Ok(tool) => t.add(Arc::new(tool)),
+            Err(e) => tracing::warn!(error = %e, "web_search is off"),
         }
     }
     if !tc.http_request.allowed_hosts.is_empty() {

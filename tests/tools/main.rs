@@ -1,7 +1,8 @@
 //! The acting tools, called directly through the `Tool` trait with a real `ToolCtx` (a migrated
 //! SQLite store in a temp dir and a temp workspace): the SSRF guard of the web tools (against
 //! local axum servers), the http allow list, the shell's sandbox, the file tools' path checks,
-//! send_message's targets, every tool's action summary, and the `[tools]` config.
+//! send_message's targets, every tool's action summary, `web_search` against fakes of its three
+//! providers, and the `[tools]` config.
 //!
 //! Tests here must never reach the internet or anything outside their temp dirs: every HTTP
 //! target is a server started by the test on a loopback address, and names resolve through the
@@ -24,6 +25,7 @@ mod shell;
 mod skills;
 mod skills_agent;
 mod web;
+mod web_search;
 
 use axum::Router;
 use butler::channel::{ConversationKind, ConversationRef, Identity};

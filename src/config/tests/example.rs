@@ -89,6 +89,10 @@ fn full_config() -> Config {
             fallback: None,
         },
     );
+    c.tools.web_search.enabled = Some(true);
+    c.tools.web_search.provider = Some(crate::config::SearchProvider::Searxng);
+    c.tools.web_search.base_url = Some("http://127.0.0.1:8888".into());
+    c.tools.web_search.api_key = Some(Secret::new("k4"));
     c.channels.web.token = Some(Secret::new("t"));
     c.channels.web.tokens.insert("alice".into(), Secret::new("t2"));
     c.channels.slack = Some(crate::config::SlackConfig {

@@ -1,6 +1,6 @@
 //! Built-in tools: the clock and the user's memory (store only), and the acting tools: the web
-//! (`web_fetch`, `http_get`, `http_request`), the shell, files in the user's workspace, and
-//! `send_message`; and the user's scheduled jobs (`schedule`, `schedules_list`). They must never
+//! (`web_fetch`, `web_search`, `http_get`, `http_request`), the shell, files in the user's
+//! workspace, and `send_message`; and the user's scheduled jobs (`schedule`, `schedules_list`). They must never
 //! touch another user's data or workspace, never reach a network address or path their guards
 //! refuse, and never show a secret in an action summary.
 
@@ -11,6 +11,8 @@ pub mod net;
 mod now;
 pub mod plain;
 mod schedule;
+mod search;
+mod search_api;
 mod send;
 mod shell;
 mod web;
@@ -20,6 +22,7 @@ pub use memory::memory_tools;
 pub use net::NetGuard;
 pub use now::Now;
 pub use schedule::{schedule_tools, ScheduleTool, SchedulesList};
+pub use search::{WebSearch, MAX_COUNT as WEB_SEARCH_MAX_COUNT};
 pub use send::SendMessage;
 pub use shell::{Shell, SAFE_PATH};
 pub use web::{http_tools, http_tools_with_guard, HttpGet, HttpRequest, WebFetch};
