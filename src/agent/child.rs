@@ -451,7 +451,9 @@ impl Children<'_> {
         mut state: SessionState,
         running: &crate::delegate::Running,
     ) {
-        let stop = running.shutdown_token().child_token();
+        // `/cancel` stops it (through the registry); shutdown only parks it, so the next start
+        // reports it as interrupted rather than cancelled.
+        let stop = CancellationToken::new();
         parent.stop = CancellationToken::new();
         parent.abort = running.shutdown_token();
         parent.tree.spend = Default::default();

@@ -80,6 +80,16 @@ async fn sigkill_mid_delegation_keeps_finished_children_reports_cut_off_ones_onc
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_background_task_cut_off_by_a_crash_is_reported_once_after_the_restart() {
+    background_task_cut_off(false).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_background_task_cut_off_by_a_graceful_stop_is_reported_interrupted_once_after_the_restart() {
+    background_task_cut_off(true).await;
+}
+
+/// A background task still running when Butler dies (SIGKILL) or stops (SIGTERM, `graceful`).
+async fn background_task_cut_off(graceful: bool) {
     let llm = FakeLlm::start().await;
     let dep = Deployment::new(&llm_section(&llm.openai_url()));
     let base = dep.base();
@@ -92,7 +102,11 @@ async fn a_background_task_cut_off_by_a_crash_is_reported_once_after_the_restart
     post(&base, "kb", "bg-parent please").await;
     wait_messages(&base, "kb", "the parent's answer", |m| !replies_with(m, "Started it.").is_empty()).await;
     llm.requests_for("kid-bg", 1).await;
-    server.kill();
+    if graceful {
+        server.terminate(Duration::from_secs(20)).await;
+    } else {
+        server.kill();
+    }
     server = dep.serve().await;
     wait_messages(&base, "kb", "the report", |m| !replies_with(m, "cut off by a restart").is_empty()).await;
     server.kill();
