@@ -1,6 +1,7 @@
 //! The state of one turn in flight (its input, what it has shown and spent, how it ended) and
 //! the steps of a turn that need no more than that state: reading the model's stream, the
-//! final reply, the commit of a turn with nothing to say.
+//! final reply, and the commits of a finished turn, of a turn that waits for a person and of
+//! a turn with nothing to say.
 //!
 //! Nothing here may touch the store or a channel; the agent (turn.rs) does that.
 
@@ -11,7 +12,8 @@ use super::progress::TurnObserver;
 use super::storable;
 use super::window::SessionState;
 use crate::llm::{Assembled, LlmError, LlmStream, Prices, StreamEvent, ToolDef, Usage};
-use crate::store::{ApprovalRow, InboxStatus, NewMessage, TurnCommit, UserRow};
+use crate::permissions::approval::approval_notice;
+use crate::store::{reply_key, ApprovalRow, InboxStatus, NewMessage, NewOutbox, TurnCommit, TurnUsage, UserRow};
 use crate::tools::{ToolCtx, Tools};
 use butler_channel::InboundEvent;
 use futures::StreamExt;
@@ -196,4 +198,68 @@ pub(super) fn add_usage(total: &mut Usage, u: &Usage) {
     total.output_tokens += u.output_tokens;
     total.cache_read_tokens += u.cache_read_tokens;
     total.cache_write_tokens += u.cache_write_tokens;
+}
+
+/// The finished turn's commit: its messages, its reply (unless silent), its usage.
+pub(super) fn finished_commit(mut turn: Turn<'_>, reply: FinalReply, usage: TurnUsage) -> TurnCommit {
+    let event = turn.event;
+    let final_msg = NewMessage::assistant(reply.stored, vec![]);
+    let progress = &mut turn.progress;
+    tracing::info!(
+        iterations = progress.iterations,
+        input_tokens = progress.usage.input_tokens,
+        output_tokens = progress.usage.output_tokens,
+        "turn finished"
+    );
+    TurnCommit {
+        inbox_id: event.id.0.clone(),
+        inbox_status: InboxStatus::Done,
+        session_id: Some(turn.sid),
+        messages: progress.unsaved_user.take().into_iter().chain([final_msg]).collect(),
+        reply: (!reply.silent).then(|| NewOutbox {
+            private_to: None,
+            key: reply_key(&event.id.0),
+            conversation: event.conversation.to_string(),
+            text: reply.shown,
+            buttons: vec![],
+            reply_to: event.quote_target(),
+        }),
+        usage: Some(usage),
+        approvals: vec![],
+        notices: vec![],
+    }
+}
+
+/// A turn parking on approvals: what was said so far is delivered, the approval requests go
+/// out with their buttons, and the event is done; the answers resume the turn later.
+pub(super) fn waiting_commit(mut turn: Turn<'_>, asks: Vec<ApprovalRow>, usage: TurnUsage) -> TurnOutcome {
+    let event = turn.event;
+    let text = match (turn.progress.shown.trim(), asks.is_empty()) {
+        ("", false) if asks.iter().all(|a| a.kind == crate::store::ApprovalKind::Question) => {
+            "I have a question for you.".to_string()
+        }
+        ("", false) => "I need an approval before I go on.".to_string(),
+        ("", true) => "Waiting for the other approvals.".to_string(),
+        (shown, _) => shown.to_string(),
+    };
+    let asker = event.actor.name().to_string();
+    let notices = asks.iter().map(|a| approval_notice(a, &asker, turn.buttons)).collect();
+    tracing::info!(approvals = asks.len(), "turn waits for approval");
+    TurnOutcome::Finished(Box::new(TurnCommit {
+        inbox_id: event.id.0.clone(),
+        inbox_status: InboxStatus::Done,
+        session_id: Some(turn.sid.clone()),
+        messages: turn.progress.unsaved_user.take().into_iter().collect(),
+        reply: Some(NewOutbox {
+            private_to: None,
+            key: reply_key(&event.id.0),
+            conversation: event.conversation.to_string(),
+            text,
+            buttons: vec![],
+            reply_to: event.quote_target(),
+        }),
+        usage: Some(usage),
+        approvals: asks,
+        notices,
+    }))
 }

@@ -16,20 +16,18 @@ use super::exec::ToolResult;
 use super::input::{Start, Tree, TurnError, TurnInput, TurnOutcome};
 use super::narrow::Narrowing;
 use super::progress::{Nudge, TurnObserver};
-use super::state::{done_only, final_reply, read_stream, Ending, FinalReply, Progress, Settled, Spent, Turn};
+use super::state::{
+    done_only, final_reply, finished_commit, read_stream, waiting_commit, Ending, Progress, Settled, Spent, Turn,
+};
 use super::storable;
 use super::window::{shrink, SessionState, Window};
 use crate::config::{AgentConfig, Config, LimitsConfig};
 use crate::delegate::Running;
 use crate::hooks::Hooks;
 use crate::llm::{Assembled, ChatRequest, LlmError, PriceBook, Provider, Tiers, ToolCall};
-use crate::permissions::approval::approval_notice;
 use crate::permissions::Policy;
 use crate::skills::{Skills, SKILL_TOOL};
-use crate::store::{
-    reply_key, ApprovalRow, ApprovalStatus, InboxStatus, NewMessage, NewOutbox, OutboxRow, Store, StoreError,
-    TurnCommit, TurnUsage, UsageRecord,
-};
+use crate::store::{ApprovalStatus, NewMessage, OutboxRow, Store, StoreError, TurnCommit, TurnUsage, UsageRecord};
 use crate::tools::{ToolCtx, ToolSource, Tools};
 use std::sync::Arc;
 
@@ -228,12 +226,16 @@ impl Agent {
         let (ending, last_text) = self.loop_until_answer(&mut turn, obs).await?;
         let note = match self.settle(ending) {
             Settled::Done(outcome) => return Ok(outcome),
-            Settled::Waiting(asks) => return Ok(self.waiting(turn, asks)),
+            Settled::Waiting(asks) => {
+                let usage = self.usage(&turn);
+                return Ok(waiting_commit(turn, asks, usage));
+            }
             Settled::Stale => return Ok(TurnOutcome::Finished(Box::new(done_only(turn.event)))),
             Settled::Reply(note) => note,
         };
         let reply = final_reply(&turn, note, last_text);
-        Ok(TurnOutcome::Finished(Box::new(self.build_commit(turn, reply))))
+        let usage = self.usage(&turn);
+        Ok(TurnOutcome::Finished(Box::new(finished_commit(turn, reply, usage))))
     }
 
     /// Sets a turn up: its tool context, then the user message (or the transcript repaired
@@ -510,37 +512,6 @@ impl Agent {
         Settled::Reply(note)
     }
 
-    /// The finished turn's commit: its messages, its reply (unless silent), its usage.
-    fn build_commit(&self, mut turn: Turn<'_>, reply: FinalReply) -> TurnCommit {
-        let event = turn.event;
-        let final_msg = NewMessage::assistant(reply.stored, vec![]);
-        let usage = self.usage(&turn);
-        let progress = &mut turn.progress;
-        tracing::info!(
-            iterations = progress.iterations,
-            input_tokens = progress.usage.input_tokens,
-            output_tokens = progress.usage.output_tokens,
-            "turn finished"
-        );
-        TurnCommit {
-            inbox_id: event.id.0.clone(),
-            inbox_status: InboxStatus::Done,
-            session_id: Some(turn.sid),
-            messages: progress.unsaved_user.take().into_iter().chain([final_msg]).collect(),
-            reply: (!reply.silent).then(|| NewOutbox {
-                private_to: None,
-                key: reply_key(&event.id.0),
-                conversation: event.conversation.to_string(),
-                text: reply.shown,
-                buttons: vec![],
-                reply_to: event.quote_target(),
-            }),
-            usage: Some(usage),
-            approvals: vec![],
-            notices: vec![],
-        }
-    }
-
     /// Commits a finished turn (after its streaming has stopped) and keeps the session's cached
     /// transcript in step with the store.
     pub(crate) async fn commit(
@@ -590,40 +561,6 @@ impl Agent {
             0.0
         };
         Ok(Tree { budget: Budget::new(&self.limits, day_before), ..Tree::default() })
-    }
-
-    /// A turn parking on approvals: what was said so far is delivered, the approval requests go
-    /// out with their buttons, and the event is done; the answers resume the turn later.
-    fn waiting(&self, mut turn: Turn<'_>, asks: Vec<ApprovalRow>) -> TurnOutcome {
-        let event = turn.event;
-        let text = match (turn.progress.shown.trim(), asks.is_empty()) {
-            ("", false) if asks.iter().all(|a| a.kind == crate::store::ApprovalKind::Question) => {
-                "I have a question for you.".to_string()
-            }
-            ("", false) => "I need an approval before I go on.".to_string(),
-            ("", true) => "Waiting for the other approvals.".to_string(),
-            (shown, _) => shown.to_string(),
-        };
-        let asker = event.actor.name().to_string();
-        let notices = asks.iter().map(|a| approval_notice(a, &asker, turn.buttons)).collect();
-        tracing::info!(approvals = asks.len(), "turn waits for approval");
-        TurnOutcome::Finished(Box::new(TurnCommit {
-            inbox_id: event.id.0.clone(),
-            inbox_status: InboxStatus::Done,
-            session_id: Some(turn.sid.clone()),
-            messages: turn.progress.unsaved_user.take().into_iter().collect(),
-            reply: Some(NewOutbox {
-                private_to: None,
-                key: reply_key(&event.id.0),
-                conversation: event.conversation.to_string(),
-                text,
-                buttons: vec![],
-                reply_to: event.quote_target(),
-            }),
-            usage: Some(self.usage(&turn)),
-            approvals: asks,
-            notices,
-        }))
     }
 
     /// Persists `msgs` (preceded by the turn's user message if that is not stored yet) and adds
