@@ -87,6 +87,13 @@ async fn list_rename_delete_and_live_clicks() {
     app.app.store.web_update(mine, "request", &live("ap:mine:once")).await.unwrap();
     let click = json!({"conversation": "c2", "user": "alice", "action": "ap:mine:once"});
     assert_eq!(call(&app, "POST", "/api/v1/actions", Some(click)).await.0, 202);
+    // The click's answer is delivered on its own time: wait for it, or it could land after the
+    // delete below and (as any later message does) bring the conversation back.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while !app.messages("c2").await.iter().any(|m| m["text"] == "That approval request does not exist.") {
+        assert!(std::time::Instant::now() < deadline, "the click was never answered");
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
 
     let (status, renamed) =
         call(&app, "PATCH", "/api/v1/conversations/c1?user=alice", Some(json!({"title": "Renamed"}))).await;
