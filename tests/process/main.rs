@@ -9,6 +9,7 @@ mod chat;
 mod cli;
 mod crash;
 mod delegate;
+mod deploy;
 mod first_run;
 mod inbox;
 mod init;
