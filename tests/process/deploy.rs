@@ -37,7 +37,9 @@ fn butler_names(text: &str) -> BTreeSet<String> {
     while let Some(at) = text[i..].find("BUTLER_") {
         let start = i + at;
         let mut end = start + "BUTLER_".len();
-        while end < bytes.len() && (bytes[end].is_ascii_uppercase() || bytes[end].is_ascii_digit() || bytes[end] == b'_') {
+        while end < bytes.len()
+            && (bytes[end].is_ascii_uppercase() || bytes[end].is_ascii_digit() || bytes[end] == b'_')
+        {
             end += 1;
         }
         let boundary = start == 0 || !(bytes[start - 1].is_ascii_alphanumeric() || bytes[start - 1] == b'_');
@@ -178,16 +180,22 @@ fn dockerfile_is_multi_stage_non_root_with_a_health_check_and_a_volume() {
 
 #[test]
 fn every_butler_variable_in_deploy_is_a_config_key() {
-    let files = ["Dockerfile", "compose.yaml", "butler.env.example", "butler.service"]
-        .into_iter()
-        .map(String::from)
-        .chain(K8S_RESOURCES.iter().chain(["kustomization.yaml", "secret.example.yaml"].iter()).map(|f| format!("k8s/{f}")));
+    let files =
+        ["Dockerfile", "compose.yaml", "butler.env.example", "butler.service"].into_iter().map(String::from).chain(
+            K8S_RESOURCES
+                .iter()
+                .chain(["kustomization.yaml", "secret.example.yaml"].iter())
+                .map(|f| format!("k8s/{f}")),
+        );
     let mut seen = 0;
     for file in files {
         for name in butler_names(&read(&file)) {
             seen += 1;
             if !name.contains("__") {
-                assert!(PLAIN_VARS.contains(&name.as_str()), "deploy/{file}: {name} is neither an override nor a known variable");
+                assert!(
+                    PLAIN_VARS.contains(&name.as_str()),
+                    "deploy/{file}: {name} is neither an override nor a known variable"
+                );
                 continue;
             }
             // Any value: only an unknown key fails this check ("x" is a bad value for a bool key).
@@ -249,10 +257,15 @@ fn compose_runs_two_replicas_behind_one_port_with_postgres_and_redis() {
         assert!(cfg.database.url.expose().starts_with("postgres://butler:"), "{name} uses the postgres service");
         assert!(cfg.database.url.expose().contains(&format!(":{}@postgres:5432/", example["POSTGRES_PASSWORD"])));
     }
-    let proxy = services["proxy"]["command"].as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect::<Vec<_>>();
+    let proxy =
+        services["proxy"]["command"].as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect::<Vec<_>>();
     assert_eq!(proxy[..4], ["caddy", "reverse-proxy", "--from", &format!(":{PORT}")]);
     let targets: Vec<&str> = proxy.windows(2).filter(|w| w[0] == "--to").map(|w| w[1]).collect();
-    assert_eq!(targets, replicas.iter().map(|r| format!("{r}:{PORT}")).collect::<Vec<_>>(), "the proxy balances over both");
+    assert_eq!(
+        targets,
+        replicas.iter().map(|r| format!("{r}:{PORT}")).collect::<Vec<_>>(),
+        "the proxy balances over both"
+    );
     assert_eq!(services["proxy"]["ports"][0], format!("{PORT}:{PORT}"), "one web port");
 
     let pg = services["postgres"]["healthcheck"]["test"].to_string();
@@ -299,9 +312,12 @@ fn k8s_manifests_reference_each_other_and_probe_health_and_readiness() {
         assert_eq!(c[probe]["httpGet"]["path"], path, "{probe}");
         assert_eq!(c[probe]["httpGet"]["port"].to_string(), PORT, "{probe}");
     }
-    for (kind, key, want) in
-        [("requests", "memory", "128Mi"), ("limits", "memory", "512Mi"), ("requests", "cpu", "100m"), ("limits", "cpu", "1")]
-    {
+    for (kind, key, want) in [
+        ("requests", "memory", "128Mi"),
+        ("limits", "memory", "512Mi"),
+        ("requests", "cpu", "100m"),
+        ("limits", "cpu", "1"),
+    ] {
         assert_eq!(c["resources"][kind][key], want, "resources.{kind}.{key}");
     }
     assert_eq!(c["envFrom"][0]["secretRef"]["name"], secret_name, "the Deployment reads the example's Secret");
@@ -365,11 +381,8 @@ fn k8s_manifests_reference_each_other_and_probe_health_and_readiness() {
 #[test]
 fn systemd_unit_is_hardened_and_verifies() {
     let text = read("butler.service");
-    let keys: Vec<(&str, &str)> = text
-        .lines()
-        .filter(|l| !l.starts_with('#') && l.contains('='))
-        .map(|l| l.split_once('=').unwrap())
-        .collect();
+    let keys: Vec<(&str, &str)> =
+        text.lines().filter(|l| !l.starts_with('#') && l.contains('=')).map(|l| l.split_once('=').unwrap()).collect();
     let has = |k: &str, v: &str| keys.iter().any(|(kk, vv)| *kk == k && *vv == v);
     let table = [
         ("DynamicUser", "yes"),
