@@ -1,5 +1,6 @@
 //! The real `butler` binary as a process: crash recovery (SIGKILL mid-turn), graceful shutdown,
-//! the embedded default, `doctor`, `config check`, `migrate` and the terminal chat.
+//! the embedded default, `doctor`, `config check`, `migrate`, the terminal chat, and the deploy/ files
+//! (checked statically and run with the Dockerfile runtime environment).
 
 #[path = "../support/mod.rs"]
 mod support;
