@@ -11,11 +11,13 @@ mod delegation_records;
 mod records;
 mod schedule_records;
 mod sql;
+mod usage_records;
 
 pub use connect::connect;
 pub use delegation_records::*;
 pub use records::*;
 pub use schedule_records::*;
+pub use usage_records::*;
 
 use async_trait::async_trait;
 use butler_channel::{Identity, InboundEvent};
