@@ -24,7 +24,7 @@ use futures::StreamExt;
 use serde_json::{json, Value};
 use std::collections::{HashMap, HashSet};
 use std::time::{Duration, Instant};
-use support::bench::{proc_mib, Serve};
+use support::bench::{percentile_ms as percentile, proc_mib, Serve};
 use support::fake_llm::{FakeLlm, Reply};
 use support::proc::free_port;
 
@@ -121,14 +121,6 @@ impl Events {
             }
         }
     }
-}
-
-fn percentile(sorted: &[Duration], p: f64) -> f64 {
-    if sorted.is_empty() {
-        return 0.0;
-    }
-    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
-    sorted[i].as_secs_f64() * 1000.0
 }
 
 /// Scenario 1: the latency a `delegate` round trip adds to a turn.

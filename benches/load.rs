@@ -15,7 +15,7 @@ mod support;
 use futures::StreamExt;
 use serde_json::{json, Value};
 use std::time::{Duration, Instant};
-use support::bench::{proc_mib, Serve};
+use support::bench::{percentile_ms as percentile, proc_mib, Serve};
 use support::db::PgTestDb;
 use support::fake_llm::FakeLlm;
 use support::proc::free_port;
@@ -109,14 +109,6 @@ async fn conversation(client: reqwest::Client, base: String, conv: String, turns
         }
     }
     latencies
-}
-
-fn percentile(sorted: &[Duration], p: f64) -> f64 {
-    if sorted.is_empty() {
-        return 0.0;
-    }
-    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
-    sorted[i].as_secs_f64() * 1000.0
 }
 
 async fn load(backend: &str, db_url: &str, llm_url: &str, conversations: usize, turns: usize, bench: &str) {

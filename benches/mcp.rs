@@ -22,7 +22,7 @@ mod server;
 use futures::StreamExt;
 use serde_json::{json, Value};
 use std::time::{Duration, Instant};
-use support::bench::Serve;
+use support::bench::{percentile_ms as percentile, Serve};
 use support::fake_llm::{FakeLlm, Reply};
 use support::proc::free_port;
 use tokio_util::sync::CancellationToken;
@@ -140,14 +140,6 @@ async fn wait_for_tools(llm: &FakeLlm, client: &reqwest::Client, base: &str) {
 fn script(llm: &FakeLlm, needle: &str, tool: &str, args: &str, answer: &str) {
     llm.on(needle, Reply::tool_call(tool, serde_json::from_str(args).unwrap()));
     llm.on(needle, Reply::text(answer));
-}
-
-fn percentile(sorted: &[Duration], p: f64) -> f64 {
-    if sorted.is_empty() {
-        return 0.0;
-    }
-    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
-    sorted[i].as_secs_f64() * 1000.0
 }
 
 async fn bench(turns: usize) {

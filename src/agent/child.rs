@@ -101,11 +101,11 @@ pub(super) trait ChildHost: Send + Sync {
     fn running(&self) -> &Arc<crate::delegate::Running>;
     /// An owned handle, for background children.
     fn owned(&self) -> Arc<dyn ChildHost>;
-    /// Runs one child turn on `tier` with only `tools` at `depth` to its end, and stores its
+    /// Runs one child turn on `tier` with only `tools` to its end, and stores its
     /// messages (the final one from `finish`).
     async fn child_turn(
         &self,
-        child: (&str, &Tools, u32),
+        child: (&str, &Tools),
         input: TurnInput<'_>,
         finish: Finish<'_>,
     ) -> Result<ChildTurn, StoreError>;
@@ -265,7 +265,7 @@ impl Children<'_> {
         Box::pin(async move {
             let cfg = &self.agent.config().delegation;
             let tools = parent.tools.only(&row.tools);
-            let event = child_event(row, &parent.event.actor, &parent.event);
+            let event = child_event(row, &parent.event);
             let _registered = self.agent.running().register(&row.id, stop.clone());
             let timed_out = Arc::new(AtomicBool::new(false));
             let timer = {
@@ -309,7 +309,7 @@ impl Children<'_> {
                 }
             };
             let work = async {
-                let ran = self.agent.child_turn((&row.tier, &tools, row.depth as u32), input, &finish).await?;
+                let ran = self.agent.child_turn((&row.tier, &tools), input, &finish).await?;
                 let end = match ran.ending {
                     Ending::Waiting(asks) => ChildEnd::Waiting(asks),
                     Ending::Parked => ChildEnd::Parked,

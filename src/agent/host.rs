@@ -39,11 +39,11 @@ impl ChildHost for Agent {
 
     async fn child_turn(
         &self,
-        (tier, tools, depth): (&str, &Tools, u32),
+        (tier, tools): (&str, &Tools),
         input: TurnInput<'_>,
         finish: Finish<'_>,
     ) -> Result<ChildTurn, StoreError> {
-        let child = self.child(tier, tools, depth);
+        let child = self.child(tier, tools);
         let mut turn = child.begin(input).await?;
         let (ending, last) = child.loop_until_answer(&mut turn, &mut NullObserver).await?;
         let usage = child.usage(&turn);

@@ -13,8 +13,7 @@ use super::state::Progress;
 use super::window::SessionState;
 use crate::permissions::approval::{decision_audit, outcome_text};
 use crate::store::{
-    ApprovalDecision, ApprovalStatus, DelegationFilter, DelegationStatus, DelegationUpdate, NewMessage, Role, Store,
-    StoreError,
+    ApprovalDecision, ApprovalStatus, DelegationStatus, DelegationUpdate, NewMessage, Role, Store, StoreError,
 };
 use butler_channel::{ConversationKind, InboundEvent};
 
@@ -57,14 +56,8 @@ impl Rerun<'_> {
         let by = event.actor.name().to_string();
         let mut pending = self.store.approvals_pending(&session.row.id).await?;
         // Children parked with the turn wait under their own sessions: they end here too.
-        let filter = DelegationFilter {
-            root_session_id: Some(session.row.id.clone()),
-            open_only: true,
-            limit: 50,
-            ..Default::default()
-        };
-        for child in self.store.delegations_list(&filter).await?.into_iter().filter(|c| !c.background) {
-            pending.extend(self.store.approvals_pending(&child.child_session_id).await?);
+        for (child, under) in crate::delegate::waiting_children(self.store, &session.row.id).await? {
+            pending.extend(under);
             let update = DelegationUpdate::to(DelegationStatus::Cancelled, None, Some("a new message came first"));
             self.store.delegation_update(&child.id, &update).await?;
         }

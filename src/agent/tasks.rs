@@ -7,11 +7,9 @@
 use super::context::INTERRUPTED;
 use super::exec::ToolResult;
 use crate::clock::now_ms;
+use crate::ids::TASK_SOURCE;
 use crate::store::{DelegationRow, DelegationStatus, DelegationUpdate, StoreError};
 use butler_channel::{Actor, EventBody, EventId, InboundEvent};
-
-/// The source name of the inbox events that carry a background task's result.
-pub(super) const TASK_SOURCE: &str = "task";
 
 /// The session key of task `id`'s child.
 pub(super) fn child_key(id: &str) -> String {
@@ -23,10 +21,10 @@ pub(super) fn child_event_id(id: &str) -> String {
 }
 
 /// The event a child's turn runs for: the task, from the person the parent works for.
-pub(super) fn child_event(row: &DelegationRow, actor: &Actor, parent: &InboundEvent) -> InboundEvent {
+pub(super) fn child_event(row: &DelegationRow, parent: &InboundEvent) -> InboundEvent {
     InboundEvent {
         id: EventId(child_event_id(&row.id)),
-        actor: actor.clone(),
+        actor: parent.actor.clone(),
         conversation: parent.conversation.clone(),
         kind: parent.kind,
         addressed: true,
@@ -103,7 +101,7 @@ pub(crate) async fn deliver(store: &dyn crate::store::Store, row: &DelegationRow
     let kind =
         if row.group_chat { butler_channel::ConversationKind::Group } else { butler_channel::ConversationKind::Direct };
     let event = InboundEvent {
-        id: EventId(format!("task:{}", row.id)),
+        id: EventId(format!("{TASK_SOURCE}:{}", row.id)),
         actor: Actor::new(identity),
         conversation,
         kind,

@@ -69,8 +69,6 @@ pub struct Agent {
     delegation: Arc<AgentConfig>,
     /// The children running in this process (`/cancel`, background tasks).
     running: Arc<Running>,
-    /// 0 for a conversation's agent; a child agent's depth in its tree.
-    depth: u32,
 }
 
 /// The services an [`Agent`] calls, besides what it reads from the config.
@@ -134,7 +132,6 @@ impl Agent {
             max_schema_tokens: cfg.mcp.max_schema_tokens,
             delegation: Arc::new(cfg.agent.clone()),
             running,
-            depth: 0,
         }
     }
 
@@ -154,9 +151,9 @@ impl Agent {
         }
     }
 
-    /// The agent of a child at `depth` on `tier`: the tier's model, only `tools`, the child's
+    /// The agent of a child on `tier`: the tier's model, only `tools`, the child's
     /// own iteration limit, no memory recall (a child's context is its task alone).
-    pub(super) fn child(&self, tier: &str, tools: &Tools, depth: u32) -> Agent {
+    pub(super) fn child(&self, tier: &str, tools: &Tools) -> Agent {
         let mut child = self.clone();
         let choice = self.tiers.get(tier);
         child.llm = choice.provider;
@@ -165,7 +162,6 @@ impl Agent {
         child.tools = tools.clone();
         child.tool_source = None;
         child.auto_recall = false;
-        child.depth = depth;
         child.limits.max_iterations = self.delegation.delegation.max_iterations;
         child
     }
@@ -261,16 +257,6 @@ impl Agent {
         };
         // This turn's tools: the built-ins and what the source offers now.
         let mut tools = self.tools.with_source(self.tool_source.as_deref());
-        if self.depth > 0 && self.depth >= self.delegation.delegation.max_depth {
-            tools = tools.only(
-                &tools
-                    .names()
-                    .into_iter()
-                    .filter(|n| *n != crate::delegate::DELEGATE_TOOL)
-                    .map(String::from)
-                    .collect::<Vec<_>>(),
-            );
-        }
         let searchable = Catalog::install(&self.tools, &mut tools, self.max_schema_tokens);
         let mut turn = Turn {
             session,

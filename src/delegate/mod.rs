@@ -10,7 +10,9 @@
 mod config;
 mod plan;
 mod running;
+mod tree;
 
 pub use config::check_config;
 pub use plan::{child_prompt, plan, spec, DelegateArgs, Plan, PlanError, DELEGATE_TOOL};
 pub use running::{Registered, Running};
+pub use tree::waiting_children;

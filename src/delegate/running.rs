@@ -57,11 +57,6 @@ impl Running {
         }
     }
 
-    /// Whether child `id` runs in this process.
-    pub fn is_running(&self, id: &str) -> bool {
-        self.lock().contains_key(id)
-    }
-
     /// Fires at shutdown: background children stop and leave their state to the store.
     pub fn shutdown_token(&self) -> CancellationToken {
         self.shutdown.clone()

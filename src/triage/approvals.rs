@@ -124,16 +124,8 @@ impl Approvals {
         let Some(session) = self.store.session_active(key).await? else { return Ok(None) };
         let mut pending = self.store.approvals_pending(&session.id).await?;
         // Approvals asked inside this session's children wait under the children's sessions.
-        let filter = crate::store::DelegationFilter {
-            root_session_id: Some(session.id.clone()),
-            open_only: true,
-            limit: 50,
-            ..Default::default()
-        };
-        for child in self.store.delegations_list(&filter).await? {
-            if child.status == crate::store::DelegationStatus::Waiting {
-                pending.extend(self.store.approvals_pending(&child.child_session_id).await?);
-            }
+        for (_, under) in crate::delegate::waiting_children(&*self.store, &session.id).await? {
+            pending.extend(under);
         }
         let by = event.actor.name().to_string();
         let mut verdict = None;

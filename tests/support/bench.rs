@@ -1,6 +1,7 @@
 //! The real `butler serve` for benchmarks: started from a config file in its own temp dir,
 //! ready when /readyz answers 200, stopped with SIGTERM (SIGKILL after 20 s) when dropped; and
-//! its memory as /proc reports it. It must never leave a process behind.
+//! its memory as /proc reports it; latency percentiles as the benchmarks print them. It must
+//! never leave a process behind.
 
 use super::proc::binary;
 use std::path::Path;
@@ -66,4 +67,14 @@ pub fn proc_mib(pid: u32, field: &str) -> f64 {
         .find_map(|l| l.strip_prefix(field).and_then(|r| r.trim_start_matches(':').split_whitespace().next()))
         .and_then(|kb| kb.parse::<f64>().ok())
         .map_or(0.0, |kb| kb / 1024.0)
+}
+
+/// The `p` quantile (0.0 to 1.0, nearest rank) of `sorted` latencies, in milliseconds; 0 when
+/// there are none.
+pub fn percentile_ms(sorted: &[std::time::Duration], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return 0.0;
+    }
+    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    sorted[i].as_secs_f64() * 1000.0
 }
