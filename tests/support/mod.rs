@@ -11,4 +11,5 @@ pub mod fake_llm;
 pub mod fake_slack;
 pub mod fake_telegram;
 pub mod proc;
+pub mod sse;
 pub mod touch;
