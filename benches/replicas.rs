@@ -24,7 +24,7 @@ fn env_usize(name: &str, default: usize) -> usize {
 async fn throughput(n: usize, conversations: usize, turns: usize, lease_ms: u64) {
     let llm = FakeLlm::start().await;
     let extra = format!("[llm]\nbase_url = \"{}\"\nmodel = \"bench\"\nmax_retries = 0\n", llm.openai_url());
-    let mut set = Replicas::new(n, lease_ms, &extra).await;
+    let mut set = Replicas::direct(n, lease_ms, &extra).await;
     set.start_all().await;
     let client = reqwest::Client::builder().pool_max_idle_per_host(conversations * 2).build().unwrap();
     let bases: Vec<String> = set.nodes.iter().map(|r| r.base()).collect();
@@ -72,7 +72,7 @@ async fn takeover(rounds: usize, lease_ms: u64) {
         llm.openai_url(),
         tg.api_url()
     );
-    let mut set = Replicas::new(3, lease_ms, &extra).await;
+    let mut set = Replicas::direct(3, lease_ms, &extra).await;
     set.start_all().await;
     let mut times = Vec::new();
     for round in 0..rounds {

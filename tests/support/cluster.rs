@@ -159,11 +159,21 @@ impl Replicas {
     /// `n` replicas; `extra` is appended to each config (an `[llm]` section, channels). The
     /// lease is short (`lease_ms`) so takeovers happen within a test.
     pub async fn new(n: usize, lease_ms: u64, extra: &str) -> Self {
+        Self::build(n, lease_ms, extra, true).await
+    }
+
+    /// [`Replicas::new`] with the replicas connected to Postgres directly (the proxy exists
+    /// but carries nothing), for benchmarks: the proxy runs in the test's own runtime.
+    pub async fn direct(n: usize, lease_ms: u64, extra: &str) -> Self {
+        Self::build(n, lease_ms, extra, false).await
+    }
+
+    async fn build(n: usize, lease_ms: u64, extra: &str, through_proxy: bool) -> Self {
         let db = PgTestDb::create().await;
         let redis = RedisServer::start().await;
         let proxy = TcpProxy::start(("127.0.0.1", 5432)).await;
         let dir = tempfile::tempdir().unwrap();
-        let db_url = proxied(&db.url, proxy.port);
+        let db_url = if through_proxy { proxied(&db.url, proxy.port) } else { db.url.clone() };
         let nodes = (0..n)
             .map(|i| {
                 let port = free_port();
