@@ -16,6 +16,7 @@ use crate::store::{self, ApprovalStore, Store, StoreError};
 use crate::tools::Tool;
 use crate::triage::{Access, Triage, TriageParts, Triggers};
 use crate::web;
+use butler_channel::limit::Gate;
 use butler_channel::{Channel, Identity, Ingress};
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -173,8 +174,10 @@ impl App {
 
         let wake = Arc::new(Notify::new());
         let ingress: Arc<dyn Ingress> = Arc::new(InboxIngress::new(store.clone(), wake.clone()));
+        // Where rate limits, holds and lockouts are kept (shared with the replicas with Redis).
+        let gate = Gate::local();
         let ChannelSet { out: channels, names, routes, hub } =
-            build_channels(&cfg, &store, &ingress, opts.http, opts.extra_channels).await?;
+            build_channels(&cfg, &store, &ingress, opts.http, opts.extra_channels, &gate).await?;
 
         let deliverer = Deliverer::new(store.clone(), channels.clone(), DeliveryConfig::default());
         // The servers join as they become ready; start-up never waits for one.
@@ -193,7 +196,7 @@ impl App {
         let archivist = start_archivist(&cfg, &store, &tiers, &background);
         let overview = crate::mcp::ToolsOverview { own: agent.tool_names(), mcp: mcp.clone() };
         let sessions = build_sessions(&cfg, agent, &channels, &deliverer, archivist);
-        let (triage, schedules) = build_triage(&cfg, &store, &tiers, &sessions, &deliverer, overview, &running);
+        let (triage, schedules) = build_triage(&cfg, &store, &tiers, &sessions, &deliverer, overview, &running, &gate);
 
         let delivery = start_delivery(&deliverer);
         let dispatcher = build_dispatcher(&cfg, &store, triage, &deliverer, wake, names);
@@ -272,7 +275,8 @@ struct ChannelSet {
     out: Channels,
     /// The channels whose inbox events this process handles (and `hook`, for triggers).
     names: Vec<String>,
-    /// The platforms' HTTP routes (webhooks, interactivity endpoints).
+    /// The channels' HTTP routes (`/hooks/{name}`, the platforms' webhooks and interactivity
+    /// endpoints).
     routes: axum::Router,
     /// The web chat's open pages, when the web chat is on.
     hub: Option<Arc<web::WebHub>>,
@@ -286,8 +290,9 @@ async fn build_channels(
     ingress: &Arc<dyn Ingress>,
     http: bool,
     extra: Vec<Arc<dyn Channel>>,
+    gate: &Gate,
 ) -> Result<ChannelSet, AppError> {
-    let platforms = crate::channels::build(cfg, ingress.clone(), http).await?;
+    let platforms = crate::channels::build(cfg, ingress.clone(), http, gate).await?;
     let hub = (http && cfg.channels.web.enabled).then(|| Arc::new(web::WebHub::default()));
     let mut out = Channels::default();
     if let Some(hub) = &hub {
@@ -307,7 +312,11 @@ async fn build_channels(
     if recovered > 0 {
         tracing::info!(recovered, "resuming events interrupted by an earlier stop");
     }
-    Ok(ChannelSet { out, names, routes: platforms.routes, hub })
+    #[cfg(feature = "webhook")]
+    let routes = platforms.routes.merge(butler_webhook::routes(webhook_sources(&cfg.triggers), ingress.clone(), gate.clone()));
+    #[cfg(not(feature = "webhook"))]
+    let routes = platforms.routes;
+    Ok(ChannelSet { out, names, routes, hub })
 }
 
 /// The agent: the built-in tools the config turns on, the `skill` tool and the extra ones, the
@@ -389,6 +398,7 @@ fn build_sessions(
 /// Who may use Butler (the terminal, and the web chat's owner in local or single-token mode,
 /// are known without pairing), the webhook triggers (their classifier on the `worker` tier when
 /// configured), the scheduled jobs, and triage over them.
+#[allow(clippy::too_many_arguments)]
 fn build_triage(
     cfg: &Config,
     store: &Arc<dyn Store>,
@@ -397,6 +407,7 @@ fn build_triage(
     deliverer: &Arc<Deliverer>,
     tools: crate::mcp::ToolsOverview,
     running: &Arc<crate::delegate::Running>,
+    gate: &Gate,
 ) -> (Triage, Arc<crate::schedule::Schedules>) {
     let mut local = vec![Identity::new("cli", "local")];
     if web::WebAuth::from_config(&cfg.channels.web).is_local() {
@@ -408,7 +419,7 @@ fn build_triage(
     if cfg.access.policy == crate::config::AccessPolicy::Open {
         tracing::warn!("[access] policy = \"open\": anyone who can reach Butler can use it");
     }
-    let access = Arc::new(Access::new(&cfg.access, local, &cfg.agent.timezone));
+    let access = Arc::new(Access::new(&cfg.access, local, &cfg.agent.timezone).with_gate(gate.clone()));
     let (worker, prices) = (tiers.worker().provider, tiers.prices().clone());
     let triggers = Arc::new(Triggers::new(&cfg.triggers, store.clone(), worker, prices, access.clone()));
     let schedules = Arc::new(crate::schedule::Schedules::new(&cfg.schedules, store.clone(), access.clone()));
@@ -481,8 +492,8 @@ fn start_intake(
     intake
 }
 
-/// The routes served besides health and metrics: the web chat (when on), the webhooks, the
-/// platforms' endpoints.
+/// The routes served besides health and metrics: the web chat (when on) and the channels'
+/// endpoints (webhooks, the platforms').
 fn http_routes(
     cfg: &Config,
     store: &Arc<dyn Store>,
@@ -504,8 +515,6 @@ fn http_routes(
     } else {
         axum::Router::new()
     };
-    #[cfg(feature = "webhook")]
-    let extra = extra.merge(butler_webhook::routes(webhook_sources(&cfg.triggers), ingress.clone()));
     extra.merge(platform_routes)
 }
 

@@ -21,6 +21,7 @@ pub mod app;
 pub mod channels;
 pub mod cli;
 pub mod clock;
+pub mod cluster;
 pub mod config;
 pub mod delegate;
 pub mod hooks;

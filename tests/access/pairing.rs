@@ -1,10 +1,17 @@
 //! Closed by default: unknown people get one pairing code (at most once an hour), nothing
 //! reaches the agent; the owner approves; codes are single use and expire; wrong codes lock the
-//! sender out; `allowlist` and `open` policies.
+//! sender out; `allowlist` and `open` policies. Lockouts and refusal counts hold across
+//! replicas (issue 18).
 
+use crate::support::db::SqliteTestDb;
+use crate::support::fake_channel::FakeChannel;
+use crate::support::gates;
 use crate::{decisions, start};
-use butler::config::AccessPolicy;
+use butler::channel::Identity;
+use butler::config::{AccessConfig, AccessPolicy};
 use butler::store::{now_ms, CodeKind, CodeRow};
+use butler::triage::access::{Access, Admission};
+use std::time::Duration;
 
 fn code_in(text: &str) -> String {
     let start = text.find('`').expect("a code in backticks") + 1;
@@ -117,4 +124,34 @@ async fn allowlist_and_open_policies() {
     let texts = chat.wait_texts("anyone", 1).await;
     assert!(texts[0].contains("role guest"), "{}", texts[0]);
     app.stop().await;
+}
+
+/// Issue 18 point 4: two replicas (two `Access`es on one shared gate, as two processes on one
+/// Redis): wrong codes sent to either count toward one lockout that holds on both, and a
+/// stranger is refused once an hour wherever their messages land.
+#[tokio::test]
+async fn lockouts_and_refusals_hold_across_replicas() {
+    let (gates, _) = gates::replicas(2).await;
+    let cfg = AccessConfig { policy: AccessPolicy::Allowlist, ..AccessConfig::default() };
+    let replicas: Vec<Access> = gates.iter().map(|g| Access::new(&cfg, [], "UTC").with_gate(g.clone())).collect();
+    let guesser = Identity::new("chat", "guesser");
+    // (replica that gets the wrong code, locked out after it)
+    let steps = [(0, false), (1, false), (0, false), (1, false), (0, true)];
+    for (i, (r, locks)) in steps.into_iter().enumerate() {
+        assert_eq!(replicas[r].wrong_code(&guesser).await, locks, "wrong code {i} on replica {r}");
+    }
+    for (r, access) in replicas.iter().enumerate() {
+        let left = access.locked(&guesser).await;
+        assert!(left.is_some_and(|l| l > Duration::from_secs(800)), "replica {r}: {left:?}");
+    }
+
+    let db = SqliteTestDb::new();
+    let store = butler::store::connect(&db.url, 2).await.unwrap();
+    store.migrate().await.unwrap();
+    let stranger = FakeChannel::new("chat").dm("stranger", "hi");
+    // (replica the message lands on, answered with a refusal rather than silence)
+    for (r, answered) in [(0, true), (1, false), (0, false), (1, false)] {
+        let got = replicas[r].admit(&*store, &stranger).await.unwrap();
+        assert_eq!(matches!(got, Admission::Answer { .. }), answered, "replica {r}: {got:?}");
+    }
 }

@@ -51,6 +51,7 @@ pub const LAYERS: &[(&str, u8, &str)] = &[
     ("ids", 0, "channel names (system, hook, web), event id and reply key formats"),
     ("llm", 1, "model providers, chat types, prices"),
     ("store", 2, "the Store traits, rows, SQLite and Postgres"),
+    ("cluster", 2, "replicas over Redis: leases, the bus, the shared rate gate"),
     ("schedule", 3, "fire times, missed-run plans, claims; hands events to the ingress"),
     ("tools", 4, "the Tool trait, registry, built-in tools"),
     ("permissions", 5, "policy, hard deny list, approval rules"),
