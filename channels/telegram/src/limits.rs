@@ -153,6 +153,7 @@ mod tests {
         assert_eq!(s.wait(1, Duration::from_secs(2)).await, Err(Duration::from_secs(5)));
         s.wait(1, Duration::from_secs(10)).await.unwrap();
         assert_eq!((Instant::now() - start).as_millis(), 5000);
+        tokio::time::advance(Duration::from_millis(100)).await;
         assert!(s.try_now().await, "typing is not held by the chat's penalty");
     }
 
