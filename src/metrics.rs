@@ -42,6 +42,10 @@ impl Gauge {
     pub fn get(&self) -> i64 {
         self.0.load(Ordering::Relaxed)
     }
+
+    pub fn set(&self, n: i64) {
+        self.0.store(n, Ordering::Relaxed);
+    }
 }
 
 /// Turn durations in seconds, with fixed buckets.
@@ -90,6 +94,16 @@ pub struct Metrics {
     pub sessions_live: Gauge,
     /// Web conversations with an open event stream (hub entries).
     pub web_streams: Gauge,
+    /// Leases this replica holds (sessions, leader roles, its heartbeat).
+    pub leases_held: Gauge,
+    /// Leases another replica took from this one.
+    pub leases_lost: Counter,
+    /// Leader leases won (a receiver or the reaper started here).
+    pub leader_acquired: Counter,
+    /// Inbox events taken back from a replica whose heartbeat expired.
+    pub takeovers: Counter,
+    /// Commits refused because another replica had taken the session over.
+    pub fencing_refusals: Counter,
 }
 
 pub static METRICS: Metrics = Metrics {
@@ -106,13 +120,18 @@ pub static METRICS: Metrics = Metrics {
     outbox_failed: Counter::new(),
     sessions_live: Gauge::new(),
     web_streams: Gauge::new(),
+    leases_held: Gauge::new(),
+    leases_lost: Counter::new(),
+    leader_acquired: Counter::new(),
+    takeovers: Counter::new(),
+    fencing_refusals: Counter::new(),
 };
 
 impl Metrics {
     /// The Prometheus text exposition of every metric.
     pub fn render(&self) -> String {
         let mut out = String::new();
-        let counters: [(&str, &str, &Counter); 10] = [
+        let counters: [(&str, &str, &Counter); 14] = [
             ("butler_events_accepted_total", "Inbound events stored for the first time", &self.events_accepted),
             ("butler_events_duplicate_total", "Inbound events dropped as redeliveries", &self.events_duplicate),
             ("butler_events_failed_total", "Inbound events given up on (dead letters)", &self.events_failed),
@@ -123,6 +142,14 @@ impl Metrics {
             ("butler_outbox_sent_total", "Replies delivered", &self.outbox_sent),
             ("butler_outbox_retried_total", "Delivery attempts rescheduled", &self.outbox_retried),
             ("butler_outbox_failed_total", "Replies that could not be delivered", &self.outbox_failed),
+            ("butler_leases_lost_total", "Leases another replica took from this one", &self.leases_lost),
+            ("butler_leader_acquired_total", "Leader leases won by this replica", &self.leader_acquired),
+            ("butler_takeovers_total", "Inbox events taken back from a dead replica", &self.takeovers),
+            (
+                "butler_fencing_refusals_total",
+                "Commits refused: the session had moved to another replica",
+                &self.fencing_refusals,
+            ),
         ];
         for (name, help, c) in counters {
             let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} counter\n{name} {}", c.get());
@@ -131,6 +158,11 @@ impl Metrics {
             out,
             "# HELP butler_sessions_live Session actors in memory\n# TYPE butler_sessions_live gauge\nbutler_sessions_live {}",
             self.sessions_live.get()
+        );
+        let _ = writeln!(
+            out,
+            "# HELP butler_leases_held Leases this replica holds\n# TYPE butler_leases_held gauge\nbutler_leases_held {}",
+            self.leases_held.get()
         );
         let _ = writeln!(
             out,

@@ -190,6 +190,7 @@ pub(super) fn done_only(event: &InboundEvent) -> TurnCommit {
         usage: None,
         approvals: vec![],
         notices: vec![],
+        fence: None,
     }
 }
 
@@ -227,6 +228,7 @@ pub(super) fn finished_commit(mut turn: Turn<'_>, reply: FinalReply, usage: Turn
         usage: Some(usage),
         approvals: vec![],
         notices: vec![],
+        fence: None,
     }
 }
 
@@ -261,5 +263,6 @@ pub(super) fn waiting_commit(mut turn: Turn<'_>, asks: Vec<ApprovalRow>, usage: 
         usage: Some(usage),
         approvals: asks,
         notices,
+        fence: None,
     }))
 }

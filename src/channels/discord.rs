@@ -27,7 +27,8 @@ pub async fn build(
     gate: &Gate,
     built: &mut Built,
 ) -> Result<(), BuildError> {
-    let discord = Discord::new(settings(cfg, gate)).map_err(|e| BuildError { channel: "discord", message: e.to_string() })?;
+    let discord =
+        Discord::new(settings(cfg, gate)).map_err(|e| BuildError { channel: "discord", message: e.to_string() })?;
     if let Some(routes) = discord.interactions(ingress) {
         built.routes = std::mem::take(&mut built.routes).merge(routes);
     }

@@ -175,6 +175,7 @@ impl Channel for Terminal {
             typing: false,
             min_edit_interval: Duration::from_millis(30),
             format: TextFormat::Markdown,
+            exclusive: false,
         }
     }
 

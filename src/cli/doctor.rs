@@ -126,23 +126,23 @@ async fn redis(r: &mut Report, cfg: &Config) {
         .map(|rest| rest.split('/').next().unwrap_or(rest).to_string())
         .unwrap_or_default();
     let hostport = if hostport.contains(':') { hostport } else { format!("{hostport}:6379") };
+    // The real client, as `serve` connects: the URL's password and database are used.
     let probe = async {
-        use tokio::io::{AsyncReadExt, AsyncWriteExt};
-        let mut s = tokio::net::TcpStream::connect(&hostport).await?;
-        s.write_all(b"PING\r\n").await?;
-        let mut buf = [0u8; 64];
-        let n = s.read(&mut buf).await?;
-        Ok::<String, std::io::Error>(String::from_utf8_lossy(&buf[..n]).trim().to_string())
+        let cluster = crate::cluster::Cluster::connect(redis, "doctor".into()).await?;
+        cluster.ping().await?;
+        let alive = cluster.alive().await?;
+        Ok::<usize, crate::cluster::ClusterError>(alive.len())
     };
-    match tokio::time::timeout(Duration::from_secs(5), probe).await {
-        Ok(Ok(reply)) if reply == "+PONG" || reply.starts_with("-NOAUTH") => r.ok("redis", &hostport),
-        Ok(Ok(reply)) => r.fail("redis", format!("unexpected answer `{reply}` from {hostport}"), "check [redis] url"),
+    match tokio::time::timeout(Duration::from_secs(8), probe).await {
+        Ok(Ok(replicas)) => {
+            r.ok("redis", format!("{hostport} ({replicas} replica(s) alive, prefix `{}`)", redis.prefix))
+        }
         Ok(Err(e)) => r.fail(
             "redis",
             format!("{hostport}: {e}"),
             "start Redis or fix [redis] url (or remove [redis] to run one process)",
         ),
-        Err(_) => r.fail("redis", format!("no answer from {hostport} within 5s"), "check [redis] url"),
+        Err(_) => r.fail("redis", format!("no answer from {hostport} within 8s"), "check [redis] url"),
     }
 }
 

@@ -11,6 +11,7 @@
 //! away (an error or no answer) the gate answers from this replica's own [`LocalGate`] for a
 //! while, logging the outage once and the recovery once. It must never log the Redis URL.
 
+use super::RedisLink;
 use butler_channel::limit::{LocalGate, Rate, RateGate};
 use redis::aio::ConnectionManager;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -108,6 +109,12 @@ impl RedisGate {
             away_until: Mutex::new(None),
             away: AtomicBool::new(false),
         }
+    }
+
+    /// The gate of the replicas joined through `link`: its connection, keys under
+    /// `<prefix>:gate:`.
+    pub fn for_link(link: &RedisLink) -> Self {
+        Self::new(link.conn(), link.key("gate:"))
     }
 
     /// Whether Redis is being skipped now (it failed a moment ago).

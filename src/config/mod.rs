@@ -99,6 +99,21 @@ impl Default for DatabaseConfig {
 #[serde(deny_unknown_fields)]
 pub struct RedisConfig {
     pub url: Secret,
+    /// How long a lease (a session, a receiver, a replica's heartbeat) lives without renewal,
+    /// in milliseconds: the time another replica waits before taking over from a dead one.
+    #[serde(default = "default_lease_ms")]
+    pub lease_ms: u64,
+    /// Prefix of every Redis key and channel, so several deployments can share one Redis.
+    #[serde(default = "default_redis_prefix")]
+    pub prefix: String,
+}
+
+fn default_lease_ms() -> u64 {
+    3000
+}
+
+fn default_redis_prefix() -> String {
+    "butler".into()
 }
 
 #[derive(Clone, Debug, Default, Deserialize, Serialize)]

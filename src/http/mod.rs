@@ -26,14 +26,16 @@ use std::sync::Arc;
 #[derive(Clone)]
 pub(crate) struct Health {
     store: Arc<dyn Store>,
+    /// The other replicas: readiness reports whether Redis answers.
+    cluster: Arc<crate::cluster::Cluster>,
     /// True between start-up finishing and shutdown beginning.
     ready: Arc<AtomicBool>,
 }
 
 impl Health {
     /// `ready` is true between start-up finishing and shutdown beginning.
-    pub(crate) fn new(store: Arc<dyn Store>, ready: Arc<AtomicBool>) -> Self {
-        Self { store, ready }
+    pub(crate) fn new(store: Arc<dyn Store>, cluster: Arc<crate::cluster::Cluster>, ready: Arc<AtomicBool>) -> Self {
+        Self { store, cluster, ready }
     }
 }
 
@@ -65,11 +67,25 @@ async fn readyz(State(h): State<Health>) -> impl IntoResponse {
     if !h.ready.load(Ordering::Acquire) {
         return (StatusCode::SERVICE_UNAVAILABLE, Json(json!({"status": "starting or stopping"})));
     }
+    // Without the database nothing can be accepted: not ready. Without Redis events are still
+    // stored (and answered once it is back): ready, but degraded.
+    let redis = match (h.cluster.shared(), h.cluster.ping().await) {
+        (false, _) => "off",
+        (true, Ok(())) => "ok",
+        (true, Err(e)) => {
+            tracing::warn!(error = %e, "readiness: redis ping failed");
+            "unavailable"
+        }
+    };
     match h.store.ping().await {
-        Ok(()) => (StatusCode::OK, Json(json!({"status": "ready"}))),
+        Ok(()) => {
+            let status = if redis == "unavailable" { "degraded" } else { "ready" };
+            (StatusCode::OK, Json(json!({"status": status, "database": "ok", "redis": redis})))
+        }
         Err(e) => {
             tracing::warn!(error = %e, "readiness: database ping failed");
-            (StatusCode::SERVICE_UNAVAILABLE, Json(json!({"status": "database unavailable"})))
+            let body = json!({"status": "database unavailable", "database": "unavailable", "redis": redis});
+            (StatusCode::SERVICE_UNAVAILABLE, Json(body))
         }
     }
 }

@@ -1,10 +1,13 @@
 //! The dispatcher: claims pending inbox events (oldest first), applies triage's decision and
 //! records the outcome. A session that cannot take more work leaves its event pending, to be
-//! offered again shortly; nothing is dropped for being busy.
+//! offered again shortly; nothing is dropped for being busy. With several replicas, an event
+//! whose session runs on another replica is handed to that replica (and wakes it).
 
+use crate::cluster::{Cluster, Topic};
 use crate::ids::HOOK_CHANNEL;
 use crate::outbox::Deliverer;
-use crate::session::retry::{dead_letter, exhausted, retry_or_fail};
+use crate::session::retry::{dead_letter, exhausted, retry_or_fail, until_recorded};
+use crate::session::Placement;
 use crate::store::{now_ms, DecisionRow, InboxRow, InboxStatus, NewOutbox, Store, StoreError, TurnCommit};
 use crate::triage::{Decision, Triage};
 use butler_channel::{EventBody, InboundEvent, PrivateTo};
@@ -20,6 +23,8 @@ use tokio_util::sync::CancellationToken;
 const SIDE_CONCURRENCY: usize = 4;
 /// Delay before a busy session's event is offered again.
 const BUSY_RETRY_MS: i64 = 300;
+/// Delay before an event is offered again while no session lease can be taken (Redis away).
+const AWAY_RETRY_MS: i64 = 1000;
 const BATCH: usize = 256;
 
 pub struct Dispatcher {
@@ -29,25 +34,25 @@ pub struct Dispatcher {
     wake: Arc<Notify>,
     /// Channels whose events this process handles.
     channels: Vec<String>,
-    /// Unique per process, recorded on claimed rows.
-    worker: String,
+    /// This replica among the others; its id is recorded on claimed rows.
+    cluster: Arc<Cluster>,
     /// `[limits] max_event_attempts`: tries before an event is set aside as `failed`.
     max_attempts: u32,
 }
 
 impl Dispatcher {
-    /// `channels`: whose events this process handles; `worker`: unique per process (recorded on
-    /// claimed rows); `max_attempts`: `[limits] max_event_attempts`.
+    /// `channels`: whose events this process handles; `cluster`: this replica (its id is
+    /// recorded on claimed rows); `max_attempts`: `[limits] max_event_attempts`.
     pub fn new(
         store: Arc<dyn Store>,
         triage: Triage,
         deliverer: Arc<Deliverer>,
         wake: Arc<Notify>,
         channels: Vec<String>,
-        worker: String,
+        cluster: Arc<Cluster>,
         max_attempts: u32,
     ) -> Self {
-        Self { store, triage, deliverer, wake, channels, worker, max_attempts }
+        Self { store, triage, deliverer, wake, channels, cluster, max_attempts }
     }
 
     /// Claims and routes events until `cancel` fires.
@@ -58,7 +63,7 @@ impl Dispatcher {
         // their order, different sources go side by side.
         let mut tails: HashMap<String, oneshot::Receiver<()>> = HashMap::new();
         loop {
-            let claimed = match self.store.inbox_claim(&self.channels, &self.worker, BATCH).await {
+            let claimed = match self.store.inbox_claim(&self.channels, self.cluster.worker(), BATCH).await {
                 Ok(rows) => rows,
                 Err(e) => {
                     tracing::warn!(error = %e, "inbox claim failed");
@@ -72,18 +77,18 @@ impl Dispatcher {
                 if row.event.channel() == HOOK_CHANNEL {
                     let (done, next) = oneshot::channel::<()>();
                     let previous = tails.insert(row.event.conversation.to_string(), next);
-                    let (side, me) = (side.clone(), self.clone());
+                    let (side, me, stop) = (side.clone(), self.clone(), cancel.clone());
                     side_tasks.spawn(async move {
                         if let Some(previous) = previous {
                             let _ = previous.await;
                         }
                         let _permit = side.acquire_owned().await;
-                        me.route_or_retry(&row).await;
+                        me.route_or_retry(&row, &stop).await;
                         drop(done);
                     });
                     continue;
                 }
-                self.route_or_retry(&row).await;
+                self.route_or_retry(&row, &cancel).await;
             }
             while side_tasks.try_join_next().is_some() {}
             tails.retain(|_, rx| rx.try_recv() == Err(oneshot::error::TryRecvError::Empty));
@@ -100,23 +105,25 @@ impl Dispatcher {
         while side_tasks.join_next().await.is_some() {}
     }
 
-    async fn route_or_retry(&self, row: &InboxRow) {
-        let ended = if exhausted(row.attempts, self.max_attempts) {
+    async fn route_or_retry(&self, row: &InboxRow, stop: &CancellationToken) {
+        let error = if exhausted(row.attempts, self.max_attempts) {
             // Claimed again after its last try (a crash during it): never run it once more.
-            let error = row.error.clone().unwrap_or_else(|| "interrupted".into());
-            dead_letter(&*self.store, &self.deliverer, &row.event, row.attempts - 1, &error).await
+            row.error.clone().unwrap_or_else(|| "interrupted".into())
         } else {
             match self.route(row).await {
-                Ok(()) => Ok(()),
-                Err(e) => {
-                    let (store, error) = (&*self.store, e.to_string());
-                    retry_or_fail(store, &self.deliverer, &row.event, row.attempts, self.max_attempts, &error).await
-                }
+                Ok(()) => return,
+                Err(e) => e.to_string(),
             }
         };
-        if let Err(e) = ended {
-            tracing::warn!(event = %row.event.id, error = %e, "could not record the failure; it is recovered later");
-        }
+        let (store, event) = (&*self.store, &row.event);
+        until_recorded(stop, &event.id.0, || async {
+            if exhausted(row.attempts, self.max_attempts) {
+                dead_letter(store, &self.deliverer, event, row.attempts - 1, &error).await
+            } else {
+                retry_or_fail(store, &self.deliverer, event, row.attempts, self.max_attempts, &error).await
+            }
+        })
+        .await;
     }
 
     async fn route(&self, row: &InboxRow) -> Result<(), StoreError> {
@@ -158,12 +165,22 @@ impl Dispatcher {
             Decision::Notify { conversation, text } => self.answer(event, conversation.to_string(), text, None).await,
             Decision::Session { key, mut job } => {
                 job.attempt = row.attempts;
-                match self.triage.sessions().submit(&key, *job) {
-                    Ok(()) => Ok(()),
-                    Err(busy) => {
-                        tracing::debug!(event = %id, %busy, "session busy; offering the event again shortly");
-                        self.store.inbox_release(id, BUSY_RETRY_MS).await
+                let sessions = self.triage.sessions();
+                match sessions.place(&key).await {
+                    Placement::Here => match sessions.submit(&key, *job) {
+                        Ok(()) => Ok(()),
+                        Err(busy) => {
+                            tracing::debug!(event = %id, %busy, "session busy; offering the event again shortly");
+                            self.store.inbox_release(id, BUSY_RETRY_MS).await
+                        }
+                    },
+                    Placement::Elsewhere(owner) => {
+                        tracing::debug!(event = %id, %owner, "session runs on another replica; handing the event over");
+                        self.store.inbox_route(id, &owner).await?;
+                        self.cluster.publish(Topic::Wake, &owner).await;
+                        Ok(())
                     }
+                    Placement::Away => self.store.inbox_release(id, AWAY_RETRY_MS).await,
                 }
             }
         }
@@ -211,6 +228,7 @@ impl Dispatcher {
             usage: None,
             approvals: vec![],
             notices: vec![],
+            fence: None,
         };
         if let Some(row) = self.store.finish_event(&commit).await? {
             self.deliverer.hand_over(row);

@@ -5,7 +5,7 @@
 
 use super::{chunk_key, Channels};
 use crate::metrics::METRICS;
-use crate::store::{now_ms, OutboxMark, OutboxRow, OutboxStatus, OutboxStore};
+use crate::store::{now_ms, OutboxMark, OutboxRow, OutboxStatus, OutboxStore, ReplicaStore};
 use butler_channel::{chunk_text, ChannelError, ChunkLimit, ConversationRef, MessageRef, Outbound};
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -48,7 +48,13 @@ pub struct Deliverer {
     /// at a time), and the ids among them.
     state: Mutex<Queues>,
     permits: Arc<Semaphore>,
+    /// With several replicas: each row is claimed in the store before it is sent, so that only
+    /// one replica sends it.
+    claims: Option<Arc<dyn ReplicaStore>>,
 }
+
+/// How long a claimed row is this replica's to send before another may try (a crash mid-send).
+const CLAIM_MS: i64 = 60_000;
 
 #[derive(Default)]
 struct Queues {
@@ -64,7 +70,13 @@ impl crate::agent::Nudge for Deliverer {
 }
 
 impl Deliverer {
-    pub(crate) fn new(store: Arc<dyn OutboxStore>, channels: Channels, cfg: DeliveryConfig) -> Arc<Self> {
+    /// `claims`: the store, with several replicas (rows are claimed before they are sent).
+    pub(crate) fn new(
+        store: Arc<dyn OutboxStore>,
+        channels: Channels,
+        cfg: DeliveryConfig,
+        claims: Option<Arc<dyn ReplicaStore>>,
+    ) -> Arc<Self> {
         let (handoff_tx, handoff_rx) = mpsc::channel(cfg.batch * 8);
         let permits = Arc::new(Semaphore::new(cfg.concurrency.max(1)));
         Arc::new(Self {
@@ -76,6 +88,7 @@ impl Deliverer {
             handoff_rx: Mutex::new(Some(handoff_rx)),
             state: Mutex::new(Queues::default()),
             permits,
+            claims,
         })
     }
 
@@ -210,6 +223,16 @@ impl Deliverer {
 
     #[tracing::instrument(skip_all, fields(outbox_id = row.id, key = %row.key, channel = %row.channel))]
     async fn deliver(&self, row: OutboxRow) {
+        if let Some(claims) = &self.claims {
+            match claims.outbox_claim(row.id, now_ms() + CLAIM_MS).await {
+                Ok(true) => {}
+                Ok(false) => return, // another replica sends it, or it is not due any more
+                Err(e) => {
+                    tracing::warn!(error = %e, "could not claim a reply for sending; it is retried");
+                    return;
+                }
+            }
+        }
         let mark = match self.send_row(&row).await {
             Ok(platform_ids) => {
                 METRICS.outbox_sent.inc();

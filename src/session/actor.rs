@@ -2,8 +2,8 @@
 //! turn, commits it, wakes the outbox, and retires when idle.
 
 use super::job::{Job, JobKind};
-use super::retry::retry_or_fail;
-use super::shared::{lock, Running, Shared};
+use super::retry::{retry_or_fail, until_recorded};
+use super::shared::{lease_name, lock, Claim, Running, Shared};
 use crate::agent::{system_prompt, SessionState, Start, TurnError, TurnInput, TurnOutcome};
 use crate::config::HookEvent;
 use crate::memory::ArchiveJob;
@@ -25,29 +25,56 @@ pub(super) struct Actor {
     /// A finished turn whose commit failed: the retry of its event commits this instead of
     /// asking the model again.
     uncommitted: Option<Box<TurnCommit>>,
+    /// With several replicas: the session's lease and fencing token.
+    claim: Option<Claim>,
+    /// A commit was refused: another replica owns the session now.
+    fenced: bool,
 }
 
 impl Actor {
     /// A fresh actor for session `key`; `running` is the slot its handle watches.
-    pub(super) fn new(key: &str, shared: Arc<Shared>, running: Arc<Mutex<Option<Running>>>) -> Self {
-        Self { key: key.to_string(), shared, running, state: None, uncommitted: None }
+    /// `claim`: the lease and fencing token, with several replicas.
+    pub(super) fn new(
+        key: &str,
+        shared: Arc<Shared>,
+        running: Arc<Mutex<Option<Running>>>,
+        claim: Option<Claim>,
+    ) -> Self {
+        Self { key: key.to_string(), shared, running, state: None, uncommitted: None, claim, fenced: false }
+    }
+
+    /// The fencing token this actor's commits carry.
+    fn fence(&self) -> Option<crate::store::Fence> {
+        self.claim.as_ref().map(|c| c.fence.clone())
     }
 
     pub(super) async fn run(mut self, mut rx: mpsc::Receiver<Box<Job>>) {
         let idle = Duration::from_secs(self.shared.deps.limits.session_idle_secs.max(1));
         let shutdown = self.shared.shutdown.clone();
+        let lost = self.claim.as_ref().map(|c| c.lease.lost.clone()).unwrap_or_default();
         loop {
             let job = tokio::select! {
                 biased;
                 _ = shutdown.cancelled() => break,
+                _ = lost.cancelled() => {
+                    tracing::warn!(key = %self.key, "session lease lost; another replica runs it now");
+                    self.fenced = true;
+                    break;
+                }
                 job = rx.recv() => match job {
                     Some(job) => job,
                     None => break,
                 },
                 _ = tokio::time::sleep(idle) => {
+                    // Under the placing lock: the lease is given back before the key can be
+                    // placed here again.
+                    let _placing = self.shared.placing.lock().await;
                     if self.shared.retire_if_idle(&self.key, &rx) {
                         METRICS.sessions_live.add(-1);
                         tracing::debug!(key = %self.key, "idle session actor retired");
+                        if self.claim.is_some() {
+                            self.shared.deps.cluster.release(&lease_name(&self.key)).await;
+                        }
                         return;
                     }
                     continue;
@@ -57,16 +84,29 @@ impl Actor {
             // Boxed: the turn's state lives on the heap only while it runs, so an idle actor's
             // task stays small.
             Box::pin(self.handle(*job).instrument(span)).await;
-        }
-        // Shutting down: queued jobs go back to the inbox untouched.
-        rx.close();
-        while let Ok(job) = rx.try_recv() {
-            let store = &self.shared.deps.agent.store;
-            if let Err(e) = store.inbox_release(&job.event.id.0, 0).await {
-                tracing::warn!(error = %e, "could not release a queued event; it is recovered at next start");
+            if self.fenced {
+                break;
             }
         }
+        let _placing = self.shared.placing.lock().await;
         self.shared.forget(&self.key);
+        // Shutting down, or the session moved: queued jobs go back to the inbox untouched.
+        rx.close();
+        let (store, worker) = (&self.shared.deps.agent.store, self.shared.deps.cluster.worker());
+        while let Ok(job) = rx.try_recv() {
+            let id = &job.event.id.0;
+            let back = if self.fenced {
+                store.inbox_yield(id, worker).await.map(|_| ())
+            } else {
+                store.inbox_release(id, 0).await
+            };
+            if let Err(e) = back {
+                tracing::warn!(error = %e, "could not release a queued event; it is recovered later");
+            }
+        }
+        if self.claim.is_some() && !self.fenced {
+            self.shared.deps.cluster.release(&lease_name(&self.key)).await;
+        }
         METRICS.sessions_live.add(-1);
     }
 
@@ -75,6 +115,18 @@ impl Actor {
             JobKind::Turn | JobKind::Resume { .. } => self.turn(&job).await,
             JobKind::Reset => self.reset(&job).await,
         };
+        if let Err(TurnError::Store(crate::store::StoreError::Fenced { .. })) = &result {
+            // Another replica took the session over: its run of this event is the one that
+            // counts. Hand the event back (if nobody took it yet) and stop here.
+            METRICS.fencing_refusals.inc();
+            tracing::warn!(key = %self.key, event = %job.event.id, "commit refused: the session moved to another replica");
+            let (store, worker) = (&self.shared.deps.agent.store, self.shared.deps.cluster.worker());
+            if let Err(e) = store.inbox_yield(&job.event.id.0, worker).await {
+                tracing::warn!(error = %e, "could not hand a refused event back; the takeover finds it");
+            }
+            self.fenced = true;
+            return;
+        }
         if let Err(e) = result {
             // The cached state may be behind the store now; reload it next time.
             self.state = None;
@@ -83,10 +135,11 @@ impl Actor {
             let max = deps.limits.max_event_attempts;
             let store = &*deps.agent.store;
             let error = e.to_string();
-            let ended = retry_or_fail(store, &deps.deliverer, &job.event, job.attempt, max, &error).await;
-            if let Err(e) = ended {
-                tracing::warn!(error = %e, "could not reschedule the event; it is recovered at next start");
-            }
+            let event = job.event.id.0.as_str();
+            until_recorded(&self.shared.shutdown, event, || {
+                retry_or_fail(store, &deps.deliverer, &job.event, job.attempt, max, &error)
+            })
+            .await;
         }
     }
 
@@ -214,7 +267,13 @@ impl Actor {
 
     /// Commits a finished turn (its session is loaded), then hands the reply over. A failed
     /// commit is kept for the event's next try, which commits it instead of asking the model.
-    async fn commit_or_retry(&mut self, job: &Job, commit: Box<TurnCommit>, started: Instant) -> Result<(), TurnError> {
+    async fn commit_or_retry(
+        &mut self,
+        job: &Job,
+        mut commit: Box<TurnCommit>,
+        started: Instant,
+    ) -> Result<(), TurnError> {
+        commit.fence = self.fence();
         let deps = self.shared.deps.clone();
         let session = self.state.as_mut().expect("loaded for this turn");
         let row = match deps.agent.commit(session, &commit).await {
@@ -299,6 +358,7 @@ impl Actor {
             usage: None,
             approvals: vec![],
             notices: vec![],
+            fence: self.fence(),
         };
         if let Some(row) = store.finish_event(&commit).await? {
             deps.deliverer.hand_over(row);

@@ -17,10 +17,21 @@ pub use key::session_key;
 pub use shared::SessionDeps;
 
 use crate::metrics::METRICS;
-use shared::{lock, Handle, Shared};
+use shared::{lease_name, lock, Claim, Handle, Shared};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::mpsc;
+
+/// Where a session's next job runs.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Placement {
+    /// Here: submit it.
+    Here,
+    /// On that replica: hand the event over to it.
+    Elsewhere(String),
+    /// Nowhere for now: leave the event pending a little.
+    Away,
+}
 
 #[derive(Clone)]
 pub struct Sessions {
@@ -32,14 +43,60 @@ impl Sessions {
         Self { inner: Arc::new(Shared::new(deps)) }
     }
 
-    /// Queues a job for the session `key`, starting its actor if it is not live.
+    /// Queues a job for the session `key`, starting its actor if it is not live (with several
+    /// replicas, only [`Sessions::place`] starts one: a session runs only under its lease).
     pub fn submit(&self, key: &str, job: Job) -> Result<(), Busy> {
         if self.inner.shutdown.is_cancelled() {
             return Err(Busy(key.to_string()));
         }
         let mut actors = lock(&self.inner.actors);
-        let handle = actors.entry(key.to_string()).or_insert_with(|| self.spawn_actor(key));
+        if !actors.contains_key(key) {
+            if self.inner.deps.cluster.shared() {
+                return Err(Busy(key.to_string()));
+            }
+            let handle = self.spawn_actor(key, None);
+            actors.insert(key.to_string(), handle);
+        }
+        let handle = actors.get(key).expect("inserted above");
         handle.tx.try_send(Box::new(job)).map_err(|_| Busy(key.to_string()))
+    }
+
+    /// Where session `key` runs: here (its actor is live, or this replica just took its lease
+    /// and fencing token), on another replica, or nowhere for now (Redis or the database is
+    /// away). Without Redis, always here.
+    pub async fn place(&self, key: &str) -> Placement {
+        let cluster = self.inner.deps.cluster.clone();
+        if !cluster.shared() || lock(&self.inner.actors).contains_key(key) {
+            return Placement::Here;
+        }
+        let _placing = self.inner.placing.lock().await;
+        if lock(&self.inner.actors).contains_key(key) {
+            return Placement::Here;
+        }
+        let name = lease_name(key);
+        match cluster.acquire(&name).await {
+            Ok(Some(lease)) => match self.inner.deps.agent.store.fence_take(key).await {
+                Ok(fence) => {
+                    tracing::debug!(key, token = fence.token, "session lease taken");
+                    let handle = self.spawn_actor(key, Some(Claim { lease, fence }));
+                    lock(&self.inner.actors).insert(key.to_string(), handle);
+                    Placement::Here
+                }
+                Err(e) => {
+                    tracing::warn!(key, error = %e, "no fencing token; giving the session lease back");
+                    cluster.release(&name).await;
+                    Placement::Away
+                }
+            },
+            Ok(None) => match cluster.owner(&name).await {
+                Ok(Some(owner)) if owner != cluster.worker() => Placement::Elsewhere(owner),
+                _ => Placement::Away,
+            },
+            Err(e) => {
+                tracing::debug!(key, error = %e, "cannot take a session lease now");
+                Placement::Away
+            }
+        }
     }
 
     /// Asks the running turn of `key` to stop (only if it is `turn_id`, when given).
@@ -78,10 +135,10 @@ impl Sessions {
         }
     }
 
-    fn spawn_actor(&self, key: &str) -> Handle {
+    fn spawn_actor(&self, key: &str, claim: Option<Claim>) -> Handle {
         let (tx, rx) = mpsc::channel(self.inner.deps.limits.session_mailbox.max(1));
         let running = Arc::new(Mutex::new(None));
-        let actor = actor::Actor::new(key, self.inner.clone(), running.clone());
+        let actor = actor::Actor::new(key, self.inner.clone(), running.clone(), claim);
         METRICS.sessions_live.add(1);
         self.inner.tracker.spawn(actor.run(rx));
         Handle { tx, running }

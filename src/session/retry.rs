@@ -30,6 +30,35 @@ pub fn exhausted(attempts: i32, max_attempts: u32) -> bool {
     i64::from(attempts) > i64::from(max_attempts)
 }
 
+/// Runs `record` (the end of a failed try) until it is stored or `stop` fires, waiting a
+/// second between tries: an event whose failure could not be recorded (the database is away)
+/// would otherwise stay `processing` on a live replica that nobody takes it back from.
+pub async fn until_recorded<F, Fut>(stop: &tokio_util::sync::CancellationToken, event: &str, mut record: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<(), StoreError>>,
+{
+    let mut warned = false;
+    loop {
+        match record().await {
+            Ok(()) => return,
+            Err(e) => {
+                if !warned {
+                    tracing::warn!(event, error = %e, "could not record the end of a try; trying again every second");
+                    warned = true;
+                }
+            }
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(std::time::Duration::from_secs(1)) => {}
+            _ = stop.cancelled() => {
+                tracing::warn!(event, "stopping before the end of a try was recorded; it is recovered later");
+                return;
+            }
+        }
+    }
+}
+
 /// Ends a failed try of `event` (try number `attempts`): retried after [`backoff_ms`], or, at
 /// `max_attempts`, marked `failed` and the sender told once.
 pub async fn retry_or_fail(

@@ -7,6 +7,7 @@
 
 use super::job::Job;
 use crate::agent::Agent;
+use crate::cluster::{Cluster, Lease};
 use crate::config::{AgentConfig, LimitsConfig};
 use crate::outbox::{Channels, Deliverer};
 use std::collections::HashMap;
@@ -25,6 +26,8 @@ pub struct SessionDeps {
     pub(super) limits: LimitsConfig,
     /// Distils durable facts from finished exchanges (off when `[memory] archivist = false`).
     pub(super) archivist: Option<Arc<crate::memory::Archivist>>,
+    /// The other replicas (or this process alone): session leases.
+    pub(super) cluster: Arc<Cluster>,
 }
 
 impl SessionDeps {
@@ -36,9 +39,22 @@ impl SessionDeps {
         agent_cfg: AgentConfig,
         limits: LimitsConfig,
         archivist: Option<Arc<crate::memory::Archivist>>,
+        cluster: Arc<Cluster>,
     ) -> Self {
-        Self { agent, channels, deliverer, agent_cfg, limits, archivist }
+        Self { agent, channels, deliverer, agent_cfg, limits, archivist, cluster }
     }
+}
+
+/// With several replicas: the lease a session actor runs under and the fencing token its
+/// commits carry.
+pub(super) struct Claim {
+    pub(super) lease: Lease,
+    pub(super) fence: crate::store::Fence,
+}
+
+/// The lease name of session `key`.
+pub(super) fn lease_name(key: &str) -> String {
+    format!("session:{key}")
 }
 
 pub(super) struct Running {
@@ -61,6 +77,9 @@ pub(super) struct Shared {
     pub(super) shutdown: CancellationToken,
     /// Running turns stop at once, committing nothing (past the grace period).
     pub(super) abort: CancellationToken,
+    /// Held while a session is placed here (lease taken, actor started) or given up, so the
+    /// two never interleave for one key.
+    pub(super) placing: tokio::sync::Mutex<()>,
 }
 
 pub(super) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -75,6 +94,7 @@ impl Shared {
             tracker: TaskTracker::new(),
             shutdown: CancellationToken::new(),
             abort: CancellationToken::new(),
+            placing: tokio::sync::Mutex::new(()),
         }
     }
 

@@ -42,6 +42,10 @@ pub enum StoreError {
     /// Stored data could not be decoded (a bug, or a newer schema).
     #[error("corrupt stored data: {0}")]
     Corrupt(String),
+    /// Another replica has taken this session over: drop the turn, commit nothing, leave the
+    /// event to the new owner.
+    #[error("session {key} was taken over by another replica; this commit is refused")]
+    Fenced { key: String },
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -66,6 +70,29 @@ pub trait InboxStore: Send + Sync {
     async fn inbox_recover(&self, channels: &[String]) -> Result<u64>;
     async fn inbox_get(&self, id: &str) -> Result<Option<InboxRow>>;
 }
+
+/// What several replicas need from the store: fencing tokens per session, handing an event
+/// to the replica that owns its session, taking back what a dead replica held, and claiming
+/// an outbox row before sending it.
+#[async_trait]
+pub trait ReplicaStore: Send + Sync {
+    /// Raises the fencing token of session `key` and returns it: commits carrying an older
+    /// token are refused from now on.
+    async fn fence_take(&self, key: &str) -> Result<Fence>;
+    /// Puts a claimed event back as `pending` for `worker` (the owner of its session) only;
+    /// others may claim it after [`ROUTE_GRACE_MS`] if the owner does not.
+    async fn inbox_route(&self, id: &str, worker: &str) -> Result<bool>;
+    /// Every `processing` event whose claimer is not in `alive` goes back to `pending`.
+    async fn inbox_takeover(&self, alive: &[String]) -> Result<u64>;
+    /// Puts event `id` back as `pending` only if `worker` still holds it.
+    async fn inbox_yield(&self, id: &str, worker: &str) -> Result<bool>;
+    /// Claims outbox row `id` for sending until `until_ms` (false: not due, or another
+    /// replica has it).
+    async fn outbox_claim(&self, id: i64, until_ms: i64) -> Result<bool>;
+}
+
+/// How long an event routed to a replica waits for it before any replica may claim it.
+pub const ROUTE_GRACE_MS: i64 = 5000;
 
 /// Events given up on (dead letters) and putting events back without counting a try.
 #[async_trait]
@@ -308,6 +335,7 @@ pub trait Store:
     + ApprovalStore
     + ScheduleStore
     + SummaryStore
+    + ReplicaStore
     + Send
     + Sync
 {

@@ -258,6 +258,17 @@ pub struct TurnCommit {
     pub approvals: Vec<ApprovalRow>,
     /// Further messages to deliver (e.g. the approval requests with their buttons).
     pub notices: Vec<NewOutbox>,
+    /// With several replicas: the session's fencing token this replica took with its lease.
+    /// The commit is refused ([`StoreError::Fenced`](super::StoreError::Fenced)) if another
+    /// replica has taken a newer one since.
+    pub fence: Option<Fence>,
+}
+
+/// A session key's fencing token, from [`ReplicaStore::fence_take`](super::ReplicaStore::fence_take).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Fence {
+    pub key: String,
+    pub token: i64,
 }
 
 /// Whose memory, and in which scope: a user's own memory (DMs) or what they keep inside one

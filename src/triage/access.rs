@@ -11,13 +11,14 @@
 //! This module must never let an identity through on a guess: codes are random, single use,
 //! short-lived, and repeated wrong codes lock the sender out for a while.
 
+use crate::cluster::{Cluster, Topic};
 use crate::config::{AccessConfig, AccessPolicy, GroupConfig};
 use crate::store::{now_ms, CodeKind, CodeRow, NewOutbox, NewUser, Store, StoreError, UserRole, UserRow};
 use butler_channel::limit::{Gate, Rate};
 use butler_channel::{ConversationKind, ConversationRef, Identity, InboundEvent};
 use rand::Rng;
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// The user id shared by the local identities (`cli:local`, the local web user, `web:owner`).
@@ -59,6 +60,8 @@ pub struct Access {
     users: Mutex<HashMap<Identity, (UserRow, Instant)>>,
     /// Refusals per identity, wrong codes and lockouts.
     gate: Gate,
+    /// Where access changes are announced to the other replicas.
+    bus: Option<Arc<Cluster>>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -103,7 +106,15 @@ impl Access {
             timezone: timezone.to_string(),
             users: Mutex::new(HashMap::new()),
             gate: Gate::local(),
+            bus: None,
         }
+    }
+
+    /// Announces links and approvals on `cluster`'s bus, so other replicas drop the identity
+    /// from their admission caches.
+    pub fn with_bus(mut self, cluster: Arc<Cluster>) -> Self {
+        self.bus = Some(cluster);
+        self
     }
 
     /// Keeps refusals, wrong codes and lockouts in `gate` (the replicas' shared one).
@@ -138,9 +149,18 @@ impl Access {
             .or_else(|| self.groups.iter().find(|g| g.conversation == chat))
     }
 
-    /// Forgets what is cached about `id` (after a link or an approval in this process).
+    /// Forgets what this process cached about `id` (another replica announced a change).
     pub fn invalidate(&self, id: &Identity) {
         lock(&self.users).remove(id);
+    }
+
+    /// Who `id` is changed (a link, an approval): forgotten here and, with several replicas,
+    /// announced on the bus so each of them forgets it too.
+    pub async fn changed(&self, id: &Identity) {
+        self.invalidate(id);
+        if let Some(bus) = self.bus.as_ref().filter(|b| b.shared()) {
+            bus.publish(Topic::Access, &id.to_string()).await;
+        }
     }
 
     /// The user behind `id` if that identity may use Butler; creates the user for identities
@@ -305,7 +325,7 @@ impl Access {
         };
         let Some(user_id) = row.user_id.as_deref() else { return Ok(None) };
         store.identity_link(id, user_id).await?;
-        self.invalidate(id);
+        self.changed(id).await;
         Ok(Some(row))
     }
 }

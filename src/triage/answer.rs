@@ -241,7 +241,7 @@ impl Answers {
                 Some((row, _)) => {
                     self.access.right_code(id).await;
                     if let Ok(who) = row.identity.parse() {
-                        self.access.invalidate(&who);
+                        self.access.changed(&who).await;
                     }
                     let text = format!("✅ Approved `{}`: they can talk to me now.", row.identity);
                     Verdict::recorded(Decision::Reply { text }, "paired", format!("{} approved by {id}", row.identity))

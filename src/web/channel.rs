@@ -61,6 +61,7 @@ impl Channel for WebChannel {
             typing: false,
             min_edit_interval: Duration::from_millis(100),
             format: TextFormat::Markdown,
+            exclusive: false,
         }
     }
 

@@ -4,6 +4,10 @@
 //! A conversation has an entry only while someone listens: the last [`Subscription`] to go
 //! removes it, so opening and closing streams on many conversations leaves nothing behind.
 //! The hub must never hold its lock across an await or keep a buffer nobody reads.
+//!
+//! With several replicas, what is published here is also sent to the other replicas (a
+//! bounded queue the app drains onto the bus), and what they publish arrives through
+//! [`WebHub::relay`]: a page connected to any replica sees every reply.
 
 use crate::metrics::METRICS;
 use serde_json::Value;
@@ -29,9 +33,16 @@ pub(crate) struct HubEvent {
 #[derive(Default)]
 pub(crate) struct WebHub {
     senders: Mutex<HashMap<String, broadcast::Sender<HubEvent>>>,
+    /// Events for the other replicas, when there are any.
+    outgoing: Option<tokio::sync::mpsc::Sender<String>>,
 }
 
 impl WebHub {
+    /// A hub whose events also go to the other replicas, through `outgoing`.
+    pub(crate) fn relayed(outgoing: tokio::sync::mpsc::Sender<String>) -> Self {
+        Self { senders: Mutex::default(), outgoing: Some(outgoing) }
+    }
+
     fn senders(&self) -> MutexGuard<'_, HashMap<String, broadcast::Sender<HubEvent>>> {
         self.senders.lock().unwrap_or_else(|p| p.into_inner())
     }
@@ -50,6 +61,28 @@ impl WebHub {
     }
 
     pub(crate) fn publish(&self, conversation: &str, kind: &'static str, data: Value) {
+        if let Some(out) = &self.outgoing {
+            let event = serde_json::json!({"conversation": conversation, "kind": kind, "data": &data});
+            // Full: pages on other replicas miss this one and reload on the next event.
+            let _ = out.try_send(event.to_string());
+        }
+        self.publish_here(conversation, kind, data);
+    }
+
+    /// An event another replica published: to this replica's listeners only.
+    pub(crate) fn relay(&self, payload: &str) {
+        let Ok(event) = serde_json::from_str::<Value>(payload) else { return };
+        let kind = match event["kind"].as_str() {
+            Some("created") => "created",
+            Some("updated") => "updated",
+            _ => return,
+        };
+        if let Some(conversation) = event["conversation"].as_str() {
+            self.publish_here(conversation, kind, event["data"].clone());
+        }
+    }
+
+    fn publish_here(&self, conversation: &str, kind: &'static str, data: Value) {
         let senders = self.senders();
         if let Some(tx) = senders.get(conversation) {
             // An error means nobody listens: the last subscription removes the entry itself.

@@ -344,7 +344,8 @@ async fn a_sources_limit_is_shared_by_the_replicas() {
         let ingress: std::sync::Arc<dyn butler::channel::Ingress> = std::sync::Arc::new(
             butler::ingress::InboxIngress::new(store.clone(), std::sync::Arc::new(tokio::sync::Notify::new())),
         );
-        let gates = if shared { crate::support::gates::replicas(2).await.0 } else { vec![Gate::local(), Gate::local()] };
+        let gates =
+            if shared { crate::support::gates::replicas(2).await.0 } else { vec![Gate::local(), Gate::local()] };
         let replicas: Vec<axum::Router> =
             gates.iter().map(|g| butler_webhook::routes(vec![source()], ingress.clone(), g.clone())).collect();
         let mut accepted = 0;
@@ -354,7 +355,8 @@ async fn a_sources_limit_is_shared_by_the_replicas() {
             for (name, value) in butler_headers(BUTLER_SECRET, now_secs(), Some(&format!("build-{i}")), &body) {
                 req = req.header(name, value);
             }
-            let answer = replicas[i % 2].clone().oneshot(req.body(axum::body::Body::from(body)).unwrap()).await.unwrap();
+            let answer =
+                replicas[i % 2].clone().oneshot(req.body(axum::body::Body::from(body)).unwrap()).await.unwrap();
             match answer.status().as_u16() {
                 202 => accepted += 1,
                 429 => {}

@@ -50,8 +50,8 @@ pub const LAYERS: &[(&str, u8, &str)] = &[
     ("clock", 0, "now_ms, the one wall clock"),
     ("ids", 0, "channel names (system, hook, web), event id and reply key formats"),
     ("llm", 1, "model providers, chat types, prices"),
+    ("cluster", 1, "leases, the bus and leader loops over Redis; one process without it"),
     ("store", 2, "the Store traits, rows, SQLite and Postgres"),
-    ("cluster", 2, "replicas over Redis: leases, the bus, the shared rate gate"),
     ("schedule", 3, "fire times, missed-run plans, claims; hands events to the ingress"),
     ("tools", 4, "the Tool trait, registry, built-in tools"),
     ("permissions", 5, "policy, hard deny list, approval rules"),
@@ -76,6 +76,7 @@ pub const LAYERS: &[(&str, u8, &str)] = &[
 
 /// Components config must never import (rule c).
 const NOT_FOR_CONFIG: &[&str] = &[
+    "cluster",
     "permissions",
     "tools",
     "schedule",

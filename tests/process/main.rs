@@ -16,6 +16,8 @@ mod inbox;
 mod init;
 mod lifecycle;
 mod mcp;
+mod replicas;
+mod replicas_failure;
 mod secrets;
 mod skills;
 mod streams;

@@ -256,6 +256,7 @@ impl Channel for Flaky {
             typing: false,
             min_edit_interval: Duration::from_millis(50),
             format: TextFormat::Markdown,
+            exclusive: false,
         }
     }
 

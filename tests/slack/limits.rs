@@ -89,7 +89,8 @@ async fn a_429_on_one_replica_holds_the_method_on_the_other() {
     let msg = |text: &str| Outbound::text(ConversationRef::new("slack", "DALICE"), text);
     slack.rate_limit_next("chat.postMessage", 1, 2);
     // (replica, what its send must come back with: None = sent, Some = held this long at least)
-    let steps: [(usize, Option<Duration>); 2] = [(0, Some(Duration::from_secs(1))), (1, Some(Duration::from_millis(1500)))];
+    let steps: [(usize, Option<Duration>); 2] =
+        [(0, Some(Duration::from_secs(1))), (1, Some(Duration::from_millis(1500)))];
     for (r, held) in steps {
         match (replicas[r].send(&msg(&format!("from {r}"))).await, held) {
             (Err(ChannelError::RateLimited { retry_after }), Some(min)) => {

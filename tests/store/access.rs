@@ -141,6 +141,7 @@ async fn give(store: &Arc<dyn Store>, user_id: &str, tag: &str) -> Owned {
         usage: Some(usage.into()),
         approvals: vec![],
         notices: vec![],
+        fence: None,
     };
     store.finish_event(&commit).await.unwrap();
     Owned { personal, group: group.unwrap(), session_key }

@@ -84,6 +84,7 @@ async fn park_with(store: &Arc<dyn Store>, event_id: &str, approvals: &[Approval
         usage: None,
         approvals: approvals.to_vec(),
         notices,
+        fence: None,
     };
     store.finish_event(&commit).await.unwrap();
 }
@@ -201,6 +202,7 @@ pub async fn rerun_adds_nothing(store: Arc<dyn Store>) {
         usage: None,
         approvals: vec![ApprovalRow { summary: "something else".into(), ..approval("a0", "s1", "shell", T, T) }],
         notices: vec![],
+        fence: None,
     };
     store.finish_event(&other).await.unwrap();
     assert_eq!(store.approval_get("a0").await.unwrap(), Some(existing));

@@ -19,6 +19,7 @@ mod inbox;
 mod memory;
 mod outbox;
 mod questions;
+mod replicas;
 mod schedules;
 mod sessions;
 mod turn;
@@ -138,5 +139,9 @@ contract! {
     schedule_set_pause_remove_and_advance => crate::schedules::set_pause_remove_and_advance,
     schedule_claim_wins_once_under_races => crate::schedules::claim_wins_once_under_races,
     schedule_runs_read_their_delivery => crate::schedules::runs_read_their_delivery,
+    replica_fences_grow_and_old_tokens_are_refused => crate::replicas::fences_grow_and_old_tokens_are_refused,
+    replica_routed_events_go_to_their_replica_first => crate::replicas::routed_events_go_to_their_replica_first,
+    replica_takeover_returns_only_dead_replicas_events => crate::replicas::takeover_returns_only_dead_replicas_events,
+    replica_outbox_row_is_claimed_by_one_sender => crate::replicas::an_outbox_row_is_claimed_by_one_sender,
     schedule_jobs_follow_a_linked_identity => crate::schedules::jobs_follow_a_linked_identity,
 }

@@ -162,6 +162,7 @@ async fn revise_through_an_approval(store: &Arc<dyn Store>, row: &butler::store:
         usage: None,
         approvals: vec![approval],
         notices: vec![],
+        fence: None,
     };
     store.finish_event(&commit).await.unwrap();
     let decision = ApprovalDecision {

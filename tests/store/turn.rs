@@ -48,6 +48,7 @@ pub async fn started_turn(store: &Arc<dyn Store>, event_id: &str) -> TurnCommit 
         usage: Some(usage("alice", event_id, (100, 20), 0.25).into()),
         approvals: vec![],
         notices: vec![],
+        fence: None,
     }
 }
 
@@ -144,6 +145,7 @@ pub async fn usage_totals(store: Arc<dyn Store>) {
             usage: Some(TurnUsage::new(rows)),
             approvals: vec![],
             notices: vec![],
+            fence: None,
         };
         store.finish_event(&commit).await.unwrap().map(|r| r.id);
     }

@@ -116,6 +116,7 @@ impl Channel for FakeChannel {
             typing: false,
             min_edit_interval: Duration::from_millis(50),
             format: TextFormat::Markdown,
+            exclusive: false,
         }
     }
 

@@ -4,7 +4,9 @@
 //! "parameters"}`, see tests/fixtures/telegram/api_responses.json).
 //!
 //! Methods: getMe, deleteWebhook, setWebhook, getUpdates (long poll, offsets confirm updates as
-//! Telegram does; 409 while a webhook is set), sendMessage, editMessageText,
+//! Telegram does; 409 while a webhook is set, and - after `refuse_concurrent_polls` - 409 to a
+//! getUpdates that arrives while another is still waiting, as Telegram answers a second bot
+//! instance), sendMessage, editMessageText,
 //! editMessageReplyMarkup, answerCallbackQuery, sendChatAction, setMyCommands, getFile. HTML is
 //! parsed as Telegram parses it (`html.rs`): bad markup and over-long texts are refused.
 //! Every call is recorded with its arrival time; `fail_next` scripts a 429 with retry_after,
@@ -81,6 +83,11 @@ struct Inner {
     failures: HashMap<String, VecDeque<Failure>>,
     /// Updates handed out by getUpdates (update ids, with repeats when re-fetched).
     handed_out: Vec<i64>,
+    /// getUpdates calls waiting now, and those refused because another was waiting.
+    polling: usize,
+    conflicts: usize,
+    /// `refuse_concurrent_polls` was called.
+    exclusive_polls: bool,
 }
 
 struct Shared {
@@ -165,6 +172,17 @@ impl FakeTelegram {
     }
 
     /// Updates not yet confirmed by a getUpdates offset.
+    /// From now on a getUpdates that arrives while another waits is answered 409 Conflict, as
+    /// Telegram answers a second bot instance.
+    pub fn refuse_concurrent_polls(&self) {
+        lock(&self.shared).exclusive_polls = true;
+    }
+
+    /// getUpdates calls answered 409 because another one was waiting.
+    pub fn conflicts(&self) -> usize {
+        lock(&self.shared).conflicts
+    }
+
     pub fn pending(&self) -> usize {
         self.lock().pending.len()
     }
@@ -424,6 +442,25 @@ async fn api(
 }
 
 async fn get_updates(s: &Arc<Shared>, body: &Value) -> Response {
+    {
+        let mut st = lock(s);
+        if st.exclusive_polls && st.polling > 0 {
+            st.conflicts += 1;
+            return fail(
+                409,
+                "Conflict: terminated by other getUpdates request; make sure that only one bot instance is running",
+            );
+        }
+        st.polling += 1;
+    }
+    /// Counts the call out however it ends (the client may go away mid-poll).
+    struct Polling<'a>(&'a Arc<Shared>);
+    impl Drop for Polling<'_> {
+        fn drop(&mut self) {
+            lock(self.0).polling -= 1;
+        }
+    }
+    let _polling = Polling(s);
     let timeout = Duration::from_secs(body["timeout"].as_u64().unwrap_or(0));
     let limit = body["limit"].as_u64().unwrap_or(100) as usize;
     let deadline = tokio::time::Instant::now() + timeout;

@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 pub mod app;
 pub mod bench;
+pub mod cluster;
 pub mod db;
 pub mod fake_channel;
 pub mod fake_discord;

@@ -4,7 +4,7 @@
 //! limits and a 429's hold are kept in the shared gate, so they hold for the bot as a whole.
 
 use crate::support::fake_telegram::updates::{dm, user};
-use crate::support::fake_telegram::{FakeTelegram, Failure};
+use crate::support::fake_telegram::{Failure, FakeTelegram};
 use crate::support::gates;
 use crate::{tls, Tg, OWNER, TOKEN};
 use butler::channel::limit::Gate;

@@ -31,6 +31,9 @@ pub struct Caps {
     /// Shortest interval between two edits of one message while streaming.
     pub min_edit_interval: Duration,
     pub format: TextFormat,
+    /// The receiver may run in one process at a time (long polling, a gateway, a socket):
+    /// with several replicas it runs under a leader lease.
+    pub exclusive: bool,
 }
 
 /// Errors an adapter reports; each variant tells the caller what to do next.

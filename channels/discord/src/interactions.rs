@@ -117,11 +117,13 @@ async fn handle(
 ) -> Response {
     let header = |name: &str| headers.get(name).map(|v| v.as_bytes());
     let (Some(signature), Some(timestamp)) = (header("x-signature-ed25519"), header("x-signature-timestamp")) else {
-        return refuse(&ep, peer, "missing_signature", "X-Signature-Ed25519 and X-Signature-Timestamp are required").await;
+        return refuse(&ep, peer, "missing_signature", "X-Signature-Ed25519 and X-Signature-Timestamp are required")
+            .await;
     };
     let signature = String::from_utf8_lossy(signature);
     if !verify(&ep.key, timestamp, &body, &signature) {
-        return refuse(&ep, peer, "invalid_signature", "the signature does not match the application's public key").await;
+        return refuse(&ep, peer, "invalid_signature", "the signature does not match the application's public key")
+            .await;
     }
     // The timestamp is signed, so only a holder of the key learns that a request was merely
     // stale. Old interactions are refused: a captured one must not work again days later.

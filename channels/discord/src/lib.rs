@@ -157,6 +157,7 @@ impl Channel for Discord {
             typing: true,
             min_edit_interval: MIN_EDIT_INTERVAL,
             format: TextFormat::Native,
+            exclusive: true,
         }
     }
 

@@ -141,6 +141,7 @@ impl Channel for SlackChannel {
             typing: false,
             min_edit_interval: EDIT_SPACING,
             format: TextFormat::Native,
+            exclusive: self.shared.settings.app_token.is_some(),
         }
     }
 

@@ -131,7 +131,8 @@ impl SlackChannel {
     /// Checks the token (auth.test, which also says who Butler is on Slack) and builds the
     /// channel.
     pub async fn connect(settings: SlackSettings) -> Result<Self, ChannelError> {
-        let api = Api::new(&settings.api_url, &settings.bot_token, settings.app_token.as_deref(), settings.gate.clone());
+        let api =
+            Api::new(&settings.api_url, &settings.bot_token, settings.app_token.as_deref(), settings.gate.clone());
         let auth = api.auth_test().await?;
         tracing::info!(team = %auth.team, bot_user = %auth.user_id, "Slack bot token accepted");
         let shared = Arc::new_cyclic(|this| Shared {

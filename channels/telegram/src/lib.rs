@@ -195,6 +195,7 @@ impl Channel for TelegramChannel {
             typing: true,
             min_edit_interval: Duration::from_secs(1),
             format: TextFormat::Native,
+            exclusive: matches!(self.settings.mode, Mode::Polling { .. }),
         }
     }
 

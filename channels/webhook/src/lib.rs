@@ -87,7 +87,11 @@ pub fn routes(sources: Vec<Source>, ingress: Arc<dyn Ingress>, gate: Gate) -> Ro
     let sources = sources
         .into_iter()
         .map(|s| {
-            let entry = Entry { key: format!("hook:source:{}", s.name), rate: Rate::per_minute(s.rate_limit_per_minute), source: s };
+            let entry = Entry {
+                key: format!("hook:source:{}", s.name),
+                rate: Rate::per_minute(s.rate_limit_per_minute),
+                source: s,
+            };
             (entry.source.name.clone(), entry)
         })
         .collect();

@@ -55,7 +55,14 @@ fn key_paths(value: &Value, prefix: &str, out: &mut BTreeSet<String>, arrays: &m
 
 /// The default config with every optional key set, so that its TOML shows every key.
 fn full_config() -> Config {
-    let mut c = Config { redis: Some(RedisConfig { url: Secret::new("redis://127.0.0.1:6379") }), ..Config::default() };
+    let mut c = Config {
+        redis: Some(RedisConfig {
+            url: Secret::new("redis://127.0.0.1:6379"),
+            lease_ms: 3000,
+            prefix: "butler".into(),
+        }),
+        ..Config::default()
+    };
     c.llm.base_url = Some("https://api.openai.com/v1".into());
     c.llm.api_key = Some(Secret::new("k"));
     c.llm.fallback = vec![LlmFallback {

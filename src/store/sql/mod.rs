@@ -28,6 +28,7 @@ mod inbox;
 mod memory;
 mod outbox;
 mod postgres;
+mod replicas;
 mod rows;
 mod schedules;
 mod sessions;
@@ -43,11 +44,19 @@ pub use sqlite::SqliteStore;
 /// The statements that filter on a list of channels, built from the backend's predicate
 /// `$channel_in` (binding the list as `$1`) and the row-locking clause for claims.
 macro_rules! channel_sql {
-    ($channel_in:literal, $claim_lock:literal) => {
+    ($channel_in:literal, $claim_lock:literal, $worker_in:literal) => {
+        /// `$1` live workers, `$2` now.
+        const SQL_INBOX_TAKEOVER: &'static str = concat!(
+            "UPDATE inbox SET status = 'pending', claimed_by = NULL, routed_to = NULL, updated_ms = $2 \
+             WHERE status = 'processing' AND claimed_by IS NOT NULL AND NOT (",
+            $worker_in,
+            ")"
+        );
         /// `$1` channels, `$2` worker, `$3` now, `$4` limit.
         const SQL_INBOX_CLAIM: &'static str = concat!(
             "UPDATE inbox SET status = 'processing', claimed_by = $2, attempts = attempts + 1, updated_ms = $3 \
-             WHERE seq IN (SELECT seq FROM inbox WHERE status = 'pending' AND next_attempt_ms <= $3 AND ",
+             WHERE seq IN (SELECT seq FROM inbox WHERE status = 'pending' AND next_attempt_ms <= $3 \
+             AND (routed_to IS NULL OR routed_to = $2 OR routed_ms <= $3 - 5000) AND ",
             $channel_in,
             " ORDER BY seq LIMIT $4",
             $claim_lock,
@@ -89,6 +98,7 @@ macro_rules! impl_store {
         $crate::store::sql::audit::impl_audit!($store, $db);
         $crate::store::sql::schedules::impl_schedules!($store, $db);
         $crate::store::sql::delegations::impl_delegations!($store, $db);
+        $crate::store::sql::replicas::impl_replicas!($store, $db);
 
         #[async_trait::async_trait]
         impl $crate::store::Store for $store {

@@ -95,7 +95,11 @@ impl SqliteStore {
         serde_json::to_string(channels).unwrap_or_else(|_| "[]".to_string())
     }
 
-    super::channel_sql!("channel IN (SELECT value FROM json_each($1))", "");
+    super::channel_sql!(
+        "channel IN (SELECT value FROM json_each($1))",
+        "",
+        "claimed_by IN (SELECT value FROM json_each($1))"
+    );
 
     /// FTS5 over `memories_fts` (external content, kept in sync by triggers), best `bm25` of the
     /// text first, then newest. The MATCH asks for the owner token (built exactly as the

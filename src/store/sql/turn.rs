@@ -22,6 +22,9 @@ macro_rules! impl_turn {
             ///    does not exist fails the whole commit);
             /// 6. records usage (a turn's row per answering model).
             ///
+            /// With a `fence`, first checks that it is still the session's newest token, and
+            /// refuses the whole commit ([`StoreError::Fenced`]) if not.
+            ///
             /// If the inbox row is already done/dropped/failed, this is a re-run: only the
             /// idempotent step 3 runs. Notices are skipped with the approvals they announce: the
             /// first run stored both, and a re-run's notices may carry new approval ids whose
@@ -34,6 +37,19 @@ macro_rules! impl_turn {
                 use $crate::store::sql::error::db_err;
                 let now = $crate::store::now_ms();
                 let mut tx = self.begin_write().await?;
+                if let Some(fence) = &commit.fence {
+                    // Locks the fence row until the commit: a replica taking the session over
+                    // waits for this commit, or this commit sees its newer token.
+                    let held = sqlx::query("UPDATE session_fences SET token = token WHERE key = $1 AND token = $2")
+                        .bind(fence.key.as_str())
+                        .bind(fence.token)
+                        .execute(&mut *tx)
+                        .await
+                        .map_err(db_err)?;
+                    if held.rows_affected() == 0 {
+                        return Err($crate::store::StoreError::Fenced { key: fence.key.clone() });
+                    }
+                }
                 let updated = sqlx::query(
                     "UPDATE inbox SET status = $2, updated_ms = $3 WHERE id = $1 \
                      AND status IN ('pending', 'processing')",

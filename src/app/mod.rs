@@ -2,7 +2,15 @@
 //! them in order. This is the only place that knows all the parts; it must stay free of
 //! business logic.
 
+mod error;
+mod replicas;
+mod tasks;
+
+pub use error::AppError;
+use tasks::Tasks;
+
 use crate::agent::{Agent, AgentParts};
+use crate::cluster::{Cluster, RedisGate};
 use crate::config::Config;
 use crate::hooks::Hooks;
 use crate::http::{self, Health};
@@ -12,7 +20,7 @@ use crate::mcp::McpManager;
 use crate::outbox::{Channels, Deliverer, DeliveryConfig};
 use crate::permissions::Policy;
 use crate::session::{SessionDeps, Sessions};
-use crate::store::{self, ApprovalStore, Store, StoreError};
+use crate::store::{self, Store};
 use crate::tools::Tool;
 use crate::triage::{Access, Triage, TriageParts, Triggers};
 use crate::web;
@@ -24,7 +32,6 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
-use tokio_util::task::TaskTracker;
 
 /// What to run besides the core.
 pub struct AppOptions {
@@ -42,47 +49,6 @@ pub struct AppOptions {
 impl AppOptions {
     pub fn serve(config: Config) -> Self {
         Self { config, http: true, extra_channels: vec![], extra_tools: vec![], config_path: None }
-    }
-}
-
-#[derive(Debug, thiserror::Error)]
-pub enum AppError {
-    #[error(transparent)]
-    Store(#[from] StoreError),
-    #[error("cannot listen on {addr}: {source}; is another process using it? change [server] listen")]
-    Bind { addr: String, source: std::io::Error },
-    #[error(transparent)]
-    Channel(#[from] crate::channels::BuildError),
-    #[error(transparent)]
-    Sandbox(#[from] crate::tools::sandbox::SandboxError),
-    #[error(transparent)]
-    Hooks(#[from] crate::hooks::HooksError),
-}
-
-/// Turns approvals nobody answered in time into expiry events (denials), through the same
-/// ingress as everything else, so any replica can pick them up and each counts once.
-async fn expire_approvals(store: Arc<dyn ApprovalStore>, ingress: Arc<dyn Ingress>, cancel: CancellationToken) {
-    let mut tick = tokio::time::interval(Duration::from_secs(2));
-    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    loop {
-        tokio::select! {
-            _ = tick.tick() => {}
-            _ = cancel.cancelled() => return,
-        }
-        let due = match store.approvals_due(crate::store::now_ms(), 50).await {
-            Ok(due) => due,
-            Err(e) => {
-                tracing::warn!(error = %e, "could not look for expired approvals");
-                continue;
-            }
-        };
-        for row in due {
-            if let Some(event) = crate::triage::expiry_event(&row) {
-                if let Err(e) = ingress.accept(event).await {
-                    tracing::warn!(approval = %row.id, error = %e, "could not queue an approval expiry");
-                }
-            }
-        }
     }
 }
 
@@ -141,22 +107,8 @@ pub struct App {
     background: Tasks,
     /// Child agents; background ones stop after the sessions.
     running: Arc<crate::delegate::Running>,
-}
-
-/// Tasks that stop together: the token that tells them to stop, the tracker to wait for them.
-#[derive(Default)]
-struct Tasks {
-    cancel: CancellationToken,
-    tracker: TaskTracker,
-}
-
-impl Tasks {
-    /// Tells the tasks to stop and waits until all have ended.
-    async fn stop(&self) {
-        self.cancel.cancel();
-        self.tracker.close();
-        self.tracker.wait().await;
-    }
+    /// The other replicas (or this process alone); its leases are given back at the end.
+    pub cluster: Arc<Cluster>,
 }
 
 impl App {
@@ -168,45 +120,55 @@ impl App {
         let cfg = opts.config;
         let hooks = check_isolation(&cfg)?;
         let store = open_store(&cfg).await?;
+        let cluster = replicas::join(&cfg).await?;
+        let background = Tasks::default();
+        cluster.start(&background.tracker, background.cancel.clone());
         let llm = crate::llm::from_config(&cfg.llm);
         // Built once: each tier's provider, and the prices of every configured model.
         let tiers = Tiers::new(&cfg.llm, llm.clone());
 
         let wake = Arc::new(Notify::new());
         let ingress: Arc<dyn Ingress> = Arc::new(InboxIngress::new(store.clone(), wake.clone()));
-        // Where rate limits, holds and lockouts are kept (shared with the replicas with Redis).
-        let gate = Gate::local();
+        // Where rate limits, holds and lockouts are kept: shared by the replicas with Redis.
+        let gate = cluster.link().map_or_else(Gate::local, |link| Gate::shared(Arc::new(RedisGate::for_link(link))));
+        let (web_out, web_rx) = tokio::sync::mpsc::channel(1024);
+        let relay = cluster.shared().then_some(web_out);
         let ChannelSet { out: channels, names, routes, hub } =
-            build_channels(&cfg, &store, &ingress, opts.http, opts.extra_channels, &gate).await?;
+            build_channels(&cfg, &store, &ingress, opts.http, opts.extra_channels, relay, &gate).await?;
 
-        let deliverer = Deliverer::new(store.clone(), channels.clone(), DeliveryConfig::default());
+        let claims: Option<Arc<dyn store::ReplicaStore>> = cluster.shared().then(|| store.clone() as _);
+        let deliverer = Deliverer::new(store.clone(), channels.clone(), DeliveryConfig::default(), claims);
         // The servers join as they become ready; start-up never waits for one.
         let mcp = McpManager::start(&cfg.mcp);
         // Children run in this process; background ones stop at shutdown and are reported as
         // interrupted at the next start.
         let running = crate::delegate::Running::new(CancellationToken::new());
-        let recovered = crate::agent::recover_background(&*store).await?;
+        // With several replicas another one may be running them: see ARCHITECTURE.md.
+        let recovered = if cluster.shared() { 0 } else { crate::agent::recover_background(&*store).await? };
         if recovered > 0 {
             tracing::info!(recovered, "background task results handed over after an earlier stop");
         }
         let agent = build_agent(&cfg, &store, &tiers, &deliverer, hooks, opts.extra_tools, opts.config_path.as_deref())
             .with_running(running.clone());
         let agent = agent.with_tool_source(mcp.clone());
-        let background = Tasks::default();
         let archivist = start_archivist(&cfg, &store, &tiers, &background);
         let overview = crate::mcp::ToolsOverview { own: agent.tool_names(), mcp: mcp.clone() };
-        let sessions = build_sessions(&cfg, agent, &channels, &deliverer, archivist);
-        let (triage, schedules) = build_triage(&cfg, &store, &tiers, &sessions, &deliverer, overview, &running, &gate);
+        let sessions = build_sessions(&cfg, agent, &channels, &deliverer, archivist, &cluster);
+        let access = build_access(&cfg, &gate, &cluster);
+        let (triage, schedules) =
+            build_triage(&cfg, &store, &tiers, &sessions, &deliverer, overview, &running, access.clone());
 
         let delivery = start_delivery(&deliverer);
-        let dispatcher = build_dispatcher(&cfg, &store, triage, &deliverer, wake, names);
-        let intake = start_intake(dispatcher, &store, &ingress, &channels, opts.http.then_some(schedules));
+        let dispatcher = build_dispatcher(&cfg, &store, triage, &deliverer, wake.clone(), names, &cluster);
+        let intake = start_intake(dispatcher, &store, &ingress, &channels, opts.http.then_some(schedules), &cluster);
+        replicas::start_listener(&cluster, wake, hub.clone(), access, &intake);
+        replicas::start_web_relay(&cluster, web_rx, &background);
 
         let ready = Arc::new(AtomicBool::new(false));
         let mut addr = None;
         if opts.http {
             let extra = http_routes(&cfg, &store, &llm, &ingress, hub, routes, &intake.cancel);
-            addr = serve_http(&cfg, &store, extra, &ready, &intake).await?;
+            addr = serve_http(&cfg, &store, &cluster, extra, &ready, &intake).await?;
         }
         ready.store(true, Ordering::Release);
         Ok(Self {
@@ -223,6 +185,7 @@ impl App {
             background,
             mcp,
             running,
+            cluster,
         })
     }
 
@@ -235,6 +198,8 @@ impl App {
         let started = tokio::time::Instant::now();
         self.sessions.shutdown(self.grace).await;
         self.running.close().await;
+        // The sessions have ended: others may take them (and the leader roles) at once.
+        self.cluster.release_all().await;
         // No turn uses a server any more: stop them all (whole process groups).
         self.mcp.stop().await;
         self.delivery.stop().await;
@@ -290,10 +255,17 @@ async fn build_channels(
     ingress: &Arc<dyn Ingress>,
     http: bool,
     extra: Vec<Arc<dyn Channel>>,
+    relay: Option<tokio::sync::mpsc::Sender<String>>,
     gate: &Gate,
 ) -> Result<ChannelSet, AppError> {
     let platforms = crate::channels::build(cfg, ingress.clone(), http, gate).await?;
-    let hub = (http && cfg.channels.web.enabled).then(|| Arc::new(web::WebHub::default()));
+    let shared = relay.is_some() || cfg.redis.is_some();
+    let hub = (http && cfg.channels.web.enabled).then(|| {
+        Arc::new(match relay {
+            Some(out) => web::WebHub::relayed(out),
+            None => web::WebHub::default(),
+        })
+    });
     let mut out = Channels::default();
     if let Some(hub) = &hub {
         out.add(Arc::new(web::WebChannel::new(store.clone(), hub.clone())));
@@ -307,13 +279,17 @@ async fn build_channels(
         names.push(crate::ids::HOOK_CHANNEL.into());
     }
     // Without Redis this is the only process for these channels: whatever a dead process
-    // left half-done is ours to redo.
-    let recovered = store.inbox_recover(&names).await?;
-    if recovered > 0 {
-        tracing::info!(recovered, "resuming events interrupted by an earlier stop");
+    // left half-done is ours to redo. With Redis, the reaper takes back only what replicas
+    // whose heartbeat expired held.
+    if !shared {
+        let recovered = store.inbox_recover(&names).await?;
+        if recovered > 0 {
+            tracing::info!(recovered, "resuming events interrupted by an earlier stop");
+        }
     }
     #[cfg(feature = "webhook")]
-    let routes = platforms.routes.merge(butler_webhook::routes(webhook_sources(&cfg.triggers), ingress.clone(), gate.clone()));
+    let routes =
+        platforms.routes.merge(butler_webhook::routes(webhook_sources(&cfg.triggers), ingress.clone(), gate.clone()));
     #[cfg(not(feature = "webhook"))]
     let routes = platforms.routes;
     Ok(ChannelSet { out, names, routes, hub })
@@ -384,6 +360,7 @@ fn build_sessions(
     channels: &Channels,
     deliverer: &Arc<Deliverer>,
     archivist: Option<Arc<crate::memory::Archivist>>,
+    cluster: &Arc<Cluster>,
 ) -> Sessions {
     Sessions::new(SessionDeps::new(
         agent,
@@ -392,23 +369,14 @@ fn build_sessions(
         cfg.agent.clone(),
         cfg.limits.clone(),
         archivist,
+        cluster.clone(),
     ))
 }
 
-/// Who may use Butler (the terminal, and the web chat's owner in local or single-token mode,
-/// are known without pairing), the webhook triggers (their classifier on the `worker` tier when
-/// configured), the scheduled jobs, and triage over them.
-#[allow(clippy::too_many_arguments)]
-fn build_triage(
-    cfg: &Config,
-    store: &Arc<dyn Store>,
-    tiers: &Tiers,
-    sessions: &Sessions,
-    deliverer: &Arc<Deliverer>,
-    tools: crate::mcp::ToolsOverview,
-    running: &Arc<crate::delegate::Running>,
-    gate: &Gate,
-) -> (Triage, Arc<crate::schedule::Schedules>) {
+/// Who may use Butler: the configured owners and `allow` entries plus the local operator's
+/// identities (`cli:local`, the local web page, the web token's owner); refusals, wrong codes
+/// and lockouts kept in `gate`; links and approvals announced on the cluster's bus.
+fn build_access(cfg: &Config, gate: &Gate, cluster: &Arc<Cluster>) -> Arc<Access> {
     let mut local = vec![Identity::new("cli", "local")];
     if web::WebAuth::from_config(&cfg.channels.web).is_local() {
         local.push(Identity::new(crate::ids::WEB_CHANNEL, web::LOCAL_USER));
@@ -419,7 +387,23 @@ fn build_triage(
     if cfg.access.policy == crate::config::AccessPolicy::Open {
         tracing::warn!("[access] policy = \"open\": anyone who can reach Butler can use it");
     }
-    let access = Arc::new(Access::new(&cfg.access, local, &cfg.agent.timezone).with_gate(gate.clone()));
+    let access = Access::new(&cfg.access, local, &cfg.agent.timezone).with_gate(gate.clone());
+    Arc::new(access.with_bus(cluster.clone()))
+}
+
+/// The webhook triggers (their classifier on the `worker` tier when
+/// configured), the scheduled jobs, and triage over them.
+#[allow(clippy::too_many_arguments)]
+fn build_triage(
+    cfg: &Config,
+    store: &Arc<dyn Store>,
+    tiers: &Tiers,
+    sessions: &Sessions,
+    deliverer: &Arc<Deliverer>,
+    tools: crate::mcp::ToolsOverview,
+    running: &Arc<crate::delegate::Running>,
+    access: Arc<Access>,
+) -> (Triage, Arc<crate::schedule::Schedules>) {
     let (worker, prices) = (tiers.worker().provider, tiers.prices().clone());
     let triggers = Arc::new(Triggers::new(&cfg.triggers, store.clone(), worker, prices, access.clone()));
     let schedules = Arc::new(crate::schedule::Schedules::new(&cfg.schedules, store.clone(), access.clone()));
@@ -453,6 +437,7 @@ fn build_dispatcher(
     deliverer: &Arc<Deliverer>,
     wake: Arc<Notify>,
     names: Vec<String>,
+    cluster: &Arc<Cluster>,
 ) -> Dispatcher {
     Dispatcher::new(
         store.clone(),
@@ -460,34 +445,30 @@ fn build_dispatcher(
         deliverer.clone(),
         wake,
         names,
-        format!("{}-{}", std::process::id(), uuid::Uuid::new_v4().simple()),
+        cluster.clone(),
         cfg.limits.max_event_attempts,
     )
 }
 
-/// Starts intake: the dispatcher, the approval reaper, the scheduler (when given) and every
-/// channel's receiver.
+/// Starts intake: the dispatcher, the reaper (on one replica), the scheduler (when given) and
+/// every channel's receiver (the exclusive ones on one replica).
 fn start_intake(
     dispatcher: Dispatcher,
     store: &Arc<dyn Store>,
     ingress: &Arc<dyn Ingress>,
     channels: &Channels,
     schedules: Option<Arc<crate::schedule::Schedules>>,
+    cluster: &Arc<Cluster>,
 ) -> Tasks {
     let intake = Tasks::default();
     let (tasks, stop) = (&intake.tracker, &intake.cancel);
     tasks.spawn(Arc::new(dispatcher).run(stop.clone()));
-    tasks.spawn(expire_approvals(store.clone(), ingress.clone(), stop.clone()));
+    replicas::start_reaper(cluster, store.clone(), ingress.clone(), &intake);
     if let Some(schedules) = schedules {
         tasks.spawn(schedules.run(ingress.clone(), stop.clone()));
     }
     for ch in channels.iter() {
-        let (ch, ingress, cancel) = (ch.clone(), ingress.clone(), stop.clone());
-        tasks.spawn(async move {
-            if let Err(e) = ch.run(ingress, cancel).await {
-                tracing::error!(channel = ch.name(), error = %e, "channel receiver stopped");
-            }
-        });
+        replicas::start_receiver(cluster, ch.clone(), ingress.clone(), &intake);
     }
     intake
 }
@@ -523,6 +504,7 @@ fn http_routes(
 async fn serve_http(
     cfg: &Config,
     store: &Arc<dyn Store>,
+    cluster: &Arc<Cluster>,
     extra: axum::Router,
     ready: &Arc<AtomicBool>,
     intake: &Tasks,
@@ -531,7 +513,7 @@ async fn serve_http(
         .await
         .map_err(|source| AppError::Bind { addr: cfg.server.listen.clone(), source })?;
     let addr = listener.local_addr().ok();
-    let health = Health::new(store.clone(), ready.clone());
+    let health = Health::new(store.clone(), cluster.clone(), ready.clone());
     let router = http::router(health, extra, &cfg.server);
     let limits = http::ServeLimits::from_config(&cfg.server);
     intake.tracker.spawn(http::serve(listener, router, limits, intake.cancel.clone()));
