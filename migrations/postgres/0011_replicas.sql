@@ -7,3 +7,6 @@ CREATE TABLE session_fences (
 );
 ALTER TABLE inbox ADD COLUMN routed_to TEXT;
 ALTER TABLE inbox ADD COLUMN routed_ms BIGINT NOT NULL DEFAULT 0;
+-- A replica claims an event only when no earlier event of its conversation is held by another
+-- replica (order within a conversation across replicas).
+CREATE INDEX inbox_open_by_conversation ON inbox (conversation, seq) WHERE status IN ('pending', 'processing');

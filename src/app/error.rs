@@ -17,4 +17,7 @@ pub enum AppError {
     Hooks(#[from] crate::hooks::HooksError),
     #[error("{0}; start Redis or fix [redis] url (or remove [redis] to run one process)")]
     Redis(crate::cluster::ClusterError),
+    /// The config asks for replicas in a way that cannot work.
+    #[error("{0}")]
+    Replicas(String),
 }

@@ -25,6 +25,11 @@ pub(super) fn worker_id() -> String {
 pub(super) async fn join(cfg: &Config) -> Result<Arc<Cluster>, AppError> {
     let worker = worker_id();
     match &cfg.redis {
+        Some(_) if cfg.database.url.expose().starts_with("sqlite:") => Err(AppError::Replicas(
+            "[redis] is set but [database] url is SQLite: several replicas need one shared database; \
+             set [database] url to postgres://..., or remove [redis] to run one process"
+                .into(),
+        )),
         Some(redis) => {
             let cluster = Cluster::connect(redis, worker).await.map_err(AppError::Redis)?;
             tracing::info!(worker = cluster.worker(), lease_ms = redis.lease_ms, "joined the replicas through redis");
@@ -109,12 +114,14 @@ async fn take_over_dead(cluster: Arc<Cluster>, store: Arc<dyn crate::store::Stor
 
 /// Listens to the bus: a wake for this replica (or everyone) wakes the dispatcher; after the
 /// bus reconnects it wakes too (wakes sent meanwhile are lost); web chat events from other
-/// replicas reach this replica's open pages; an identity linked or approved on another replica
-/// leaves this replica's admission cache.
+/// replicas reach this replica's open pages; a stop asked on another replica reaches the turn
+/// running here; an identity linked or approved on another replica leaves this replica's
+/// admission cache.
 pub(super) fn start_listener(
     cluster: &Arc<Cluster>,
     wake: Arc<Notify>,
     hub: Option<Arc<crate::web::WebHub>>,
+    sessions: crate::session::Sessions,
     access: Arc<crate::triage::Access>,
     tasks: &Tasks,
 ) {
@@ -140,6 +147,11 @@ pub(super) fn start_listener(
             match msg.topic {
                 Topic::Wake if msg.payload == me || msg.payload == "*" => wake.notify_one(),
                 Topic::Reconnected => wake.notify_one(),
+                Topic::Stop if msg.origin != me => {
+                    if let Some((key, turn)) = msg.payload.split_once('\t') {
+                        sessions.stop_here(key, (!turn.is_empty()).then_some(turn));
+                    }
+                }
                 Topic::Access if msg.origin != me => {
                     if let Ok(id) = msg.payload.parse() {
                         access.invalidate(&id);

@@ -22,6 +22,8 @@ pub enum Topic {
     Web,
     /// Who may use Butler changed (payload: the identity); admission caches drop it.
     Access,
+    /// Stop a running turn (payload: `<session key>\t<turn id or empty>`), wherever it runs.
+    Stop,
     /// This replica's bus connection came back: whatever was sent meanwhile is lost.
     Reconnected,
 }
@@ -32,12 +34,13 @@ impl Topic {
             Topic::Wake => "wake",
             Topic::Web => "web",
             Topic::Access => "access",
+            Topic::Stop => "stop",
             Topic::Reconnected => "reconnected",
         }
     }
 
     fn parse(s: &str) -> Option<Self> {
-        [Topic::Wake, Topic::Web, Topic::Access].into_iter().find(|t| t.as_str() == s)
+        [Topic::Wake, Topic::Web, Topic::Access, Topic::Stop].into_iter().find(|t| t.as_str() == s)
     }
 }
 

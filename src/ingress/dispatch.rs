@@ -129,6 +129,17 @@ impl Dispatcher {
     async fn route(&self, row: &InboxRow) -> Result<(), StoreError> {
         let event = &row.event;
         let id = &event.id.0;
+        // With several replicas, an event of a conversation whose session runs elsewhere goes
+        // there before triage: triage has effects (an approval decided, a question answered)
+        // that must happen once, on the replica that then runs the session.
+        if self.cluster.shared() && event.channel() != HOOK_CHANNEL && !matches!(event.body, EventBody::Trigger { .. })
+        {
+            match self.triage.sessions().place(&crate::session::session_key(event)).await {
+                Placement::Here => {}
+                Placement::Elsewhere(owner) => return self.hand_to(id, &owner).await,
+                Placement::Away => return self.store.inbox_release(id, AWAY_RETRY_MS).await,
+            }
+        }
         let verdict = self.triage.decide(event).await?;
         if let Some((kind, reason)) = &verdict.audit {
             tracing::info!(event = %id, actor = %event.actor.identity, decision = kind, reason = %reason, "triage decision");
@@ -174,16 +185,19 @@ impl Dispatcher {
                             self.store.inbox_release(id, BUSY_RETRY_MS).await
                         }
                     },
-                    Placement::Elsewhere(owner) => {
-                        tracing::debug!(event = %id, %owner, "session runs on another replica; handing the event over");
-                        self.store.inbox_route(id, &owner).await?;
-                        self.cluster.publish(Topic::Wake, &owner).await;
-                        Ok(())
-                    }
+                    Placement::Elsewhere(owner) => self.hand_to(id, &owner).await,
                     Placement::Away => self.store.inbox_release(id, AWAY_RETRY_MS).await,
                 }
             }
         }
+    }
+
+    /// Hands event `id` to `owner`, the replica running its session, and wakes it.
+    async fn hand_to(&self, id: &str, owner: &str) -> Result<(), StoreError> {
+        tracing::debug!(event = %id, %owner, "session runs on another replica; handing the event over");
+        self.store.inbox_route(id, owner).await?;
+        self.cluster.publish(Topic::Wake, owner).await;
+        Ok(())
     }
 
     /// A bare acknowledgement of a click (the platform stops showing it as pending), through the

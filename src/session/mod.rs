@@ -99,8 +99,22 @@ impl Sessions {
         }
     }
 
-    /// Asks the running turn of `key` to stop (only if it is `turn_id`, when given).
+    /// Asks the running turn of `key` to stop (only if it is `turn_id`, when given). With
+    /// several replicas, a session that does not run here is asked on every replica (through
+    /// the bus); that counts as found.
     pub fn stop(&self, key: &str, turn_id: Option<&str>) -> bool {
+        let live_here = lock(&self.inner.actors).contains_key(key);
+        let cluster = &self.inner.deps.cluster;
+        if !live_here && cluster.shared() {
+            let (cluster, payload) = (cluster.clone(), format!("{key}\t{}", turn_id.unwrap_or_default()));
+            self.inner.tracker.spawn(async move { cluster.publish(crate::cluster::Topic::Stop, &payload).await });
+            return true;
+        }
+        self.stop_here(key, turn_id)
+    }
+
+    /// [`Sessions::stop`] for a turn running on this replica only.
+    pub fn stop_here(&self, key: &str, turn_id: Option<&str>) -> bool {
         let actors = lock(&self.inner.actors);
         let Some(handle) = actors.get(key) else { return false };
         let running = lock(&handle.running);

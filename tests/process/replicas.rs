@@ -241,3 +241,76 @@ async fn one_replica_polls_telegram_and_another_takes_over_when_it_dies() {
     }
     assert_eq!(tg.conflicts(), 0, "no 409 after the takeover either\n{}", set.logs());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stop_and_approvals_reach_the_turn_on_whichever_replica_runs_it() {
+    let llm = FakeLlm::start().await;
+    let extra = format!("{}\n[tools]\nworkspace_dir = \"workspaces\"\n", llm_section(&llm.openai_url()));
+    let mut set = Replicas::new(2, 2000, &extra).await;
+    // The session lives on replica 1; every request below goes to replica 0.
+    set.start(1).await;
+    let (b0, b1) = (set.nodes[0].base(), set.nodes[1].base());
+    super::post(&b1, "st", "hello").await;
+    wait_for("the first answer", 20, || set.logs(), async || answers(&b1, "st").await.len() == 1).await;
+    set.start(0).await;
+
+    // The Stop button clicked on replica 0 stops the turn streaming on replica 1.
+    let words: Vec<String> = (0..60).map(|i| format!("word{i} ")).collect();
+    llm.on("long story", Reply::chunks(words).chunk_delay(Duration::from_millis(100)));
+    super::post(&b0, "st", "tell me a long story").await;
+    let msgs = super::wait_messages(&b0, "st", "the streaming draft", |m| {
+        m.iter().any(|x| x["role"] == "assistant" && x["buttons"][0]["label"] == "Stop")
+    })
+    .await;
+    let draft = msgs.iter().find(|x| x["buttons"][0]["label"] == "Stop").unwrap();
+    let action = draft["buttons"][0]["action"].as_str().unwrap().to_string();
+    super::click(&b0, "st", &action).await;
+    let msgs = super::wait_messages(&b0, "st", "the stopped reply", |m| {
+        m.iter().any(|x| x["text"].as_str().is_some_and(|t| t.ends_with("⏹ Stopped.")))
+    })
+    .await;
+    let stopped = msgs.iter().find_map(|x| x["text"].as_str().filter(|t| t.ends_with("⏹ Stopped."))).unwrap();
+    assert!(!stopped.contains("word59"), "cut off mid-stream: {stopped}");
+
+    // An approval asked on replica 1, clicked on replica 0, resumes the turn once.
+    llm.on("write it down", Reply::tool_call("file_write", json!({"path": "notes/todo.md", "content": "milk"})));
+    llm.on("write it down", Reply::text("Written."));
+    super::post(&b0, "st", "write it down please").await;
+    let msgs = super::wait_messages(&b0, "st", "the approval request", |m| super::approve_action(m).is_some()).await;
+    super::click(&b0, "st", &super::approve_action(&msgs).unwrap()).await;
+    wait_for("the resumed answer", 20, || set.logs(), async || answers(&b0, "st").await.iter().any(|t| t == "Written."))
+        .await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(answers(&b0, "st").await.iter().filter(|t| *t == "Written.").count(), 1);
+    assert_eq!(std::fs::read_to_string(set.dir.path().join("workspaces/local/notes/todo.md")).unwrap(), "milk");
+    let owner = holders(&set, "session:").await.into_iter().find_map(|(_, h)| h);
+    assert_eq!(owner, Some(1), "the session never moved");
+}
+
+#[tokio::test]
+async fn serve_refuses_replicas_on_sqlite_and_an_unreachable_redis_naming_the_fix() {
+    // (redis section, what the error must say)
+    let port = crate::support::proc::free_port();
+    let cases = [
+        ("[redis]\nurl = \"redis://127.0.0.1:6379\"\n".to_string(), "several replicas need one shared database"),
+        (format!("[redis]\nurl = \"redis://127.0.0.1:{port}\"\n"), "start Redis or fix [redis] url"),
+    ];
+    for (section, want) in cases {
+        let dep = crate::support::proc::Deployment::new(&section);
+        let mut cmd = dep.command(&["serve"]);
+        if want.starts_with("start") {
+            // A reachable database, an unreachable Redis.
+            let db = crate::support::db::PgTestDb::create().await;
+            let text = std::fs::read_to_string(&dep.config).unwrap();
+            let text = text.replace(&dep.db_url(), &db.url);
+            std::fs::write(&dep.config, text).unwrap();
+            let out = cmd.output().unwrap();
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert!(!out.status.success() && err.contains(want), "{section}: {err}");
+            continue;
+        }
+        let out = cmd.output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success() && err.contains(want), "{section}: {err}");
+    }
+}

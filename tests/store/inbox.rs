@@ -31,7 +31,9 @@ pub async fn duplicate_ids_are_dropped(store: Arc<dyn Store>) {
 pub async fn claims_in_order_by_channel(store: Arc<dyn Store>) {
     for i in 0..6 {
         let channel = if i % 2 == 0 { "telegram" } else { "slack" };
-        store.inbox_insert(&event(&format!("e{i}"), channel, "c1")).await.unwrap();
+        // One conversation each: a worker never takes a later event of a conversation another
+        // worker holds (replicas::a_conversation_stays_in_order_across_replicas).
+        store.inbox_insert(&event(&format!("e{i}"), channel, &format!("c{i}"))).await.unwrap();
     }
     assert!(store.inbox_claim(&[], "w1", 10).await.unwrap().is_empty(), "no channels, no claims");
     assert!(store.inbox_claim(&strings(&["telegram"]), "w1", 0).await.unwrap().is_empty());
@@ -54,7 +56,7 @@ pub async fn concurrent_claims_never_overlap(store: Arc<dyn Store>) {
     const ROWS: usize = 200;
     for i in 0..ROWS {
         let channel = if i % 3 == 0 { "slack" } else { "telegram" };
-        store.inbox_insert(&event(&format!("ev{i:03}"), channel, "c1")).await.unwrap();
+        store.inbox_insert(&event(&format!("ev{i:03}"), channel, &format!("c{i}"))).await.unwrap();
     }
     let channels = strings(&["telegram", "slack"]);
     let mut tasks = Vec::new();

@@ -141,6 +141,7 @@ contract! {
     schedule_runs_read_their_delivery => crate::schedules::runs_read_their_delivery,
     replica_fences_grow_and_old_tokens_are_refused => crate::replicas::fences_grow_and_old_tokens_are_refused,
     replica_routed_events_go_to_their_replica_first => crate::replicas::routed_events_go_to_their_replica_first,
+    replica_conversation_stays_in_order_across_replicas => crate::replicas::a_conversation_stays_in_order_across_replicas,
     replica_takeover_returns_only_dead_replicas_events => crate::replicas::takeover_returns_only_dead_replicas_events,
     replica_outbox_row_is_claimed_by_one_sender => crate::replicas::an_outbox_row_is_claimed_by_one_sender,
     schedule_jobs_follow_a_linked_identity => crate::schedules::jobs_follow_a_linked_identity,

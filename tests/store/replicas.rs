@@ -78,6 +78,24 @@ pub async fn routed_events_go_to_their_replica_first(store: Arc<dyn Store>) {
     assert_eq!(store.inbox_get("r1").await.unwrap().unwrap().status, InboxStatus::Done);
 }
 
+pub async fn a_conversation_stays_in_order_across_replicas(store: Arc<dyn Store>) {
+    let chans = vec!["web".to_string()];
+    for id in ["o1", "o2"] {
+        store.inbox_insert(&event(id, "web", "same")).await.unwrap();
+    }
+    store.inbox_insert(&event("o3", "web", "other")).await.unwrap();
+    // x holds o1: nobody else may take o2 (a later event of the same conversation) meanwhile,
+    // but o3 (another conversation) is free.
+    let got = store.inbox_claim(&chans, "x", 1).await.unwrap();
+    assert_eq!(got[0].event.id.0, "o1");
+    let ids = |rows: Vec<butler::store::InboxRow>| rows.into_iter().map(|r| r.event.id.0).collect::<Vec<_>>();
+    assert_eq!(ids(store.inbox_claim(&chans, "y", 10).await.unwrap()), ["o3"]);
+    // o1 handed to z: only z gets o1 and then o2, in order.
+    assert!(store.inbox_route("o1", "z").await.unwrap());
+    assert!(ids(store.inbox_claim(&chans, "y", 10).await.unwrap()).is_empty());
+    assert_eq!(ids(store.inbox_claim(&chans, "z", 10).await.unwrap()), ["o1", "o2"]);
+}
+
 pub async fn takeover_returns_only_dead_replicas_events(store: Arc<dyn Store>) {
     let chans = vec!["web".to_string()];
     for (id, worker) in [("t1", "dead"), ("t2", "alive"), ("t3", "dead")] {

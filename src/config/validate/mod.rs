@@ -57,12 +57,6 @@ pub(super) fn check_stores(database: &DatabaseConfig, redis: Option<&RedisConfig
                 ),
             );
         }
-        if db.starts_with("sqlite://") {
-            p.add(
-                "redis.url",
-                "several replicas need one shared database; set [database] url to postgres://..., or remove [redis] to run one process on SQLite",
-            );
-        }
         if !(500..=600_000).contains(&redis.lease_ms) {
             p.add("redis.lease_ms", format!("{} is out of range; use 500..600000 (default 3000)", redis.lease_ms));
         }
