@@ -183,7 +183,8 @@ mod tests {
 
     #[test]
     fn a_spent_bucket_is_read_from_the_headers() {
-        let cases: &[(&[(&str, &str)], Option<u64>)] = &[
+        type Headers<'a> = &'a [(&'a str, &'a str)];
+        let cases: &[(Headers, Option<u64>)] = &[
             (&[("x-ratelimit-remaining", "0"), ("x-ratelimit-reset-after", "1.250")], Some(1250)),
             (&[("x-ratelimit-remaining", "3"), ("x-ratelimit-reset-after", "1.250")], None),
             (&[("x-ratelimit-remaining", "0")], None),

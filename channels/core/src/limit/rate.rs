@@ -144,7 +144,8 @@ mod tests {
         let spaced = Rate::spaced(ms(1000));
         let mut c = Cell::default();
         // (hold for, reserve at, max wait, expected)
-        let steps: &[(Option<u64>, u64, u64, Result<u64, u64>)] = &[
+        type Step = (Option<u64>, u64, u64, Result<u64, u64>);
+        let steps: &[Step] = &[
             (None, 0, 10_000, Ok(0)),
             (None, 0, 10_000, Ok(1000)),
             (None, 0, 10_000, Ok(2000)),
