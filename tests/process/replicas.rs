@@ -278,8 +278,13 @@ async fn stop_and_approvals_reach_the_turn_on_whichever_replica_runs_it() {
     super::post(&b0, "st", "write it down please").await;
     let msgs = super::wait_messages(&b0, "st", "the approval request", |m| super::approve_action(m).is_some()).await;
     super::click(&b0, "st", &super::approve_action(&msgs).unwrap()).await;
-    wait_for("the resumed answer", 20, || set.logs(), async || answers(&b0, "st").await.iter().any(|t| t == "Written."))
-        .await;
+    wait_for(
+        "the resumed answer",
+        20,
+        || set.logs(),
+        async || answers(&b0, "st").await.iter().any(|t| t == "Written."),
+    )
+    .await;
     tokio::time::sleep(Duration::from_millis(500)).await;
     assert_eq!(answers(&b0, "st").await.iter().filter(|t| *t == "Written.").count(), 1);
     assert_eq!(std::fs::read_to_string(set.dir.path().join("workspaces/local/notes/todo.md")).unwrap(), "milk");
