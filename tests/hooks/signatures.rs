@@ -366,3 +366,26 @@ async fn a_sources_limit_is_shared_by_the_replicas() {
         assert_eq!(accepted, want, "shared gate: {shared}");
     }
 }
+
+/// Issue 18 point 4 with real processes: two `butler serve` replicas on one Postgres and one
+/// Redis accept a webhook source's burst once between them, requests alternating between them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_serve_replicas_accept_a_sources_burst_once() {
+    let triggers = "[[triggers]]\nname = \"deploys\"\nsecret = \"butler-hook-secret-88a2e0\"\n\
+                    signature = \"butler\"\nrate_limit_per_minute = 10\n";
+    let mut set = crate::support::cluster::Replicas::new(2, 2000, triggers).await;
+    set.start_all().await;
+    let client = reqwest::Client::new();
+    // (status, how many of the 30 requests got it)
+    let mut got = std::collections::BTreeMap::new();
+    for i in 0..30 {
+        let body = format!(r#"{{"service":"api","build":{i}}}"#).into_bytes();
+        let headers = butler_headers(BUTLER_SECRET, now_secs(), Some(&format!("build-{i}")), &body);
+        let mut req = client.post(format!("{}/hooks/deploys", set.nodes[i % 2].base())).body(body);
+        for (name, value) in headers {
+            req = req.header(name, value);
+        }
+        *got.entry(req.send().await.unwrap().status().as_u16()).or_insert(0) += 1;
+    }
+    assert_eq!(got, std::collections::BTreeMap::from([(202, 10), (429, 20)]), "{}", set.logs());
+}

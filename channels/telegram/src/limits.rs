@@ -6,8 +6,9 @@
 //! The slots live in the [`Gate`] the channel was given: this process's own, or the one the
 //! replicas share (then the limits are the bot's, however many replicas send). A message first
 //! reserves its chat's next slot, sleeps until it, then reserves the next overall slot (so a
-//! chat that must wait never holds up the others). Reservations are handed out in arrival
-//! order, so waiting callers never race each other. It must never drop a request: a wait longer
+//! chat that must wait never holds up the others); when that overall slot was later, the chat
+//! is held for one interval from the moment the message really goes. Reservations are handed
+//! out in arrival order, so waiting callers never race each other. It must never drop a request: a wait longer
 //! than the caller allows comes back as the time to wait, for the caller to retry later.
 
 use butler_channel::limit::{Gate, Rate};
@@ -65,14 +66,20 @@ impl Scheduler {
     /// `max_wait` away.
     pub async fn wait(&self, chat: i64, max_wait: Duration) -> Result<(), Duration> {
         let mut buf = [0; 40];
-        let wait = self.gate.reserve(chat_key(chat, &mut buf), self.chat, max_wait).await?;
+        let key = chat_key(chat, &mut buf);
+        let wait = self.gate.reserve(key, self.chat, max_wait).await?;
         if !wait.is_zero() {
             tokio::time::sleep(wait).await;
         }
         if let Some(rate) = self.all {
-            let wait = self.gate.reserve(ALL, rate, max_wait.saturating_sub(wait)).await?;
-            if !wait.is_zero() {
-                tokio::time::sleep(wait).await;
+            let queued = self.gate.reserve(ALL, rate, max_wait.saturating_sub(wait)).await?;
+            if !queued.is_zero() {
+                tokio::time::sleep(queued).await;
+                // The chat's slot was reserved before this wait: its next message counts
+                // from now, when this one really goes.
+                if !self.chat.every.is_zero() {
+                    self.gate.hold(key, self.chat.every).await;
+                }
             }
         }
         Ok(())
@@ -162,6 +169,19 @@ mod tests {
         for chat in [0, 7, -1_001_234_567_890, i64::MIN, i64::MAX] {
             assert_eq!(chat_key(chat, &mut [0; 40]), format!("telegram:chat:{chat}"));
         }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_chat_waits_from_when_its_message_really_went() {
+        let s = Arc::new(Scheduler::new(Limits::default(), Gate::local()));
+        // 60 other chats fill the next two seconds of overall slots; chat 7 comes last.
+        let mut chats: Vec<i64> = (100..160).collect();
+        chats.push(7);
+        let first = *slots(s.clone(), &chats).await.last().unwrap();
+        assert!(first >= 1900, "chat 7 went at {first} ms");
+        let start = Instant::now();
+        s.wait(7, Duration::from_secs(60)).await.unwrap();
+        assert!((Instant::now() - start).as_millis() >= 1000, "its next message waits a full interval");
     }
 
     #[tokio::test(start_paused = true)]
