@@ -155,3 +155,50 @@ async fn lockouts_and_refusals_hold_across_replicas() {
         assert_eq!(matches!(got, Admission::Answer { .. }), answered, "replica {r}: {got:?}");
     }
 }
+
+/// Issue 18 point 4: a link made on one replica is announced on the cluster's bus (topic
+/// `Access`, the identity as payload) and heard by the other replica, whose bus listener drops
+/// the identity from its admission cache (`Access::invalidate`, in `app/replicas.rs`).
+#[tokio::test]
+async fn a_link_on_one_replica_is_announced_to_the_others() {
+    use butler::cluster::{Cluster, Topic};
+    use butler::config::{RedisConfig, Secret};
+    let redis = RedisConfig {
+        url: Secret::new(gates::REDIS_URL),
+        lease_ms: 3000,
+        prefix: format!("butler-test-{}", uuid::Uuid::new_v4().simple()),
+    };
+    let (tracker, cancel) = (tokio_util::task::TaskTracker::new(), tokio_util::sync::CancellationToken::new());
+    let a = Cluster::connect(&redis, "replica-a".into()).await.unwrap();
+    let b = Cluster::connect(&redis, "replica-b".into()).await.unwrap();
+    b.start(&tracker, cancel.clone());
+    let mut heard = b.subscribe();
+    tokio::time::sleep(Duration::from_millis(500)).await; // b's bus connection subscribes
+
+    let db = SqliteTestDb::new();
+    let store = butler::store::connect(&db.url, 2).await.unwrap();
+    store.migrate().await.unwrap();
+    let owner = Identity::new("chat", "owner");
+    let cfg = AccessConfig { owners: vec![owner.clone()], ..AccessConfig::default() };
+    let on_a = Access::new(&cfg, [], "UTC").with_bus(a.clone());
+    let user = on_a.user_for(&*store, &owner).await.unwrap().expect("the owner");
+    let code = on_a.link_code(&*store, &FakeChannel::new("chat").dm("owner", "/link"), &user).await.unwrap();
+    let phone = Identity::new("chat", "phone");
+    assert!(on_a.redeem_link(&*store, &phone, &code).await.unwrap().is_some());
+
+    let msg = tokio::time::timeout(Duration::from_secs(5), async {
+        loop {
+            match heard.recv().await {
+                Ok(m) if m.topic == Topic::Access => return m,
+                Ok(_) => continue,
+                Err(e) => panic!("{e}"),
+            }
+        }
+    })
+    .await
+    .expect("replica b hears the link");
+    assert_eq!((msg.origin.as_str(), msg.payload.as_str()), ("replica-a", "chat:phone"));
+    cancel.cancel();
+    tracker.close();
+    tracker.wait().await;
+}

@@ -8,8 +8,9 @@
 //! reserves its chat's next slot, sleeps until it, then reserves the next overall slot (so a
 //! chat that must wait never holds up the others); when that overall slot was later, the chat
 //! is held for one interval from the moment the message really goes. Reservations are handed
-//! out in arrival order, so waiting callers never race each other. It must never drop a request: a wait longer
-//! than the caller allows comes back as the time to wait, for the caller to retry later.
+//! out in arrival order, so waiting callers never race each other. It must never drop a
+//! request: a wait longer than the caller allows comes back as the time to wait, for the
+//! caller to retry later.
 
 use butler_channel::limit::{Gate, Rate};
 use std::time::Duration;
