@@ -13,25 +13,15 @@
 mod support;
 
 use futures::StreamExt;
-use serde_json::{json, Value};
+use serde_json::json;
 use std::time::{Duration, Instant};
-use support::bench::{percentile_ms as percentile, proc_mib, Serve};
+use support::bench::{cpu_secs, percentile_ms as percentile, proc_mib, web_conversation as conversation, Serve};
 use support::db::PgTestDb;
 use support::fake_llm::FakeLlm;
 use support::proc::free_port;
 
 fn env_usize(name: &str, default: usize) -> usize {
     std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
-}
-
-/// CPU time (user + system) a process has used, from /proc/<pid>/stat (clock ticks of 10 ms).
-fn cpu_secs(pid: u32) -> f64 {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-    // Fields after the command name (which may contain spaces) start at field 3.
-    let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
-    let fields: Vec<&str> = rest.split_whitespace().collect();
-    let ticks = |i: usize| fields.get(i).and_then(|f| f.parse::<f64>().ok()).unwrap_or(0.0);
-    (ticks(11) + ticks(12)) / 100.0
 }
 
 /// Starts `butler serve` on `db_url`; returns it and the time from spawn to /readyz = 200.
@@ -56,59 +46,6 @@ async fn serve_with(db_url: &str, llm_url: &str, extra: &str) -> (Serve, Duratio
     )
     .unwrap();
     Serve::start(dir, &config, port).await
-}
-
-/// One conversation: `turns` messages, each waited for until its final reply arrives on the
-/// conversation's event stream. Returns the per-turn latencies.
-async fn conversation(client: reqwest::Client, base: String, conv: String, turns: usize) -> Vec<Duration> {
-    let post = |text: String| {
-        client
-            .post(format!("{base}/api/v1/messages"))
-            .json(&json!({"conversation": conv, "user": "local", "text": text}))
-            .send()
-    };
-    // Create the conversation, then listen to it.
-    assert_eq!(post("hello".into()).await.unwrap().status(), 202);
-    let resp = client.get(format!("{base}/api/v1/conversations/{conv}/stream")).send().await.unwrap();
-    let mut body = resp.bytes_stream();
-    let mut buf = String::new();
-    let mut finals = 0usize;
-    let mut latencies = Vec::with_capacity(turns);
-    // The greeting's reply may arrive before or after the stream opened: count replies by id.
-    let mut seen = std::collections::HashSet::new();
-    let mut pending: Option<Instant> = None;
-    let mut sent = 0;
-    loop {
-        if pending.is_none() {
-            if sent == turns {
-                break;
-            }
-            sent += 1;
-            pending = Some(Instant::now());
-            assert_eq!(post(format!("message {sent}")).await.unwrap().status(), 202);
-        }
-        let chunk = tokio::time::timeout(Duration::from_secs(30), body.next()).await.expect("reply within 30s");
-        let chunk = chunk.expect("stream open").expect("stream chunk");
-        buf.push_str(&String::from_utf8_lossy(&chunk));
-        while let Some(end) = buf.find("\n\n") {
-            let block: String = buf.drain(..end + 2).collect();
-            let data: String = block.lines().filter_map(|l| l.strip_prefix("data: ")).collect();
-            let Ok(v) = serde_json::from_str::<Value>(&data) else { continue };
-            let is_final = v["role"] == "assistant"
-                && v.get("draft").is_none()
-                && v["buttons"].as_array().is_some_and(|b| b.is_empty());
-            if is_final && seen.insert(v["id"].as_i64().unwrap_or(-1)) {
-                finals += 1;
-                // Reply number `finals - 1` answers message number `finals - 1` (0 = greeting).
-                if finals > 1 && finals - 1 == sent {
-                    if let Some(t0) = pending.take() {
-                        latencies.push(t0.elapsed());
-                    }
-                }
-            }
-        }
-    }
-    latencies
 }
 
 async fn load(backend: &str, db_url: &str, llm_url: &str, conversations: usize, turns: usize, bench: &str) {

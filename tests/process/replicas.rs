@@ -101,6 +101,14 @@ async fn a_paused_owner_cannot_commit_and_the_new_owner_answers_exactly_once() {
     tokio::time::sleep(Duration::from_millis(500)).await;
     let all = answers(&base, "p1").await;
     assert_eq!(all, ["answered by the new owner"], "exactly one reply, the new owner's\n{}", set.logs());
+    // The event came back through the reaper of a live replica, counted as a takeover.
+    let mut takeovers = 0.0;
+    for (i, n) in set.nodes.iter().enumerate() {
+        if i != owner {
+            takeovers += metric(&n.base(), "butler_takeovers_total").await;
+        }
+    }
+    assert!(takeovers >= 1.0, "takeovers counted: {takeovers}");
     assert_eq!(llm.request_count(), 2, "the turn ran once more, on the new owner, and only once");
 }
 
@@ -153,14 +161,7 @@ async fn a_web_page_on_one_replica_sees_replies_made_on_another() {
             .unwrap()
             .unwrap();
         buf.push_str(&String::from_utf8_lossy(&chunk));
-        while let Some(end) = buf.find("\n\n") {
-            let block: String = buf.drain(..end + 2).collect();
-            let kind = block.lines().find_map(|l| l.strip_prefix("event: ")).unwrap_or("").to_string();
-            let data: String = block.lines().filter_map(|l| l.strip_prefix("data: ")).collect();
-            if let Ok(v) = serde_json::from_str(&data) {
-                seen.push((kind, v));
-            }
-        }
+        seen.extend(crate::support::sse::drain_events(&mut buf));
     }
     assert_eq!(set.holder(&holders(&set, "session:").await[0].0).await, Some(1), "the owner did not change");
 }
@@ -318,4 +319,27 @@ async fn serve_refuses_replicas_on_sqlite_and_an_unreachable_redis_naming_the_fi
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(!out.status.success() && err.contains(want), "{section}: {err}");
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restarting_replica_takes_nothing_from_a_live_one() {
+    let llm = FakeLlm::start().await;
+    let mut set = Replicas::new(2, 1000, &llm_section(&llm.openai_url())).await;
+    set.start_all().await;
+    let words: Vec<String> = (0..30).map(|i| format!("w{i} ")).collect();
+    llm.on("slow one", Reply::chunks(words).chunk_delay(Duration::from_millis(100)));
+    let b0 = set.nodes[0].base();
+    super::post(&b0, "live", "slow one").await;
+    wait_for("the model call", 20, || set.logs(), async || llm.request_count() >= 1).await;
+    let owner = holders(&set, "session:").await.into_iter().find_map(|(_, h)| h).expect("an owner");
+    // The other replica dies and starts again while the owner is mid-turn: a single process
+    // would reset every `processing` event at start; a replica must not.
+    let other = 1 - owner;
+    set.kill(other);
+    set.start(other).await;
+    let base = set.nodes[owner].base();
+    wait_for("the answer", 30, || set.logs(), async || answers(&base, "live").await.len() == 1).await;
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    assert_eq!(answers(&base, "live").await.len(), 1);
+    assert_eq!(llm.request_count(), 1, "the live owner's turn was not run again\n{}", set.logs());
 }

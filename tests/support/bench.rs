@@ -4,6 +4,7 @@
 //! never leave a process behind.
 
 use super::proc::binary;
+use futures::StreamExt;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -77,4 +78,67 @@ pub fn percentile_ms(sorted: &[std::time::Duration], p: f64) -> f64 {
     }
     let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
     sorted[i].as_secs_f64() * 1000.0
+}
+
+/// CPU time (user + system) a process has used, from /proc/<pid>/stat (clock ticks of 10 ms).
+pub fn cpu_secs(pid: u32) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // Fields after the command name (which may contain spaces) start at field 3.
+    let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let ticks = |i: usize| fields.get(i).and_then(|f| f.parse::<f64>().ok()).unwrap_or(0.0);
+    (ticks(11) + ticks(12)) / 100.0
+}
+
+/// One conversation: `turns` messages, each waited for until its final reply arrives on the
+/// conversation's event stream. Returns the per-turn latencies.
+pub async fn web_conversation(client: reqwest::Client, base: String, conv: String, turns: usize) -> Vec<Duration> {
+    let post = |text: String| {
+        client
+            .post(format!("{base}/api/v1/messages"))
+            .json(&serde_json::json!({"conversation": conv, "user": "local", "text": text}))
+            .send()
+    };
+    // Create the conversation, then listen to it.
+    assert_eq!(post("hello".into()).await.unwrap().status(), 202);
+    let resp = client.get(format!("{base}/api/v1/conversations/{conv}/stream")).send().await.unwrap();
+    let mut body = resp.bytes_stream();
+    let mut buf = String::new();
+    let mut finals = 0usize;
+    let mut latencies = Vec::with_capacity(turns);
+    // The greeting's reply may arrive before or after the stream opened: count replies by id.
+    let mut seen = std::collections::HashSet::new();
+    let mut pending: Option<Instant> = None;
+    let mut sent = 0;
+    loop {
+        if pending.is_none() {
+            if sent == turns {
+                break;
+            }
+            sent += 1;
+            pending = Some(Instant::now());
+            assert_eq!(post(format!("message {sent}")).await.unwrap().status(), 202);
+        }
+        let chunk = tokio::time::timeout(Duration::from_secs(30), body.next()).await.expect("reply within 30s");
+        let chunk = chunk.expect("stream open").expect("stream chunk");
+        buf.push_str(&String::from_utf8_lossy(&chunk));
+        while let Some(end) = buf.find("\n\n") {
+            let block: String = buf.drain(..end + 2).collect();
+            let data: String = block.lines().filter_map(|l| l.strip_prefix("data: ")).collect();
+            let Ok(v) = serde_json::from_str::<serde_json::Value>(&data) else { continue };
+            let is_final = v["role"] == "assistant"
+                && v.get("draft").is_none()
+                && v["buttons"].as_array().is_some_and(|b| b.is_empty());
+            if is_final && seen.insert(v["id"].as_i64().unwrap_or(-1)) {
+                finals += 1;
+                // Reply number `finals - 1` answers message number `finals - 1` (0 = greeting).
+                if finals > 1 && finals - 1 == sent {
+                    if let Some(t0) = pending.take() {
+                        latencies.push(t0.elapsed());
+                    }
+                }
+            }
+        }
+    }
+    latencies
 }

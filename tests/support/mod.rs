@@ -12,4 +12,5 @@ pub mod fake_slack;
 pub mod fake_telegram;
 pub mod gates;
 pub mod proc;
+pub mod sse;
 pub mod touch;

@@ -163,14 +163,7 @@ async fn the_event_stream_carries_created_and_updated_messages() {
     {
         let chunk = tokio::time::timeout_at(deadline, body.next()).await.expect("events in time").unwrap().unwrap();
         buf.push_str(&String::from_utf8_lossy(&chunk));
-        while let Some(end) = buf.find("\n\n") {
-            let block: String = buf.drain(..end + 2).collect();
-            let kind = block.lines().find_map(|l| l.strip_prefix("event: ")).unwrap_or("").to_string();
-            let data: String = block.lines().filter_map(|l| l.strip_prefix("data: ")).collect();
-            if let Ok(v) = serde_json::from_str(&data) {
-                events.push((kind, v));
-            }
-        }
+        events.extend(crate::support::sse::drain_events(&mut buf));
     }
     let kinds: Vec<&str> = events.iter().map(|(k, _)| k.as_str()).collect();
     assert_eq!(kinds[0], "created", "the user's message first: {kinds:?}");

@@ -1,0 +1,112 @@
+//! Several replicas: turns per second through the web API with 1, 2 and 3 `butler serve`
+//! replicas (release build) on one Postgres database and one Redis, one load generator spreading
+//! conversations over them, with the CPU each turn cost (all replicas together); and the time
+//! from SIGKILL of the replica polling Telegram to the answer of a message sent right after.
+//!
+//! Run: `cargo bench --bench replicas` (Postgres from BUTLER_TEST_PG_URL; `redis-server` on
+//! PATH, started privately). Tunables: BENCH_CONVERSATIONS (default 48), BENCH_TURNS (per
+//! conversation, default 40), BENCH_TAKEOVERS (default 5), BENCH_LEASE_MS (default 3000).
+//! Prints one `bench=` line per scenario.
+
+#[path = "../tests/support/mod.rs"]
+#[allow(unused_imports)]
+mod support;
+
+use std::time::{Duration, Instant};
+use support::bench::{cpu_secs, percentile_ms, web_conversation as conversation};
+use support::cluster::Replicas;
+use support::fake_llm::FakeLlm;
+
+fn env_usize(name: &str, default: usize) -> usize {
+    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+}
+
+async fn throughput(n: usize, conversations: usize, turns: usize, lease_ms: u64) {
+    let llm = FakeLlm::start().await;
+    let extra = format!("[llm]\nbase_url = \"{}\"\nmodel = \"bench\"\nmax_retries = 0\n", llm.openai_url());
+    let mut set = Replicas::new(n, lease_ms, &extra).await;
+    set.start_all().await;
+    let client = reqwest::Client::builder().pool_max_idle_per_host(conversations * 2).build().unwrap();
+    let bases: Vec<String> = set.nodes.iter().map(|r| r.base()).collect();
+    let warm: Vec<_> = (0..conversations.min(12))
+        .map(|i| tokio::spawn(conversation(client.clone(), bases[i % n].clone(), format!("warm{i}"), 3)))
+        .collect();
+    for w in warm {
+        w.await.unwrap();
+    }
+    let pids: Vec<u32> = set.nodes.iter().filter_map(|r| r.pid()).collect();
+    let cpu_before: f64 = pids.iter().map(|p| cpu_secs(*p)).sum();
+    let started = Instant::now();
+    let tasks: Vec<_> = (0..conversations)
+        .map(|i| tokio::spawn(conversation(client.clone(), bases[i % n].clone(), format!("b{i}"), turns)))
+        .collect();
+    let mut all = Vec::new();
+    for t in tasks {
+        all.extend(t.await.unwrap());
+    }
+    let elapsed = started.elapsed().as_secs_f64();
+    let cpu: f64 = pids.iter().map(|p| cpu_secs(*p)).sum::<f64>() - cpu_before;
+    all.sort();
+    let total = all.len() + conversations;
+    println!(
+        "bench=replicas_throughput replicas={n} conversations={conversations} turns={total} turns_per_s={:.0} \
+         p50_ms={:.2} p99_ms={:.2} cpu_ms_per_turn={:.2} cores=2",
+        total as f64 / elapsed,
+        percentile_ms(&all, 0.50),
+        percentile_ms(&all, 0.99),
+        cpu * 1000.0 / total as f64
+    );
+}
+
+async fn takeover(rounds: usize, lease_ms: u64) {
+    use support::fake_telegram::{updates::dm, FakeTelegram};
+    const TOKEN: &str = "4242:bench-token";
+    const OWNER: i64 = 4242;
+    let tg = FakeTelegram::start(TOKEN).await;
+    tg.refuse_concurrent_polls();
+    let llm = FakeLlm::start().await;
+    let extra = format!(
+        "[llm]\nbase_url = \"{}\"\nmodel = \"bench\"\nmax_retries = 0\n\
+         [channels.telegram]\ntoken = \"{TOKEN}\"\napi_url = \"{}\"\npoll_timeout_secs = 10\n\
+         [access]\nowners = [\"telegram:{OWNER}\"]\n",
+        llm.openai_url(),
+        tg.api_url()
+    );
+    let mut set = Replicas::new(3, lease_ms, &extra).await;
+    set.start_all().await;
+    let mut times = Vec::new();
+    for round in 0..rounds {
+        let leader = loop {
+            if let Some(l) = set.holder("receiver:telegram").await {
+                break l;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        };
+        set.kill(leader);
+        let killed = Instant::now();
+        let text = format!("after kill {round}");
+        tg.push(dm(OWNER, 100 + round as i64, &text));
+        let want = format!("echo: {text}");
+        tg.wait_chat(OWNER, 60, "the answer after the takeover", |m| m.iter().any(|s| s.text == want)).await;
+        times.push(killed.elapsed());
+        set.start(leader).await;
+    }
+    times.sort();
+    println!(
+        "bench=replicas_takeover rounds={rounds} lease_ms={lease_ms} takeover_p50_ms={:.0} takeover_max_ms={:.0} conflicts={}",
+        percentile_ms(&times, 0.50),
+        percentile_ms(&times, 1.0),
+        tg.conflicts()
+    );
+}
+
+#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+async fn main() {
+    let conversations = env_usize("BENCH_CONVERSATIONS", 48);
+    let turns = env_usize("BENCH_TURNS", 40);
+    let lease_ms = env_usize("BENCH_LEASE_MS", 3000) as u64;
+    for n in 1..=3 {
+        throughput(n, conversations, turns, lease_ms).await;
+    }
+    takeover(env_usize("BENCH_TAKEOVERS", 5), lease_ms).await;
+}
