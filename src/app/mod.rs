@@ -391,8 +391,8 @@ fn build_access(cfg: &Config, gate: &Gate, cluster: &Arc<Cluster>) -> Arc<Access
     Arc::new(access.with_bus(cluster.clone()))
 }
 
-/// The webhook triggers (their classifier on the `worker` tier when
-/// configured), the scheduled jobs, and triage over them.
+/// The webhook triggers (their classifier on the `worker` tier when configured), the scheduled
+/// jobs, and triage over them, with `access` deciding who may use Butler.
 #[allow(clippy::too_many_arguments)]
 fn build_triage(
     cfg: &Config,
