@@ -10,7 +10,7 @@ pub use error::AppError;
 use tasks::Tasks;
 
 use crate::agent::{Agent, AgentParts};
-use crate::cluster::Cluster;
+use crate::cluster::{Cluster, RedisGate};
 use crate::config::Config;
 use crate::hooks::Hooks;
 use crate::http::{self, Health};
@@ -24,6 +24,7 @@ use crate::store::{self, Store};
 use crate::tools::Tool;
 use crate::triage::{Access, Triage, TriageParts, Triggers};
 use crate::web;
+use butler_channel::limit::Gate;
 use butler_channel::{Channel, Identity, Ingress};
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -128,10 +129,12 @@ impl App {
 
         let wake = Arc::new(Notify::new());
         let ingress: Arc<dyn Ingress> = Arc::new(InboxIngress::new(store.clone(), wake.clone()));
+        // Where rate limits, holds and lockouts are kept: shared by the replicas with Redis.
+        let gate = cluster.link().map_or_else(Gate::local, |link| Gate::shared(Arc::new(RedisGate::for_link(link))));
         let (web_out, web_rx) = tokio::sync::mpsc::channel(1024);
         let relay = cluster.shared().then_some(web_out);
         let ChannelSet { out: channels, names, routes, hub } =
-            build_channels(&cfg, &store, &ingress, opts.http, opts.extra_channels, relay).await?;
+            build_channels(&cfg, &store, &ingress, opts.http, opts.extra_channels, relay, &gate).await?;
 
         let claims: Option<Arc<dyn store::ReplicaStore>> = cluster.shared().then(|| store.clone() as _);
         let deliverer = Deliverer::new(store.clone(), channels.clone(), DeliveryConfig::default(), claims);
@@ -151,12 +154,14 @@ impl App {
         let archivist = start_archivist(&cfg, &store, &tiers, &background);
         let overview = crate::mcp::ToolsOverview { own: agent.tool_names(), mcp: mcp.clone() };
         let sessions = build_sessions(&cfg, agent, &channels, &deliverer, archivist, &cluster);
-        let (triage, schedules) = build_triage(&cfg, &store, &tiers, &sessions, &deliverer, overview, &running);
+        let access = build_access(&cfg, &gate, &cluster);
+        let (triage, schedules) =
+            build_triage(&cfg, &store, &tiers, &sessions, &deliverer, overview, &running, access.clone());
 
         let delivery = start_delivery(&deliverer);
         let dispatcher = build_dispatcher(&cfg, &store, triage, &deliverer, wake.clone(), names, &cluster);
         let intake = start_intake(dispatcher, &store, &ingress, &channels, opts.http.then_some(schedules), &cluster);
-        replicas::start_listener(&cluster, wake, hub.clone(), sessions.clone(), &intake);
+        replicas::start_listener(&cluster, wake, hub.clone(), sessions.clone(), access, &intake);
         replicas::start_web_relay(&cluster, web_rx, &background);
 
         let ready = Arc::new(AtomicBool::new(false));
@@ -235,7 +240,8 @@ struct ChannelSet {
     out: Channels,
     /// The channels whose inbox events this process handles (and `hook`, for triggers).
     names: Vec<String>,
-    /// The platforms' HTTP routes (webhooks, interactivity endpoints).
+    /// The channels' HTTP routes (`/hooks/{name}`, the platforms' webhooks and interactivity
+    /// endpoints).
     routes: axum::Router,
     /// The web chat's open pages, when the web chat is on.
     hub: Option<Arc<web::WebHub>>,
@@ -250,8 +256,9 @@ async fn build_channels(
     http: bool,
     extra: Vec<Arc<dyn Channel>>,
     relay: Option<tokio::sync::mpsc::Sender<String>>,
+    gate: &Gate,
 ) -> Result<ChannelSet, AppError> {
-    let platforms = crate::channels::build(cfg, ingress.clone(), http).await?;
+    let platforms = crate::channels::build(cfg, ingress.clone(), http, gate).await?;
     let shared = relay.is_some() || cfg.redis.is_some();
     let hub = (http && cfg.channels.web.enabled).then(|| {
         Arc::new(match relay {
@@ -280,7 +287,12 @@ async fn build_channels(
             tracing::info!(recovered, "resuming events interrupted by an earlier stop");
         }
     }
-    Ok(ChannelSet { out, names, routes: platforms.routes, hub })
+    #[cfg(feature = "webhook")]
+    let routes =
+        platforms.routes.merge(butler_webhook::routes(webhook_sources(&cfg.triggers), ingress.clone(), gate.clone()));
+    #[cfg(not(feature = "webhook"))]
+    let routes = platforms.routes;
+    Ok(ChannelSet { out, names, routes, hub })
 }
 
 /// The agent: the built-in tools the config turns on, the `skill` tool and the extra ones, the
@@ -361,18 +373,10 @@ fn build_sessions(
     ))
 }
 
-/// Who may use Butler (the terminal, and the web chat's owner in local or single-token mode,
-/// are known without pairing), the webhook triggers (their classifier on the `worker` tier when
-/// configured), the scheduled jobs, and triage over them.
-fn build_triage(
-    cfg: &Config,
-    store: &Arc<dyn Store>,
-    tiers: &Tiers,
-    sessions: &Sessions,
-    deliverer: &Arc<Deliverer>,
-    tools: crate::mcp::ToolsOverview,
-    running: &Arc<crate::delegate::Running>,
-) -> (Triage, Arc<crate::schedule::Schedules>) {
+/// Who may use Butler: the configured owners and `allow` entries plus the local operator's
+/// identities (`cli:local`, the local web page, the web token's owner); refusals, wrong codes
+/// and lockouts kept in `gate`; links and approvals announced on the cluster's bus.
+fn build_access(cfg: &Config, gate: &Gate, cluster: &Arc<Cluster>) -> Arc<Access> {
     let mut local = vec![Identity::new("cli", "local")];
     if web::WebAuth::from_config(&cfg.channels.web).is_local() {
         local.push(Identity::new(crate::ids::WEB_CHANNEL, web::LOCAL_USER));
@@ -383,7 +387,23 @@ fn build_triage(
     if cfg.access.policy == crate::config::AccessPolicy::Open {
         tracing::warn!("[access] policy = \"open\": anyone who can reach Butler can use it");
     }
-    let access = Arc::new(Access::new(&cfg.access, local, &cfg.agent.timezone));
+    let access = Access::new(&cfg.access, local, &cfg.agent.timezone).with_gate(gate.clone());
+    Arc::new(access.with_bus(cluster.clone()))
+}
+
+/// The webhook triggers (their classifier on the `worker` tier when configured), the scheduled
+/// jobs, and triage over them, with `access` deciding who may use Butler.
+#[allow(clippy::too_many_arguments)]
+fn build_triage(
+    cfg: &Config,
+    store: &Arc<dyn Store>,
+    tiers: &Tiers,
+    sessions: &Sessions,
+    deliverer: &Arc<Deliverer>,
+    tools: crate::mcp::ToolsOverview,
+    running: &Arc<crate::delegate::Running>,
+    access: Arc<Access>,
+) -> (Triage, Arc<crate::schedule::Schedules>) {
     let (worker, prices) = (tiers.worker().provider, tiers.prices().clone());
     let triggers = Arc::new(Triggers::new(&cfg.triggers, store.clone(), worker, prices, access.clone()));
     let schedules = Arc::new(crate::schedule::Schedules::new(&cfg.schedules, store.clone(), access.clone()));
@@ -453,8 +473,8 @@ fn start_intake(
     intake
 }
 
-/// The routes served besides health and metrics: the web chat (when on), the webhooks, the
-/// platforms' endpoints.
+/// The routes served besides health and metrics: the web chat (when on) and the channels'
+/// endpoints (webhooks, the platforms').
 fn http_routes(
     cfg: &Config,
     store: &Arc<dyn Store>,
@@ -476,8 +496,6 @@ fn http_routes(
     } else {
         axum::Router::new()
     };
-    #[cfg(feature = "webhook")]
-    let extra = extra.merge(butler_webhook::routes(webhook_sources(&cfg.triggers), ingress.clone()));
     extra.merge(platform_routes)
 }
 

@@ -7,16 +7,28 @@
 
 use super::built::{BuildError, Built, Check};
 use crate::config::DiscordConfig;
+use butler_channel::limit::Gate;
 use butler_channel::{ChannelError, Ingress};
 use butler_discord::{Discord, Settings};
 use std::sync::Arc;
 
-fn settings(cfg: &DiscordConfig) -> Settings {
-    Settings { token: cfg.token.expose().to_string(), api_url: cfg.api_url.clone(), public_key: cfg.public_key.clone() }
+fn settings(cfg: &DiscordConfig, gate: &Gate) -> Settings {
+    Settings {
+        token: cfg.token.expose().to_string(),
+        api_url: cfg.api_url.clone(),
+        public_key: cfg.public_key.clone(),
+        gate: gate.clone(),
+    }
 }
 
-pub async fn build(cfg: &DiscordConfig, ingress: Arc<dyn Ingress>, built: &mut Built) -> Result<(), BuildError> {
-    let discord = Discord::new(settings(cfg)).map_err(|e| BuildError { channel: "discord", message: e.to_string() })?;
+pub async fn build(
+    cfg: &DiscordConfig,
+    ingress: Arc<dyn Ingress>,
+    gate: &Gate,
+    built: &mut Built,
+) -> Result<(), BuildError> {
+    let discord =
+        Discord::new(settings(cfg, gate)).map_err(|e| BuildError { channel: "discord", message: e.to_string() })?;
     if let Some(routes) = discord.interactions(ingress) {
         built.routes = std::mem::take(&mut built.routes).merge(routes);
     }
@@ -26,7 +38,7 @@ pub async fn build(cfg: &DiscordConfig, ingress: Arc<dyn Ingress>, built: &mut B
 
 pub async fn doctor(cfg: &DiscordConfig) -> Check {
     let what = "discord".to_string();
-    match butler_discord::check(&settings(cfg)).await {
+    match butler_discord::check(&settings(cfg, &Gate::local())).await {
         Ok(bot) => {
             let shards = if bot.shards > 1 {
                 format!("; Discord recommends {} gateway shards and Butler runs one", bot.shards)

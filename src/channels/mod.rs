@@ -16,12 +16,14 @@ mod telegram;
 pub use built::{BuildError, Built, Check};
 
 use crate::config::Config;
+use butler_channel::limit::Gate;
 use butler_channel::Ingress;
 use std::sync::Arc;
 
-/// Builds every configured platform channel. `http` is false for `butler chat`, which runs
-/// no server and no platform channels.
-pub async fn build(cfg: &Config, ingress: Arc<dyn Ingress>, http: bool) -> Result<Built, BuildError> {
+/// Builds every configured platform channel, their rate limits kept in `gate` (this process's,
+/// or the replicas' shared one). `http` is false for `butler chat`, which runs no server and
+/// no platform channels.
+pub async fn build(cfg: &Config, ingress: Arc<dyn Ingress>, http: bool, gate: &Gate) -> Result<Built, BuildError> {
     #[allow(unused_mut)]
     let mut built = Built::default();
     if !http {
@@ -29,17 +31,17 @@ pub async fn build(cfg: &Config, ingress: Arc<dyn Ingress>, http: bool) -> Resul
     }
     #[cfg(feature = "telegram")]
     if let Some(t) = &cfg.channels.telegram {
-        telegram::build(t, ingress.clone(), &mut built).await?;
+        telegram::build(t, ingress.clone(), gate, &mut built).await?;
     }
     #[cfg(feature = "slack")]
     if let Some(s) = &cfg.channels.slack {
-        slack::build(s, cfg, ingress.clone(), &mut built).await?;
+        slack::build(s, cfg, ingress.clone(), gate, &mut built).await?;
     }
     #[cfg(feature = "discord")]
     if let Some(d) = &cfg.channels.discord {
-        discord::build(d, ingress.clone(), &mut built).await?;
+        discord::build(d, ingress.clone(), gate, &mut built).await?;
     }
-    let _ = (cfg, &ingress);
+    let _ = (cfg, &ingress, gate);
     Ok(built)
 }
 

@@ -7,11 +7,12 @@
 
 use super::built::{BuildError, Built, Check};
 use crate::config::SlackConfig;
+use butler_channel::limit::Gate;
 use butler_channel::Ingress;
 use butler_slack::{SlackChannel, SlackSettings};
 use std::sync::Arc;
 
-fn settings(cfg: &SlackConfig) -> SlackSettings {
+fn settings(cfg: &SlackConfig, gate: &Gate) -> SlackSettings {
     let nonempty = |s: Option<&crate::config::Secret>| s.filter(|s| !s.is_empty()).map(|s| s.expose().to_string());
     SlackSettings {
         bot_token: cfg.bot_token.expose().to_string(),
@@ -20,6 +21,7 @@ fn settings(cfg: &SlackConfig) -> SlackSettings {
         api_url: cfg.api_url.clone(),
         remembered_threads: cfg.remembered_threads,
         working_reaction: Some(cfg.working_reaction.trim().to_string()).filter(|r| !r.is_empty()),
+        gate: gate.clone(),
     }
 }
 
@@ -27,9 +29,10 @@ pub async fn build(
     cfg: &SlackConfig,
     _root: &crate::config::Config,
     ingress: Arc<dyn Ingress>,
+    gate: &Gate,
     built: &mut Built,
 ) -> Result<(), BuildError> {
-    let channel = SlackChannel::connect(settings(cfg)).await.map_err(|e| BuildError {
+    let channel = SlackChannel::connect(settings(cfg, gate)).await.map_err(|e| BuildError {
         channel: "slack",
         message: format!("auth.test failed ({e}); check [channels.slack] bot_token and api_url (`butler doctor`)"),
     })?;
@@ -42,7 +45,7 @@ pub async fn build(
 
 pub async fn doctor(cfg: &SlackConfig) -> Check {
     let what = "slack".to_string();
-    let s = settings(cfg);
+    let s = settings(cfg, &Gate::local());
     let reach =
         match (&s.signing_secret, &s.app_token) {
             (_, Some(_)) => "Socket Mode (app_token)",

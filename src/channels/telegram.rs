@@ -6,6 +6,7 @@
 
 use super::built::{BuildError, Built, Check};
 use crate::config::{TelegramConfig, TelegramMode};
+use butler_channel::limit::Gate;
 use butler_channel::Ingress;
 use butler_telegram::{ConnectError, Limits, Mode, Settings, TelegramChannel};
 use std::sync::Arc;
@@ -31,7 +32,7 @@ pub fn commands() -> Vec<(String, String)> {
     out
 }
 
-pub fn settings(cfg: &TelegramConfig) -> Settings {
+pub fn settings(cfg: &TelegramConfig, gate: &Gate) -> Settings {
     let mode = match cfg.mode {
         TelegramMode::Polling => Mode::Polling { timeout: Duration::from_secs(u64::from(cfg.poll_timeout_secs)) },
         TelegramMode::Webhook => Mode::Webhook {
@@ -45,6 +46,7 @@ pub fn settings(cfg: &TelegramConfig) -> Settings {
         mode,
         commands: commands(),
         limits: Limits { per_chat: Duration::from_millis(cfg.chat_interval_ms), per_second: cfg.max_per_second },
+        gate: gate.clone(),
     }
 }
 
@@ -64,8 +66,13 @@ fn explain(e: &ConnectError, cfg: &TelegramConfig) -> (String, String) {
     (e.to_string(), fix)
 }
 
-pub async fn build(cfg: &TelegramConfig, ingress: Arc<dyn Ingress>, built: &mut Built) -> Result<(), BuildError> {
-    let channel = TelegramChannel::connect(settings(cfg)).await.map_err(|e| {
+pub async fn build(
+    cfg: &TelegramConfig,
+    ingress: Arc<dyn Ingress>,
+    gate: &Gate,
+    built: &mut Built,
+) -> Result<(), BuildError> {
+    let channel = TelegramChannel::connect(settings(cfg, gate)).await.map_err(|e| {
         let (problem, fix) = explain(&e, cfg);
         BuildError { channel: "telegram", message: format!("{problem}; {fix} (`butler doctor` checks it)") }
     })?;

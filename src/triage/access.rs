@@ -3,15 +3,22 @@
 //! the tokenless local web page). Everyone else gets at most one short answer an hour (a pairing
 //! code, or a refusal) and nothing reaches the agent.
 //!
+//! The counts behind "at most one answer an hour" and the lockout after wrong codes are kept
+//! in the rate [`Gate`] (shared by the replicas with Redis, so a guesser gains nothing by
+//! landing on another replica). The admission cache is this process's; a link or a pairing
+//! approval drops the identity from it here and, through the cluster's bus, on every replica.
+//!
 //! This module must never let an identity through on a guess: codes are random, single use,
 //! short-lived, and repeated wrong codes lock the sender out for a while.
 
+use crate::cluster::{Cluster, Topic};
 use crate::config::{AccessConfig, AccessPolicy, GroupConfig};
 use crate::store::{now_ms, CodeKind, CodeRow, NewOutbox, NewUser, Store, StoreError, UserRole, UserRow};
+use butler_channel::limit::{Gate, Rate};
 use butler_channel::{ConversationKind, ConversationRef, Identity, InboundEvent};
 use rand::Rng;
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// The user id shared by the local identities (`cli:local`, the local web user, `web:owner`).
@@ -42,13 +49,6 @@ pub enum Admission {
     Silent { reason: String },
 }
 
-#[derive(Default)]
-struct Guesses {
-    wrong: u32,
-    first_wrong: Option<Instant>,
-    locked_until: Option<Instant>,
-}
-
 pub struct Access {
     policy: AccessPolicy,
     owners: Vec<Identity>,
@@ -58,8 +58,10 @@ pub struct Access {
     groups: Vec<GroupConfig>,
     timezone: String,
     users: Mutex<HashMap<Identity, (UserRow, Instant)>>,
-    refused: Mutex<HashMap<Identity, Instant>>,
-    guesses: Mutex<HashMap<Identity, Guesses>>,
+    /// Refusals per identity, wrong codes and lockouts.
+    gate: Gate,
+    /// Where access changes are announced to the other replicas.
+    bus: Option<Arc<Cluster>>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -103,9 +105,22 @@ impl Access {
             groups: cfg.groups.clone(),
             timezone: timezone.to_string(),
             users: Mutex::new(HashMap::new()),
-            refused: Mutex::new(HashMap::new()),
-            guesses: Mutex::new(HashMap::new()),
+            gate: Gate::local(),
+            bus: None,
         }
+    }
+
+    /// Announces links and approvals on `cluster`'s bus, so other replicas drop the identity
+    /// from their admission caches.
+    pub fn with_bus(mut self, cluster: Arc<Cluster>) -> Self {
+        self.bus = Some(cluster);
+        self
+    }
+
+    /// Keeps refusals, wrong codes and lockouts in `gate` (the replicas' shared one).
+    pub fn with_gate(mut self, gate: Gate) -> Self {
+        self.gate = gate;
+        self
     }
 
     /// The owners: the configured ones first, then the local operator's identities.
@@ -134,9 +149,18 @@ impl Access {
             .or_else(|| self.groups.iter().find(|g| g.conversation == chat))
     }
 
-    /// Forgets what is cached about `id` (after a link or an approval in this process).
+    /// Forgets what this process cached about `id` (another replica announced a change).
     pub fn invalidate(&self, id: &Identity) {
         lock(&self.users).remove(id);
+    }
+
+    /// Who `id` is changed (a link, an approval): forgotten here and, with several replicas,
+    /// announced on the bus so each of them forgets it too.
+    pub async fn changed(&self, id: &Identity) {
+        self.invalidate(id);
+        if let Some(bus) = self.bus.as_ref().filter(|b| b.shared()) {
+            bus.publish(Topic::Access, &id.to_string()).await;
+        }
     }
 
     /// The user behind `id` if that identity may use Butler; creates the user for identities
@@ -200,7 +224,7 @@ impl Access {
             return self.offer_pairing(store, event).await;
         }
         let reason = format!("{id} is not allowed ({:?} policy)", self.policy).to_lowercase();
-        if !self.may_refuse(id) {
+        if !self.may_refuse(id).await {
             return Ok(Admission::Silent { reason });
         }
         let text = match (self.policy, event.kind) {
@@ -214,14 +238,8 @@ impl Access {
     }
 
     /// At most one refusal per identity per hour.
-    fn may_refuse(&self, id: &Identity) -> bool {
-        let mut refused = lock(&self.refused);
-        let now = Instant::now();
-        if refused.get(id).is_some_and(|at| now.duration_since(*at) < REFUSAL_EVERY) {
-            return false;
-        }
-        refused.insert(id.clone(), now);
-        true
+    async fn may_refuse(&self, id: &Identity) -> bool {
+        self.gate.take(&format!("access:refused:{id}"), Rate::spaced(REFUSAL_EVERY)).await.is_ok()
     }
 
     /// One pairing code per identity per hour: a live code means they were told already.
@@ -252,34 +270,24 @@ impl Access {
     }
 
     /// `Some(remaining)` while `id` is locked out for guessing codes.
-    pub fn locked(&self, id: &Identity) -> Option<Duration> {
-        let guesses = lock(&self.guesses);
-        let until = guesses.get(id)?.locked_until?;
-        until.checked_duration_since(Instant::now())
+    pub async fn locked(&self, id: &Identity) -> Option<Duration> {
+        self.gate.held(&format!("access:locked:{id}")).await
     }
 
     /// Counts a wrong code; returns true when this locks the sender out.
-    pub fn wrong_code(&self, id: &Identity) -> bool {
-        let mut guesses = lock(&self.guesses);
-        let g = guesses.entry(id.clone()).or_default();
-        let now = Instant::now();
-        if g.first_wrong.is_none_or(|t| now.duration_since(t) > GUESS_WINDOW) {
-            g.first_wrong = Some(now);
-            g.wrong = 0;
+    pub async fn wrong_code(&self, id: &Identity) -> bool {
+        let wrong = format!("access:wrong:{id}");
+        if self.gate.count(&wrong, GUESS_WINDOW).await < u64::from(MAX_WRONG_CODES) {
+            return false;
         }
-        g.wrong += 1;
-        if g.wrong >= MAX_WRONG_CODES {
-            g.locked_until = Some(now + LOCKOUT);
-            g.wrong = 0;
-            g.first_wrong = None;
-            return true;
-        }
-        false
+        self.gate.hold(&format!("access:locked:{id}"), LOCKOUT).await;
+        self.gate.clear(&wrong).await;
+        true
     }
 
     /// A right code clears the count.
-    pub fn right_code(&self, id: &Identity) {
-        lock(&self.guesses).remove(id);
+    pub async fn right_code(&self, id: &Identity) {
+        self.gate.clear(&format!("access:wrong:{id}")).await;
     }
 
     /// Issues a link code for `user` asked from `event`'s identity.
@@ -317,7 +325,7 @@ impl Access {
         };
         let Some(user_id) = row.user_id.as_deref() else { return Ok(None) };
         store.identity_link(id, user_id).await?;
-        self.invalidate(id);
+        self.changed(id).await;
         Ok(Some(row))
     }
 }
@@ -386,18 +394,24 @@ mod tests {
         }
     }
 
-    #[test]
-    fn five_wrong_codes_lock_the_sender_out() {
+    #[tokio::test]
+    async fn five_wrong_codes_lock_the_sender_out() {
         let access = Access::new(&AccessConfig::default(), [], "UTC");
         let id = Identity::new("web", "mallory");
         for _ in 0..MAX_WRONG_CODES - 1 {
-            assert!(!access.wrong_code(&id));
-            assert!(access.locked(&id).is_none());
+            assert!(!access.wrong_code(&id).await);
+            assert!(access.locked(&id).await.is_none());
         }
-        assert!(access.wrong_code(&id));
-        let left = access.locked(&id).unwrap();
+        assert!(access.wrong_code(&id).await);
+        let left = access.locked(&id).await.unwrap();
         assert!(left > LOCKOUT - Duration::from_secs(5) && left <= LOCKOUT);
         let other = Identity::new("web", "alice");
-        assert!(access.locked(&other).is_none(), "lockout is per sender");
+        assert!(access.locked(&other).await.is_none(), "lockout is per sender");
+        // A right code clears the count of wrong ones (the lockout stays).
+        assert!(!access.wrong_code(&other).await);
+        access.right_code(&other).await;
+        for _ in 0..MAX_WRONG_CODES - 1 {
+            assert!(!access.wrong_code(&other).await);
+        }
     }
 }

@@ -183,7 +183,7 @@ impl Answers {
     /// `/link CODE` from the account joining (which may not be known yet).
     pub(super) async fn redeem_link(&self, event: &InboundEvent, code: &str) -> Result<Verdict, StoreError> {
         let id = &event.actor.identity;
-        if let Some(left) = self.access.locked(id) {
+        if let Some(left) = self.access.locked(id).await {
             return Ok(locked(left));
         }
         if event.kind == ConversationKind::Group {
@@ -191,7 +191,7 @@ impl Answers {
         }
         match self.access.redeem_link(&*self.store, id, code).await? {
             Some(row) => {
-                self.access.right_code(id);
+                self.access.right_code(id).await;
                 let text = format!(
                     "🔗 Linked: `{id}` and `{}` are now the same person to me. Memory and history follow you \
                      across both.",
@@ -199,12 +199,12 @@ impl Answers {
                 );
                 Ok(Verdict::recorded(Decision::Reply { text }, "link", format!("{id} linked to {}", row.identity)))
             }
-            None => Ok(self.wrong_code(id, "link")),
+            None => Ok(self.wrong_code(id, "link").await),
         }
     }
 
-    fn wrong_code(&self, id: &butler_channel::Identity, what: &str) -> Verdict {
-        let locked_now = self.access.wrong_code(id);
+    async fn wrong_code(&self, id: &butler_channel::Identity, what: &str) -> Verdict {
+        let locked_now = self.access.wrong_code(id).await;
         let text = if locked_now {
             "That code is not valid, and that was too many wrong codes: try again in 15 minutes.".to_string()
         } else {
@@ -218,7 +218,7 @@ impl Answers {
             return Ok(reply("Only the owner can answer pairing requests."));
         }
         let id = &event.actor.identity;
-        if let Some(left) = self.access.locked(id) {
+        if let Some(left) = self.access.locked(id).await {
             return Ok(locked(left));
         }
         Ok(match cmd {
@@ -239,21 +239,21 @@ impl Answers {
             }
             PairCommand::Approve(code) => match approve_pairing(&*self.store, &code, &self.timezone).await? {
                 Some((row, _)) => {
-                    self.access.right_code(id);
+                    self.access.right_code(id).await;
                     if let Ok(who) = row.identity.parse() {
-                        self.access.invalidate(&who);
+                        self.access.changed(&who).await;
                     }
                     let text = format!("✅ Approved `{}`: they can talk to me now.", row.identity);
                     Verdict::recorded(Decision::Reply { text }, "paired", format!("{} approved by {id}", row.identity))
                 }
                 None => match approved_earlier(&*self.store, &code).await? {
                     Some(who) => reply(format!("`{}` was already approved: {who} is in.", normalize_code(&code))),
-                    None => self.wrong_code(id, "pairing"),
+                    None => self.wrong_code(id, "pairing").await,
                 },
             },
             PairCommand::Deny(code) => match deny_pairing(&*self.store, &code).await? {
                 Some(row) => {
-                    self.access.right_code(id);
+                    self.access.right_code(id).await;
                     let text = format!("Declined the request from `{}`.", row.identity);
                     Verdict::recorded(
                         Decision::Reply { text },
@@ -261,7 +261,7 @@ impl Answers {
                         format!("{} declined by {id}", row.identity),
                     )
                 }
-                None => self.wrong_code(id, "pairing"),
+                None => self.wrong_code(id, "pairing").await,
             },
             PairCommand::Usage => reply("Use `/pair`, `/pair approve CODE` or `/pair deny CODE`."),
         })

@@ -1,10 +1,17 @@
 //! Closed by default: unknown people get one pairing code (at most once an hour), nothing
 //! reaches the agent; the owner approves; codes are single use and expire; wrong codes lock the
-//! sender out; `allowlist` and `open` policies.
+//! sender out; `allowlist` and `open` policies. Lockouts and refusal counts hold across
+//! replicas (issue 18).
 
+use crate::support::db::SqliteTestDb;
+use crate::support::fake_channel::FakeChannel;
+use crate::support::gates;
 use crate::{decisions, start};
-use butler::config::AccessPolicy;
+use butler::channel::Identity;
+use butler::config::{AccessConfig, AccessPolicy};
 use butler::store::{now_ms, CodeKind, CodeRow};
+use butler::triage::access::{Access, Admission};
+use std::time::Duration;
 
 fn code_in(text: &str) -> String {
     let start = text.find('`').expect("a code in backticks") + 1;
@@ -117,4 +124,81 @@ async fn allowlist_and_open_policies() {
     let texts = chat.wait_texts("anyone", 1).await;
     assert!(texts[0].contains("role guest"), "{}", texts[0]);
     app.stop().await;
+}
+
+/// Issue 18 point 4: two replicas (two `Access`es on one shared gate, as two processes on one
+/// Redis): wrong codes sent to either count toward one lockout that holds on both, and a
+/// stranger is refused once an hour wherever their messages land.
+#[tokio::test]
+async fn lockouts_and_refusals_hold_across_replicas() {
+    let (gates, _) = gates::replicas(2).await;
+    let cfg = AccessConfig { policy: AccessPolicy::Allowlist, ..AccessConfig::default() };
+    let replicas: Vec<Access> = gates.iter().map(|g| Access::new(&cfg, [], "UTC").with_gate(g.clone())).collect();
+    let guesser = Identity::new("chat", "guesser");
+    // (replica that gets the wrong code, locked out after it)
+    let steps = [(0, false), (1, false), (0, false), (1, false), (0, true)];
+    for (i, (r, locks)) in steps.into_iter().enumerate() {
+        assert_eq!(replicas[r].wrong_code(&guesser).await, locks, "wrong code {i} on replica {r}");
+    }
+    for (r, access) in replicas.iter().enumerate() {
+        let left = access.locked(&guesser).await;
+        assert!(left.is_some_and(|l| l > Duration::from_secs(800)), "replica {r}: {left:?}");
+    }
+
+    let db = SqliteTestDb::new();
+    let store = butler::store::connect(&db.url, 2).await.unwrap();
+    store.migrate().await.unwrap();
+    let stranger = FakeChannel::new("chat").dm("stranger", "hi");
+    // (replica the message lands on, answered with a refusal rather than silence)
+    for (r, answered) in [(0, true), (1, false), (0, false), (1, false)] {
+        let got = replicas[r].admit(&*store, &stranger).await.unwrap();
+        assert_eq!(matches!(got, Admission::Answer { .. }), answered, "replica {r}: {got:?}");
+    }
+}
+
+/// Issue 18 point 4: a link made on one replica is announced on the cluster's bus (topic
+/// `Access`, the identity as payload) and heard by the other replica, whose bus listener drops
+/// the identity from its admission cache (`Access::invalidate`, in `app/replicas.rs`).
+#[tokio::test]
+async fn a_link_on_one_replica_is_announced_to_the_others() {
+    use butler::cluster::{Cluster, Topic};
+    use butler::config::{RedisConfig, Secret};
+    let redis = RedisConfig {
+        url: Secret::new(gates::REDIS_URL),
+        lease_ms: 3000,
+        prefix: format!("butler-test-{}", uuid::Uuid::new_v4().simple()),
+    };
+    let (tracker, cancel) = (tokio_util::task::TaskTracker::new(), tokio_util::sync::CancellationToken::new());
+    let a = Cluster::connect(&redis, "replica-a".into()).await.unwrap();
+    let b = Cluster::connect(&redis, "replica-b".into()).await.unwrap();
+    b.start(&tracker, cancel.clone());
+    let mut heard = b.subscribe();
+    tokio::time::sleep(Duration::from_millis(500)).await; // b's bus connection subscribes
+
+    let db = SqliteTestDb::new();
+    let store = butler::store::connect(&db.url, 2).await.unwrap();
+    store.migrate().await.unwrap();
+    let owner = Identity::new("chat", "owner");
+    let cfg = AccessConfig { owners: vec![owner.clone()], ..AccessConfig::default() };
+    let on_a = Access::new(&cfg, [], "UTC").with_bus(a.clone());
+    let user = on_a.user_for(&*store, &owner).await.unwrap().expect("the owner");
+    let code = on_a.link_code(&*store, &FakeChannel::new("chat").dm("owner", "/link"), &user).await.unwrap();
+    let phone = Identity::new("chat", "phone");
+    assert!(on_a.redeem_link(&*store, &phone, &code).await.unwrap().is_some());
+
+    let msg = tokio::time::timeout(Duration::from_secs(5), async {
+        loop {
+            match heard.recv().await {
+                Ok(m) if m.topic == Topic::Access => return m,
+                Ok(_) => continue,
+                Err(e) => panic!("{e}"),
+            }
+        }
+    })
+    .await
+    .expect("replica b hears the link");
+    assert_eq!((msg.origin.as_str(), msg.payload.as_str()), ("replica-a", "chat:phone"));
+    cancel.cancel();
+    tracker.close();
+    tracker.wait().await;
 }

@@ -322,3 +322,70 @@ target = "web:github"
     assert_eq!((t.messages("deploys").await.len(), t.messages("github").await.len()), (1, 1));
     t.stop().await;
 }
+
+/// Issue 18 point 4: a source's rate limit holds across replicas. Two routers (two replicas)
+/// on one shared gate accept the source's burst once between them, whichever gets the
+/// requests; with gates of their own each would accept a whole burst.
+#[tokio::test]
+async fn a_sources_limit_is_shared_by_the_replicas() {
+    use butler::channel::limit::Gate;
+    use tower::ServiceExt;
+    let source = || butler_webhook::Source {
+        name: "deploys".into(),
+        secret: BUTLER_SECRET.into(),
+        scheme: butler_webhook::Scheme::Butler,
+        rate_limit_per_minute: 10,
+    };
+    // (one shared gate, requests accepted out of 30 alternating between the two replicas)
+    for (shared, want) in [(true, 10), (false, 20)] {
+        let db = crate::support::db::SqliteTestDb::new();
+        let store = butler::store::connect(&db.url, 2).await.unwrap();
+        store.migrate().await.unwrap();
+        let ingress: std::sync::Arc<dyn butler::channel::Ingress> = std::sync::Arc::new(
+            butler::ingress::InboxIngress::new(store.clone(), std::sync::Arc::new(tokio::sync::Notify::new())),
+        );
+        let gates =
+            if shared { crate::support::gates::replicas(2).await.0 } else { vec![Gate::local(), Gate::local()] };
+        let replicas: Vec<axum::Router> =
+            gates.iter().map(|g| butler_webhook::routes(vec![source()], ingress.clone(), g.clone())).collect();
+        let mut accepted = 0;
+        for i in 0..30 {
+            let body = format!(r#"{{"service":"api","build":{i}}}"#).into_bytes();
+            let mut req = axum::http::Request::post("/hooks/deploys");
+            for (name, value) in butler_headers(BUTLER_SECRET, now_secs(), Some(&format!("build-{i}")), &body) {
+                req = req.header(name, value);
+            }
+            let answer =
+                replicas[i % 2].clone().oneshot(req.body(axum::body::Body::from(body)).unwrap()).await.unwrap();
+            match answer.status().as_u16() {
+                202 => accepted += 1,
+                429 => {}
+                s => panic!("request {i}: {s}"),
+            }
+        }
+        assert_eq!(accepted, want, "shared gate: {shared}");
+    }
+}
+
+/// Issue 18 point 4 with real processes: two `butler serve` replicas on one Postgres and one
+/// Redis accept a webhook source's burst once between them, requests alternating between them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_serve_replicas_accept_a_sources_burst_once() {
+    let triggers = "[[triggers]]\nname = \"deploys\"\nsecret = \"butler-hook-secret-88a2e0\"\n\
+                    signature = \"butler\"\nrate_limit_per_minute = 10\n";
+    let mut set = crate::support::cluster::Replicas::new(2, 2000, triggers).await;
+    set.start_all().await;
+    let client = reqwest::Client::new();
+    // (status, how many of the 30 requests got it)
+    let mut got = std::collections::BTreeMap::new();
+    for i in 0..30 {
+        let body = format!(r#"{{"service":"api","build":{i}}}"#).into_bytes();
+        let headers = butler_headers(BUTLER_SECRET, now_secs(), Some(&format!("build-{i}")), &body);
+        let mut req = client.post(format!("{}/hooks/deploys", set.nodes[i % 2].base())).body(body);
+        for (name, value) in headers {
+            req = req.header(name, value);
+        }
+        *got.entry(req.send().await.unwrap().status().as_u16()).or_insert(0) += 1;
+    }
+    assert_eq!(got, std::collections::BTreeMap::from([(202, 10), (429, 20)]), "{}", set.logs());
+}

@@ -10,6 +10,7 @@ pub mod fake_discord;
 pub mod fake_llm;
 pub mod fake_slack;
 pub mod fake_telegram;
+pub mod gates;
 pub mod proc;
 pub mod sse;
 pub mod touch;

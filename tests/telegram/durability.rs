@@ -43,7 +43,14 @@ impl Ingress for Flaky {
 }
 
 fn settings(fake: &FakeTelegram, mode: Mode) -> Settings {
-    Settings { token: TOKEN.into(), api_url: fake.api_url(), mode, commands: vec![], limits: Limits::default() }
+    Settings {
+        token: TOKEN.into(),
+        api_url: fake.api_url(),
+        mode,
+        commands: vec![],
+        limits: Limits::default(),
+        gate: butler::channel::limit::Gate::local(),
+    }
 }
 
 #[tokio::test]

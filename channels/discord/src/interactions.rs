@@ -27,7 +27,6 @@ use serde_json::json;
 use serenity::builder::{CreateAutocompleteResponse, CreateInteractionResponse, CreateInteractionResponseMessage};
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::Instant;
 
 /// Where Discord posts interactions.
 pub const PATH: &str = "/channels/discord/interactions";
@@ -65,7 +64,7 @@ pub(crate) fn routes(inner: &Inner, ingress: Arc<dyn Ingress>) -> Option<Router>
     Some(Router::new().route(PATH, post(handle)).with_state(Endpoint {
         key,
         ingress,
-        refusals: Arc::new(Refusals::default()),
+        refusals: Arc::new(Refusals::new("discord", inner.gate.clone())),
     }))
 }
 
@@ -84,9 +83,14 @@ fn answer(response: CreateInteractionResponse) -> Response {
 
 /// A refused request: 401 with `code`, or 429 once its address sent too many; one aggregated
 /// WARN line per address a minute.
-fn refuse(ep: &Endpoint, peer: Option<Extension<ConnectInfo<SocketAddr>>>, code: &str, message: &str) -> Response {
+async fn refuse(
+    ep: &Endpoint,
+    peer: Option<Extension<ConnectInfo<SocketAddr>>>,
+    code: &str,
+    message: &str,
+) -> Response {
     let peer = limit::source_key(peer.map(|Extension(ConnectInfo(a))| a));
-    let refusal = ep.refusals.refuse(&peer, Instant::now());
+    let refusal = ep.refusals.refuse(&peer).await;
     if let Some(refused) = refusal.log {
         tracing::warn!(
             %peer, reason = code, refused,
@@ -113,11 +117,13 @@ async fn handle(
 ) -> Response {
     let header = |name: &str| headers.get(name).map(|v| v.as_bytes());
     let (Some(signature), Some(timestamp)) = (header("x-signature-ed25519"), header("x-signature-timestamp")) else {
-        return refuse(&ep, peer, "missing_signature", "X-Signature-Ed25519 and X-Signature-Timestamp are required");
+        return refuse(&ep, peer, "missing_signature", "X-Signature-Ed25519 and X-Signature-Timestamp are required")
+            .await;
     };
     let signature = String::from_utf8_lossy(signature);
     if !verify(&ep.key, timestamp, &body, &signature) {
-        return refuse(&ep, peer, "invalid_signature", "the signature does not match the application's public key");
+        return refuse(&ep, peer, "invalid_signature", "the signature does not match the application's public key")
+            .await;
     }
     // The timestamp is signed, so only a holder of the key learns that a request was merely
     // stale. Old interactions are refused: a captured one must not work again days later.
@@ -128,7 +134,8 @@ async fn handle(
             peer,
             why.code(),
             "X-Signature-Timestamp must be Unix seconds within 5 minutes of the server's clock",
-        );
+        )
+        .await;
     }
     let i: Interaction = match serde_json::from_slice(&body) {
         Ok(i) => i,

@@ -26,6 +26,7 @@ pub use outbound::ACKNOWLEDGED;
 pub use render::{render, MAX_LEN};
 pub use rest::DISCORD;
 
+use butler_channel::limit::Gate;
 use butler_channel::{Caps, Channel, ChannelError, ConversationRef, Ingress, MessageRef, Outbound, TextFormat};
 use serenity::http::{LightMethod, Route};
 use serenity::model::gateway::BotGateway;
@@ -58,11 +59,18 @@ pub struct Settings {
     pub api_url: String,
     /// The application's public key (hex); enables the HTTP interactions endpoint.
     pub public_key: Option<String>,
+    /// Where rate-limit holds are kept: this process's, or the replicas' shared gate (which
+    /// also counts refused requests on the interactions endpoint).
+    pub gate: Gate,
 }
 
 impl std::fmt::Debug for Settings {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Settings").field("api_url", &self.api_url).field("public_key", &self.public_key).finish()
+        f.debug_struct("Settings")
+            .field("api_url", &self.api_url)
+            .field("public_key", &self.public_key)
+            .field("gate", &self.gate)
+            .finish()
     }
 }
 
@@ -74,6 +82,8 @@ pub(crate) struct Inner {
     pacer: Pacer,
     acks: Acks,
     public_key: Option<ed25519_dalek::VerifyingKey>,
+    /// For the interactions endpoint's refused requests.
+    gate: Gate,
     running: AtomicBool,
 }
 
@@ -89,13 +99,14 @@ impl Discord {
         let public_key = settings.public_key.as_deref().map(public_key).transpose().map_err(ChannelError::Rejected)?;
         Ok(Self {
             inner: Arc::new(Inner {
-                rest: rest::Rest::new(&token, &settings.api_url)?,
+                rest: rest::Rest::new(&token, &settings.api_url, settings.gate.clone())?,
                 token,
                 me: Mutex::new(Me::default()),
                 memory: Mutex::new(Memory::default()),
                 pacer: Pacer::new(MIN_EDIT_INTERVAL),
                 acks: Acks::default(),
                 public_key,
+                gate: settings.gate,
                 running: AtomicBool::new(false),
             }),
         })
@@ -120,7 +131,8 @@ pub struct BotCheck {
 
 /// Checks the token (`GET /users/@me`) and the gateway budget (`GET /gateway/bot`).
 pub async fn check(settings: &Settings) -> Result<BotCheck, ChannelError> {
-    let rest = rest::Rest::new(settings.token.trim().trim_start_matches("Bot "), &settings.api_url)?;
+    let token = settings.token.trim().trim_start_matches("Bot ");
+    let rest = rest::Rest::new(token, &settings.api_url, settings.gate.clone())?;
     let me: CurrentUser = rest.json(LightMethod::Get, Route::UserMe, None::<&()>).await?;
     let gateway: BotGateway = rest.json(LightMethod::Get, Route::GatewayBot, None::<&()>).await?;
     Ok(BotCheck {

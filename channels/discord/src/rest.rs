@@ -8,8 +8,15 @@
 //! rate limiter stays on (it waits for buckets and retries 429s itself); against another base
 //! URL it is off, because serenity's limiter does not apply the proxy.
 //!
+//! Across replicas, what Discord says about its buckets is kept in the channel's [`Gate`]: a
+//! 429 holds its route's bucket (or every route, for a global limit) for the wait Discord
+//! named, and with a shared gate a bucket Discord reports as spent (`X-RateLimit-Remaining: 0`)
+//! is held until its reset, so another replica does not spend a request on it. A call to a held
+//! bucket is not sent: it comes back as [`ChannelError::RateLimited`] with the time left.
+//!
 //! This module must never log the token or a request body.
 
+use butler_channel::limit::Gate;
 use butler_channel::ChannelError;
 use serde::de::DeserializeOwned;
 use serenity::http::{Http, HttpBuilder, LightMethod, Request, Route};
@@ -25,6 +32,16 @@ const TIMEOUT: Duration = Duration::from_secs(30);
 pub(crate) struct Rest {
     http: Http,
     client: reqwest::Client,
+    gate: Gate,
+}
+
+/// The gate key of Discord's global limit.
+const GLOBAL: &str = "discord:global";
+
+/// The gate key of a route's rate-limit bucket (the route and its major parameter, as serenity
+/// groups them).
+fn bucket_key(route: &Route<'_>) -> String {
+    format!("discord:bucket:{:?}", route.ratelimiting_bucket())
 }
 
 /// A Discord id (snowflake) from its decimal form.
@@ -33,7 +50,7 @@ pub(crate) fn snowflake<T: From<NonZeroU64>>(s: &str) -> Result<T, ChannelError>
 }
 
 impl Rest {
-    pub fn new(token: &str, api_url: &str) -> Result<Self, ChannelError> {
+    pub fn new(token: &str, api_url: &str, gate: Gate) -> Result<Self, ChannelError> {
         let client = reqwest::Client::builder()
             .timeout(TIMEOUT)
             .build()
@@ -43,7 +60,7 @@ impl Rest {
         if base != DISCORD {
             builder = builder.proxy(base).ratelimiter_disabled(true);
         }
-        Ok(Self { http: builder.build(), client })
+        Ok(Self { http: builder.build(), client, gate })
     }
 
     /// Performs one request and returns the body of a successful answer.
@@ -53,6 +70,11 @@ impl Rest {
         route: Route<'_>,
         body: Option<Vec<u8>>,
     ) -> Result<Vec<u8>, ChannelError> {
+        let bucket = bucket_key(&route);
+        let held = self.gate.held(GLOBAL).await.max(self.gate.held(&bucket).await);
+        if let Some(retry_after) = held {
+            return Err(ChannelError::RateLimited { retry_after });
+        }
         let req = Request::new(route, method).body(body);
         let sent = match &self.http.ratelimiter {
             Some(limiter) => limiter.perform(req).await.map_err(|e| ChannelError::Transient(e.to_string()))?,
@@ -66,11 +88,21 @@ impl Rest {
         let status = sent.status().as_u16();
         let header_wait =
             sent.headers().get("retry-after").and_then(|v| v.to_str().ok()).and_then(|s| s.trim().parse::<f64>().ok());
+        let spent = spent_until(sent.headers());
         let bytes = sent.bytes().await.map_err(|e| ChannelError::Transient(format!("reading the answer: {e}")))?;
         if (200..300).contains(&status) {
+            if let Some(reset) = spent.filter(|_| self.gate.is_shared()) {
+                self.gate.hold(&bucket, reset).await;
+            }
             return Ok(bytes.to_vec());
         }
-        Err(classify(status, header_wait, &bytes))
+        let err = classify(status, header_wait, &bytes);
+        if let ChannelError::RateLimited { retry_after } = &err {
+            let global = serde_json::from_slice::<serde_json::Value>(&bytes).is_ok_and(|v| v["global"] == true);
+            tracing::info!(?retry_after, global, "Discord rate limit; holding the bucket");
+            self.gate.hold(if global { GLOBAL } else { &bucket }, *retry_after).await;
+        }
+        Err(err)
     }
 
     /// [`Self::call`] with a JSON body, decoding a JSON answer.
@@ -85,6 +117,16 @@ impl Rest {
         serde_json::from_slice(&bytes)
             .map_err(|e| ChannelError::Transient(format!("unexpected answer from Discord: {e}")))
     }
+}
+
+/// How long a bucket Discord reports as spent (`X-RateLimit-Remaining: 0`) stays spent.
+fn spent_until(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
+    let text = |name: &str| headers.get(name).and_then(|v| v.to_str().ok()).map(str::trim);
+    if text("x-ratelimit-remaining")? != "0" {
+        return None;
+    }
+    let secs = text("x-ratelimit-reset-after")?.parse::<f64>().ok()?;
+    Some(Duration::from_secs_f64(secs.clamp(0.0, 3600.0))).filter(|d| !d.is_zero())
 }
 
 /// An unsuccessful answer as the error that tells the caller what to do next.
@@ -137,5 +179,27 @@ mod tests {
         assert!(matches!(classify(502, None, b"<html>"), ChannelError::Transient(_)));
         let e = classify(400, None, br#"{"message": "Invalid Form Body", "code": 50035}"#);
         assert_eq!(e.to_string(), "rejected by the platform: Invalid Form Body (HTTP 400, code 50035)");
+    }
+
+    #[test]
+    fn a_spent_bucket_is_read_from_the_headers() {
+        type Headers<'a> = &'a [(&'a str, &'a str)];
+        let cases: &[(Headers, Option<u64>)] = &[
+            (&[("x-ratelimit-remaining", "0"), ("x-ratelimit-reset-after", "1.250")], Some(1250)),
+            (&[("x-ratelimit-remaining", "3"), ("x-ratelimit-reset-after", "1.250")], None),
+            (&[("x-ratelimit-remaining", "0")], None),
+            (&[("x-ratelimit-remaining", "0"), ("x-ratelimit-reset-after", "soon")], None),
+            (&[], None),
+        ];
+        for (headers, want) in cases {
+            let mut map = reqwest::header::HeaderMap::new();
+            for (k, v) in *headers {
+                map.insert(*k, v.parse().unwrap());
+            }
+            assert_eq!(spent_until(&map).map(|d| d.as_millis() as u64), *want, "{headers:?}");
+        }
+        let a = bucket_key(&Route::Channel { channel_id: 1.into() });
+        assert_eq!(a, bucket_key(&Route::Channel { channel_id: 1.into() }));
+        assert_ne!(a, bucket_key(&Route::Channel { channel_id: 2.into() }));
     }
 }

@@ -8,6 +8,7 @@
 
 use crate::blocks::Rendered;
 use crate::limit::Limiter;
+use butler_channel::limit::Gate;
 use butler_channel::ChannelError;
 use hyper_rustls::ConfigBuilderExt;
 use slack_morphism::errors::SlackClientError;
@@ -116,7 +117,7 @@ fn transport_failure(e: &SlackClientError) -> String {
 }
 
 impl Api {
-    pub fn new(api_url: &str, bot_token: &str, app_token: Option<&str>) -> Self {
+    pub fn new(api_url: &str, bot_token: &str, app_token: Option<&str>, gate: Gate) -> Self {
         let tls = tls_config();
         let https = hyper_rustls::HttpsConnectorBuilder::new()
             .with_tls_config((*tls).clone())
@@ -130,7 +131,7 @@ impl Api {
             client: SlackClient::new(connector),
             bot: token(bot_token),
             app: app_token.map(token),
-            limiter: Limiter::default(),
+            limiter: Limiter::new(gate),
             tls,
         }
     }
@@ -145,18 +146,19 @@ impl Api {
         method: &'static str,
         fut: impl Future<Output = Result<T, SlackClientError>>,
     ) -> Result<T, ChannelError> {
-        self.limiter.check(method)?;
-        fut.await.map_err(|e| {
-            let err = map_error(e);
-            match &err {
-                ChannelError::RateLimited { retry_after } => {
-                    tracing::info!(method, ?retry_after, "Slack rate limit; holding this method");
-                    self.limiter.block(method, *retry_after);
-                }
-                e => tracing::debug!(method, error = %e, "Slack call failed"),
+        self.limiter.check(method).await?;
+        let err = match fut.await {
+            Ok(v) => return Ok(v),
+            Err(e) => map_error(e),
+        };
+        match &err {
+            ChannelError::RateLimited { retry_after } => {
+                tracing::info!(method, ?retry_after, "Slack rate limit; holding this method");
+                self.limiter.block(method, *retry_after).await;
             }
-            err
-        })
+            e => tracing::debug!(method, error = %e, "Slack call failed"),
+        }
+        Err(err)
     }
 
     fn bot(&self) -> SlackClientSession<'_, Connector> {

@@ -25,7 +25,6 @@ use butler_channel::{now_ms, Ingress};
 use serde_json::json;
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::Instant;
 
 pub const EVENTS_PATH: &str = "/channels/slack/events";
 pub const INTERACTIVE_PATH: &str = "/channels/slack/interactive";
@@ -45,7 +44,8 @@ type Peer = Option<Extension<ConnectInfo<SocketAddr>>>;
 
 /// The three endpoints, verified with `secret`.
 pub fn routes(shared: Arc<Shared>, ingress: Arc<dyn Ingress>, secret: &str) -> Router {
-    let ctx = Ctx { shared, ingress, secret: secret.into(), refusals: Arc::new(Refusals::default()) };
+    let gate = shared.settings.gate.clone();
+    let ctx = Ctx { shared, ingress, secret: secret.into(), refusals: Arc::new(Refusals::new("slack", gate)) };
     Router::new()
         .route(EVENTS_PATH, post(events))
         .route(INTERACTIVE_PATH, post(interactive))
@@ -64,10 +64,11 @@ fn error(status: StatusCode, code: &str, message: &str) -> Response {
 
 /// The refusal for a request that is not from Slack, or None when it is: 401, or 429 once
 /// its address sent too many; one aggregated WARN line per address a minute.
-fn check(ctx: &Ctx, peer: Peer, headers: &HeaderMap, body: &[u8], what: &str) -> Option<Response> {
-    verify(ctx.secret.as_bytes(), headers, body, now_ms().div_euclid(1000)).err().map(|why| {
-        let peer = limit::source_key(peer.map(|Extension(ConnectInfo(a))| a));
-        let refusal = ctx.refusals.refuse(&peer, Instant::now());
+async fn check(ctx: &Ctx, peer: Peer, headers: &HeaderMap, body: &[u8], what: &str) -> Option<Response> {
+    let why = verify(ctx.secret.as_bytes(), headers, body, now_ms().div_euclid(1000)).err()?;
+    let peer = limit::source_key(peer.map(|Extension(ConnectInfo(a))| a));
+    let refusal = ctx.refusals.refuse(&peer).await;
+    {
         if let Some(refused) = refusal.log {
             tracing::warn!(
                 endpoint = what, %peer, reason = why.code(), refused,
@@ -88,8 +89,8 @@ fn check(ctx: &Ctx, peer: Peer, headers: &HeaderMap, body: &[u8], what: &str) ->
             None => error(StatusCode::UNAUTHORIZED, why.code(), crate::verify::explain(why)),
         };
         resp.headers_mut().remove("x-slack-no-retry");
-        resp
-    })
+        Some(resp)
+    }
 }
 
 fn answer(result: Result<Reply, Refusal>) -> Response {
@@ -104,7 +105,7 @@ fn answer(result: Result<Reply, Refusal>) -> Response {
 }
 
 async fn events(State(ctx): State<Ctx>, peer: Peer, headers: HeaderMap, body: Bytes) -> Response {
-    if let Some(resp) = check(&ctx, peer, &headers, &body, "events") {
+    if let Some(resp) = check(&ctx, peer, &headers, &body, "events").await {
         return resp;
     }
     if let Some(n) = headers.get("x-slack-retry-num").and_then(|v| v.to_str().ok()) {
@@ -115,7 +116,7 @@ async fn events(State(ctx): State<Ctx>, peer: Peer, headers: HeaderMap, body: By
 }
 
 async fn interactive(State(ctx): State<Ctx>, peer: Peer, headers: HeaderMap, body: Bytes) -> Response {
-    if let Some(resp) = check(&ctx, peer, &headers, &body, "interactive") {
+    if let Some(resp) = check(&ctx, peer, &headers, &body, "interactive").await {
         return resp;
     }
     let payload = match crate::interact::form_payload(&body) {
@@ -126,7 +127,7 @@ async fn interactive(State(ctx): State<Ctx>, peer: Peer, headers: HeaderMap, bod
 }
 
 async fn commands(State(ctx): State<Ctx>, peer: Peer, headers: HeaderMap, body: Bytes) -> Response {
-    if let Some(resp) = check(&ctx, peer, &headers, &body, "commands") {
+    if let Some(resp) = check(&ctx, peer, &headers, &body, "commands").await {
         return resp;
     }
     let cmd = match serde_urlencoded::from_bytes(&body) {

@@ -34,6 +34,7 @@ pub use blocks::{BLOCKS_MAX, MESSAGE_MAX, SECTION_MAX};
 pub use http::{COMMANDS_PATH, EVENTS_PATH, INTERACTIVE_PATH};
 
 use api::Api;
+use butler_channel::limit::Gate;
 use butler_channel::{ChannelError, Ingress};
 use inbound::{Me, Threads};
 use std::collections::{HashMap, VecDeque};
@@ -58,6 +59,9 @@ pub struct SlackSettings {
     pub remembered_threads: usize,
     /// Emoji name put on a message while Butler works on it (removed with the answer); None: off.
     pub working_reaction: Option<String>,
+    /// Where per-method holds are kept: this process's, or the replicas' shared gate (which
+    /// also counts refused requests on the signed endpoints).
+    pub gate: Gate,
 }
 
 impl std::fmt::Debug for SlackSettings {
@@ -66,6 +70,7 @@ impl std::fmt::Debug for SlackSettings {
             .field("api_url", &self.api_url)
             .field("http", &self.signing_secret.is_some())
             .field("socket_mode", &self.app_token.is_some())
+            .field("gate", &self.gate)
             .finish_non_exhaustive()
     }
 }
@@ -99,7 +104,7 @@ pub struct SlackChannel {
 
 /// Checks a bot token with auth.test (for `butler doctor` and at start).
 pub async fn check_token(api_url: &str, bot_token: &str) -> Result<AuthInfo, ChannelError> {
-    Api::new(api_url, bot_token, None).auth_test().await
+    Api::new(api_url, bot_token, None, Gate::local()).auth_test().await
 }
 
 impl Shared {
@@ -109,7 +114,7 @@ impl Shared {
     pub(crate) fn for_tests(settings: SlackSettings) -> Arc<Self> {
         Arc::new_cyclic(|this| Shared {
             this: this.clone(),
-            api: Api::new(&settings.api_url, &settings.bot_token, settings.app_token.as_deref()),
+            api: Api::new(&settings.api_url, &settings.bot_token, settings.app_token.as_deref(), settings.gate.clone()),
             me: Me { user_id: "UBUTLER".into(), bot_id: Some("BBUTLER".into()) },
             threads: Threads::new(settings.remembered_threads),
             settings,
@@ -126,7 +131,8 @@ impl SlackChannel {
     /// Checks the token (auth.test, which also says who Butler is on Slack) and builds the
     /// channel.
     pub async fn connect(settings: SlackSettings) -> Result<Self, ChannelError> {
-        let api = Api::new(&settings.api_url, &settings.bot_token, settings.app_token.as_deref());
+        let api =
+            Api::new(&settings.api_url, &settings.bot_token, settings.app_token.as_deref(), settings.gate.clone());
         let auth = api.auth_test().await?;
         tracing::info!(team = %auth.team, bot_user = %auth.user_id, "Slack bot token accepted");
         let shared = Arc::new_cyclic(|this| Shared {

@@ -43,6 +43,7 @@ fn shared() -> Arc<Shared> {
         api_url: "http://127.0.0.1:9/api".into(),
         remembered_threads: 10,
         working_reaction: None,
+        gate: butler_channel::limit::Gate::local(),
     })
 }
 

@@ -24,6 +24,7 @@ pub use limits::{Limits, Scheduler};
 pub use normalize::{BotIdentity, CHANNEL};
 pub use webhook::{routes as webhook_routes, SECRET_HEADER, WEBHOOK_PATH};
 
+use butler_channel::limit::Gate;
 use butler_channel::{Caps, Channel, ChannelError, ConversationRef, Ingress, MessageRef, Outbound, TextFormat};
 use std::sync::Arc;
 use std::time::Duration;
@@ -69,6 +70,8 @@ pub struct Settings {
     /// The command menu registered with setMyCommands: (command without `/`, description).
     pub commands: Vec<(String, String)>,
     pub limits: Limits,
+    /// Where the send limits are kept: this process's, or the replicas' shared gate.
+    pub gate: Gate,
 }
 
 impl std::fmt::Debug for Settings {
@@ -79,6 +82,7 @@ impl std::fmt::Debug for Settings {
             .field("mode", &self.mode)
             .field("commands", &self.commands.len())
             .field("limits", &self.limits)
+            .field("gate", &self.gate)
             .finish()
     }
 }
@@ -163,7 +167,7 @@ impl TelegramChannel {
             Mode::Webhook { .. } => Duration::ZERO,
         };
         let poller = new_bot(&settings.token, &settings.api_url, poll_timeout + Duration::from_secs(15))?;
-        let scheduler = Scheduler::new(settings.limits);
+        let scheduler = Scheduler::new(settings.limits, settings.gate.clone());
         Ok(Arc::new(Self { bot, poller, me, settings, scheduler }))
     }
 
@@ -225,6 +229,7 @@ mod debug_tests {
             mode: mode.clone(),
             commands: vec![],
             limits: Limits { per_chat: Duration::from_secs(1), per_second: 30 },
+            gate: Gate::local(),
         };
         for text in [format!("{mode:?}"), format!("{settings:?}"), format!("{settings:#?}")] {
             assert!(!text.contains("canary"), "{text}");

@@ -3,14 +3,17 @@
 //! whole at most `per_second` messages per second (Telegram's documented limits), and a chat
 //! that got a 429 waits out its `retry_after` before anything else goes to it.
 //!
-//! Slots are reserved in arrival order under one lock and then slept for, so waiting callers
-//! never race each other. It must never drop a request: a wait longer than the caller allows
-//! comes back as the time to wait, for the caller to retry later.
+//! The slots live in the [`Gate`] the channel was given: this process's own, or the one the
+//! replicas share (then the limits are the bot's, however many replicas send). A message first
+//! reserves its chat's next slot, sleeps until it, then reserves the next overall slot (so a
+//! chat that must wait never holds up the others); when that overall slot was later, the chat
+//! is held for one interval from the moment the message really goes. Reservations are handed
+//! out in arrival order, so waiting callers never race each other. It must never drop a
+//! request: a wait longer than the caller allows comes back as the time to wait, for the
+//! caller to retry later.
 
-use std::collections::{BTreeSet, HashMap};
-use std::sync::Mutex;
+use butler_channel::limit::{Gate, Rate};
 use std::time::Duration;
-use tokio::time::Instant;
 
 /// Telegram's limits for bots: ~1 message per second per chat, ~30 per second overall.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -27,157 +30,168 @@ impl Default for Limits {
     }
 }
 
-#[derive(Default)]
-struct State {
-    /// The earliest time the next message to each chat may go (its last slot + `per_chat`, or
-    /// the end of a 429 wait).
-    chat_next: HashMap<i64, Instant>,
-    /// Reserved slots of the last second and the future, for the overall limit.
-    slots: BTreeSet<Instant>,
+/// The gate key of the overall limit.
+const ALL: &str = "telegram:all";
+
+/// Room for the longest chat key (`telegram:chat:` and an i64).
+type KeyBuf = [u8; 40];
+
+/// The gate key of one chat, written into `buf` (no allocation per message).
+fn chat_key(chat: i64, buf: &mut KeyBuf) -> &str {
+    use std::io::Write;
+    let mut cursor = std::io::Cursor::new(&mut buf[..]);
+    let _ = write!(cursor, "telegram:chat:{chat}");
+    let len = usize::try_from(cursor.position()).unwrap_or(0);
+    std::str::from_utf8(&buf[..len]).unwrap_or("telegram:chat:?")
 }
 
 pub struct Scheduler {
-    limits: Limits,
-    /// Minimum spacing between any two slots (1 s / per_second): 30 per second, never a burst.
-    gap: Duration,
-    state: Mutex<State>,
+    /// One message per `per_chat` to a chat (zero: only a 429's hold).
+    chat: Rate,
+    /// Evenly spaced overall slots (1 s / per_second, never a burst); None when lifted.
+    all: Option<Rate>,
+    gate: Gate,
 }
 
 impl Scheduler {
-    pub fn new(limits: Limits) -> Self {
-        let gap = match limits.per_second {
-            0 => Duration::ZERO,
-            n => Duration::from_secs(1).div_f64(f64::from(n)) + Duration::from_micros(100),
+    pub fn new(limits: Limits, gate: Gate) -> Self {
+        let chat = Rate::spaced(limits.per_chat);
+        let all = match limits.per_second {
+            0 => None,
+            n => Some(Rate::spaced(Duration::from_secs(1).div_f64(f64::from(n)) + Duration::from_micros(100))),
         };
-        Self { limits, gap, state: Mutex::new(State::default()) }
+        Self { chat, all, gate }
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    /// Reserves the earliest slot for `chat`; `Err(wait)` (nothing reserved) when that slot is
-    /// more than `max_wait` away.
-    pub fn reserve(&self, chat: i64, max_wait: Duration) -> Result<Instant, Duration> {
-        let now = Instant::now();
-        let mut s = self.lock();
-        let earliest = s.chat_next.get(&chat).copied().unwrap_or(now).max(now);
-        let slot = self.free_slot(&s.slots, earliest);
-        if slot > now + max_wait {
-            return Err(slot - now);
-        }
-        if !self.gap.is_zero() {
-            s.slots.insert(slot);
-            // Slots older than a second no longer constrain anything.
-            let horizon = now.checked_sub(Duration::from_secs(1)).unwrap_or(now);
-            while s.slots.first().is_some_and(|t| *t < horizon) {
-                s.slots.pop_first();
-            }
-        }
-        s.chat_next.insert(chat, slot + self.limits.per_chat);
-        if s.chat_next.len() > 4096 {
-            s.chat_next.retain(|_, t| *t > now);
-        }
-        Ok(slot)
-    }
-
-    /// The earliest time at or after `t` at least `gap` away from every reserved slot.
-    fn free_slot(&self, slots: &BTreeSet<Instant>, mut t: Instant) -> Instant {
-        if self.gap.is_zero() {
-            return t;
-        }
-        let from = t.checked_sub(self.gap).unwrap_or(t);
-        for s in slots.range(from..) {
-            if *s >= t + self.gap {
-                break;
-            }
-            if s.saturating_duration_since(t) < self.gap || t.saturating_duration_since(*s) < self.gap {
-                t = *s + self.gap;
-            }
-        }
-        t
-    }
-
-    /// Waits for a slot for `chat`; `Err(wait)` if it is more than `max_wait` away.
+    /// Waits for a slot for `chat`; `Err(wait)` (nothing more reserved) if it is more than
+    /// `max_wait` away.
     pub async fn wait(&self, chat: i64, max_wait: Duration) -> Result<(), Duration> {
-        let slot = self.reserve(chat, max_wait)?;
-        tokio::time::sleep_until(slot).await;
+        let mut buf = [0; 40];
+        let key = chat_key(chat, &mut buf);
+        let wait = self.gate.reserve(key, self.chat, max_wait).await?;
+        if !wait.is_zero() {
+            tokio::time::sleep(wait).await;
+        }
+        if let Some(rate) = self.all {
+            let queued = self.gate.reserve(ALL, rate, max_wait.saturating_sub(wait)).await?;
+            if !queued.is_zero() {
+                tokio::time::sleep(queued).await;
+                // The chat's slot was reserved before this wait: its next message counts
+                // from now, when this one really goes.
+                if !self.chat.every.is_zero() {
+                    self.gate.hold(key, self.chat.every).await;
+                }
+            }
+        }
         Ok(())
     }
 
     /// A slot for something that must not wait (a typing indicator): taken only if the overall
     /// limit has room right now; it does not hold up the chat's next message.
-    pub fn try_now(&self) -> bool {
-        let now = Instant::now();
-        let mut s = self.lock();
-        if self.free_slot(&s.slots, now) > now {
-            return false;
+    pub async fn try_now(&self) -> bool {
+        match self.all {
+            Some(rate) => self.gate.take(ALL, rate).await.is_ok(),
+            None => true,
         }
-        if !self.gap.is_zero() {
-            s.slots.insert(now);
-        }
-        true
     }
 
-    /// Telegram answered 429 for `chat`: nothing more goes there for `retry_after`.
-    pub fn penalize(&self, chat: i64, retry_after: Duration) {
-        let until = Instant::now() + retry_after;
-        let mut s = self.lock();
-        let next = s.chat_next.entry(chat).or_insert(until);
-        *next = (*next).max(until);
+    /// Telegram answered 429 for `chat`: nothing more goes there for `retry_after` (from any
+    /// replica sharing the gate).
+    pub async fn penalize(&self, chat: i64, retry_after: Duration) {
+        self.gate.hold(chat_key(chat, &mut [0; 40]), retry_after).await;
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::Arc;
+    use tokio::time::Instant;
 
-    fn ms(d: Duration) -> u128 {
-        d.as_millis()
+    /// When each of `chats` got its slot, in ms from the start (all asked at once).
+    async fn slots(s: Arc<Scheduler>, chats: &[i64]) -> Vec<u128> {
+        let start = Instant::now();
+        let mut tasks = Vec::new();
+        for &chat in chats {
+            let s = s.clone();
+            tasks.push(tokio::spawn(async move {
+                s.wait(chat, Duration::from_secs(60)).await.unwrap();
+                (Instant::now() - start).as_millis()
+            }));
+            // Arrival order is the spawn order.
+            tokio::task::yield_now().await;
+        }
+        let mut out = Vec::new();
+        for t in tasks {
+            out.push(t.await.unwrap());
+        }
+        out
     }
 
     #[tokio::test(start_paused = true)]
     async fn one_chat_gets_one_message_per_second() {
-        let s = Scheduler::new(Limits::default());
-        let start = Instant::now();
-        let slots: Vec<u128> = (0..4).map(|_| ms(s.reserve(7, Duration::from_secs(60)).unwrap() - start)).collect();
-        assert_eq!(slots, vec![0, 1000, 2000, 3000]);
+        let s = Arc::new(Scheduler::new(Limits::default(), Gate::local()));
+        assert_eq!(slots(s.clone(), &[7, 7, 7, 7]).await, vec![0, 1000, 2000, 3000]);
         // Another chat is not held up by chat 7 (only by the overall spacing).
-        assert!(ms(s.reserve(8, Duration::from_millis(100)).unwrap() - start) < 100);
+        let start = Instant::now();
+        s.wait(8, Duration::from_millis(100)).await.unwrap();
+        assert!((Instant::now() - start).as_millis() < 100);
     }
 
     #[tokio::test(start_paused = true)]
     async fn at_most_thirty_per_second_overall() {
-        let s = Scheduler::new(Limits::default());
-        let start = Instant::now();
-        let mut slots: Vec<Instant> = (0..200).map(|chat| s.reserve(chat, Duration::from_secs(60)).unwrap()).collect();
-        slots.sort();
-        for (i, t) in slots.iter().enumerate() {
-            let in_window = slots[i..].iter().take_while(|u| **u < *t + Duration::from_secs(1)).count();
-            assert!(in_window <= 30, "{in_window} slots in the second after {:?}", *t - start);
+        let s = Arc::new(Scheduler::new(Limits::default(), Gate::local()));
+        let chats: Vec<i64> = (0..200).collect();
+        let mut sent = slots(s, &chats).await;
+        sent.sort();
+        for (i, t) in sent.iter().enumerate() {
+            let in_window = sent[i..].iter().take_while(|u| **u < *t + 1000).count();
+            assert!(in_window <= 30, "{in_window} sends in the second after {t} ms");
         }
         // 200 messages need a bit under 7 seconds, not more.
-        assert!(ms(*slots.last().unwrap() - start) < 6800, "{:?}", *slots.last().unwrap() - start);
+        assert!(*sent.last().unwrap() < 6800, "{:?}", sent.last());
     }
 
     #[tokio::test(start_paused = true)]
     async fn a_429_holds_the_chat_and_long_waits_are_returned() {
-        let s = Scheduler::new(Limits::default());
+        let s = Scheduler::new(Limits::default(), Gate::local());
         let start = Instant::now();
-        s.reserve(1, Duration::ZERO).unwrap();
-        s.penalize(1, Duration::from_secs(5));
-        assert_eq!(s.reserve(1, Duration::from_secs(2)).map(|_| ()), Err(Duration::from_secs(5)));
-        assert_eq!(ms(s.reserve(1, Duration::from_secs(10)).unwrap() - start), 5000);
+        s.wait(1, Duration::ZERO).await.unwrap();
+        s.penalize(1, Duration::from_secs(5)).await;
+        assert_eq!(s.wait(1, Duration::from_secs(2)).await, Err(Duration::from_secs(5)));
+        s.wait(1, Duration::from_secs(10)).await.unwrap();
+        assert_eq!((Instant::now() - start).as_millis(), 5000);
         tokio::time::advance(Duration::from_millis(100)).await;
-        assert!(s.try_now(), "typing is not held by the chat's penalty");
+        assert!(s.try_now().await, "typing is not held by the chat's penalty");
+    }
+
+    #[test]
+    fn chat_keys_fit_every_chat_id() {
+        for chat in [0, 7, -1_001_234_567_890, i64::MIN, i64::MAX] {
+            assert_eq!(chat_key(chat, &mut [0; 40]), format!("telegram:chat:{chat}"));
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_chat_waits_from_when_its_message_really_went() {
+        let s = Arc::new(Scheduler::new(Limits::default(), Gate::local()));
+        // 60 other chats fill the next two seconds of overall slots; chat 7 comes last.
+        let mut chats: Vec<i64> = (100..160).collect();
+        chats.push(7);
+        let first = *slots(s.clone(), &chats).await.last().unwrap();
+        assert!(first >= 1900, "chat 7 went at {first} ms");
+        let start = Instant::now();
+        s.wait(7, Duration::from_secs(60)).await.unwrap();
+        assert!((Instant::now() - start).as_millis() >= 1000, "its next message waits a full interval");
     }
 
     #[tokio::test(start_paused = true)]
     async fn lifted_limits_never_wait() {
-        let s = Scheduler::new(Limits { per_chat: Duration::ZERO, per_second: 0 });
+        let s = Scheduler::new(Limits { per_chat: Duration::ZERO, per_second: 0 }, Gate::local());
         let start = Instant::now();
         for _ in 0..100 {
-            assert_eq!(s.reserve(1, Duration::ZERO).unwrap(), start);
+            s.wait(1, Duration::ZERO).await.unwrap();
         }
+        assert_eq!(Instant::now(), start);
     }
 }

@@ -134,7 +134,7 @@ impl TelegramChannel {
             }
             match call().await {
                 Err(RequestError::RetryAfter(s)) => {
-                    self.scheduler.penalize(chat.0, s.duration());
+                    self.scheduler.penalize(chat.0, s.duration()).await;
                     tracing::info!(chat = chat.0, retry_after = s.seconds(), draft, "Telegram asked to slow down");
                     if draft || attempt >= ATTEMPTS || s.duration() > max_wait {
                         return Err(RequestError::RetryAfter(s));
@@ -249,7 +249,7 @@ impl TelegramChannel {
     }
 
     pub(crate) async fn send_typing(&self, conversation: &ConversationRef) -> Result<(), ChannelError> {
-        if !self.scheduler.try_now() {
+        if !self.scheduler.try_now().await {
             return Ok(()); // best effort: never spend a message slot on it
         }
         let mut req = self.bot.send_chat_action(chat_of(conversation)?, ChatAction::Typing);

@@ -20,7 +20,6 @@ use butler_channel::{Ingress, IngressError};
 use constant_time::ct_eq;
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::Instant;
 
 /// The route's path in Butler's server.
 pub const WEBHOOK_PATH: &str = "/channels/telegram/webhook";
@@ -40,7 +39,8 @@ pub fn routes(channel: Arc<TelegramChannel>, ingress: Arc<dyn Ingress>) -> Route
     let crate::Mode::Webhook { secret, .. } = channel.settings.mode.clone() else {
         return Router::new();
     };
-    let state = Arc::new(Hook { channel, ingress, secret, refusals: Refusals::default() });
+    let refusals = Refusals::new("telegram", channel.settings.gate.clone());
+    let state = Arc::new(Hook { channel, ingress, secret, refusals });
     Router::new().route(WEBHOOK_PATH, post(receive)).with_state(state)
 }
 
@@ -51,9 +51,9 @@ fn error(status: StatusCode, code: &str, message: &str) -> Response {
 
 /// A request with a missing or wrong secret: 401, or 429 once its address sent too many; one
 /// aggregated WARN line per address a minute.
-fn refuse(hook: &Hook, peer: Option<Extension<ConnectInfo<SocketAddr>>>) -> Response {
+async fn refuse(hook: &Hook, peer: Option<Extension<ConnectInfo<SocketAddr>>>) -> Response {
     let peer = limit::source_key(peer.map(|Extension(ConnectInfo(a))| a));
-    let refusal = hook.refusals.refuse(&peer, Instant::now());
+    let refusal = hook.refusals.refuse(&peer).await;
     if let Some(refused) = refusal.log {
         tracing::warn!(%peer, refused, "Telegram webhook requests refused: wrong secret (one line per address a minute)");
     }
@@ -77,7 +77,7 @@ async fn receive(
 ) -> Response {
     let given = headers.get(SECRET_HEADER).map(|v| v.as_bytes()).unwrap_or_default();
     if hook.secret.is_empty() || !ct_eq(given, hook.secret.as_bytes()) {
-        return refuse(&hook, peer);
+        return refuse(&hook, peer).await;
     }
     let update: teloxide::types::Update = match serde_json::from_slice(&body) {
         Ok(u) => u,

@@ -12,6 +12,10 @@
 //! [`Ingress::accept`]; the answer is 202 only after that returned `Ok` (a repeat is 202 too),
 //! 503 when the ingress cannot store it.
 //!
+//! Both limits (per source, and refused requests per address) are kept in the [`Gate`] the
+//! router is given, so with the replicas' shared gate a source gets its rate once, whichever
+//! replica its requests land on.
+//!
 //! This crate must never touch a database, Redis or an LLM, never import Butler's root crate,
 //! and never log or return a secret, a signature or a body. Deciding what an event means
 //! (drop, notify, agent turn) is triage's job, not this crate's.
@@ -29,13 +33,12 @@ use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use axum::{Extension, Json, Router};
-use butler_channel::limit;
+use butler_channel::limit::{self, Gate, Rate};
 use butler_channel::{now_ms, Accepted, Ingress, IngressError};
 use serde_json::{json, Value};
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::Instant;
 
 /// The channel name of trigger events: identities and conversations are `hook:<source>`.
 pub const CHANNEL: &str = "hook";
@@ -65,7 +68,9 @@ impl std::fmt::Debug for Source {
 
 struct Entry {
     source: Source,
-    bucket: limit::Bucket,
+    /// The source's gate key and rate.
+    key: String,
+    rate: Rate,
 }
 
 struct Hooks {
@@ -73,19 +78,28 @@ struct Hooks {
     ingress: Arc<dyn Ingress>,
     /// Requests that failed the signature check, per peer address.
     refusals: limit::Refusals,
+    gate: Gate,
 }
 
-/// The router for `POST /hooks/{name}`. The body size limit is the server's
-/// (`DefaultBodyLimit` applied around it); a body over it gets a JSON 413.
-pub fn routes(sources: Vec<Source>, ingress: Arc<dyn Ingress>) -> Router {
+/// The router for `POST /hooks/{name}`, its limits kept in `gate`. The body size limit is the
+/// server's (`DefaultBodyLimit` applied around it); a body over it gets a JSON 413.
+pub fn routes(sources: Vec<Source>, ingress: Arc<dyn Ingress>, gate: Gate) -> Router {
     let sources = sources
         .into_iter()
-        .map(|s| (s.name.clone(), Entry { bucket: limit::Bucket::new(s.rate_limit_per_minute), source: s }))
+        .map(|s| {
+            let entry = Entry {
+                key: format!("hook:source:{}", s.name),
+                rate: Rate::per_minute(s.rate_limit_per_minute),
+                source: s,
+            };
+            (entry.source.name.clone(), entry)
+        })
         .collect();
     Router::new().route("/hooks/{name}", post(receive).fallback(only_post)).with_state(Arc::new(Hooks {
         sources,
         ingress,
-        refusals: limit::Refusals::default(),
+        refusals: limit::Refusals::new(CHANNEL, gate.clone()),
+        gate,
     }))
 }
 
@@ -149,7 +163,7 @@ async fn receive(
     let now = now_ms();
     if let Err(why) = verify(source.scheme, source.secret.as_bytes(), &headers, &body, now.div_euclid(1000)) {
         let peer = limit::source_key(peer.map(|Extension(ConnectInfo(a))| a));
-        let refusal = hooks.refusals.refuse(&peer, Instant::now());
+        let refusal = hooks.refusals.refuse(&peer).await;
         if let Some(refused) = refusal.log {
             tracing::warn!(
                 source = %name, %peer, reason = why.code(), refused,
@@ -168,7 +182,7 @@ async fn receive(
         }
         return Err(HookError::new(StatusCode::UNAUTHORIZED, why.code(), verify::explain(why)));
     }
-    if let Err(wait) = entry.bucket.take(Instant::now()) {
+    if let Err(wait) = hooks.gate.take(&entry.key, entry.rate).await {
         let secs = limit::retry_after_secs(wait);
         tracing::warn!(source = %name, retry_after = secs, "webhook request refused: over the rate limit");
         let mut err = HookError::new(
