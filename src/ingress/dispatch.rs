@@ -62,11 +62,32 @@ impl Dispatcher {
         // Per source, the signal that its previous event is routed: events of one source keep
         // their order, different sources go side by side.
         let mut tails: HashMap<String, oneshot::Receiver<()>> = HashMap::new();
+        // A claim that failed may have committed anyway (the answer lost with the connection):
+        // when it was tried, so its events go back before the next claim.
+        let mut unsure_since: Option<i64> = None;
         loop {
+            if let Some(since) = unsure_since {
+                match self.store.inbox_unclaim(self.cluster.worker(), since).await {
+                    Ok(n) => {
+                        if n > 0 {
+                            tracing::info!(events = n, "events of a claim whose answer was lost are pending again");
+                        }
+                        unsure_since = None;
+                    }
+                    Err(_) => {
+                        tokio::select! {
+                            _ = tokio::time::sleep(Duration::from_millis(250)) => continue,
+                            _ = cancel.cancelled() => break,
+                        }
+                    }
+                }
+            }
+            let tried = now_ms();
             let claimed = match self.store.inbox_claim(&self.channels, self.cluster.worker(), BATCH).await {
                 Ok(rows) => rows,
                 Err(e) => {
                     tracing::warn!(error = %e, "inbox claim failed");
+                    unsure_since = Some(tried);
                     Vec::new()
                 }
             };

@@ -89,6 +89,10 @@ pub trait ReplicaStore: Send + Sync {
     /// Claims outbox row `id` for sending until `until_ms` (false: not due, or another
     /// replica has it).
     async fn outbox_claim(&self, id: i64, until_ms: i64) -> Result<bool>;
+    /// A claim by `worker` that failed with an error may still have committed (the answer was
+    /// lost): its events (`processing` by `worker`, claimed at `since_ms` or later) go back to
+    /// `pending`. Run before the worker claims again.
+    async fn inbox_unclaim(&self, worker: &str, since_ms: i64) -> Result<u64>;
 }
 
 /// How long an event routed to a replica waits for it before any replica may claim it.

@@ -143,6 +143,7 @@ contract! {
     replica_routed_events_go_to_their_replica_first => crate::replicas::routed_events_go_to_their_replica_first,
     replica_conversation_stays_in_order_across_replicas => crate::replicas::a_conversation_stays_in_order_across_replicas,
     replica_takeover_returns_only_dead_replicas_events => crate::replicas::takeover_returns_only_dead_replicas_events,
+    replica_claim_whose_answer_was_lost_is_undone => crate::replicas::a_claim_whose_answer_was_lost_is_undone,
     replica_outbox_row_is_claimed_by_one_sender => crate::replicas::an_outbox_row_is_claimed_by_one_sender,
     schedule_jobs_follow_a_linked_identity => crate::schedules::jobs_follow_a_linked_identity,
 }

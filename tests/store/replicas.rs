@@ -121,6 +121,28 @@ pub async fn takeover_returns_only_dead_replicas_events(store: Arc<dyn Store>) {
     assert!(!store.inbox_yield("t2", "alive").await.unwrap(), "not held any more");
 }
 
+pub async fn a_claim_whose_answer_was_lost_is_undone(store: Arc<dyn Store>) {
+    let chans = vec!["web".to_string()];
+    store.inbox_insert(&event("u1", "web", "u1")).await.unwrap();
+    assert_eq!(store.inbox_claim(&chans, "w", 10).await.unwrap().len(), 1);
+    let since = butler::store::now_ms();
+    tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    for id in ["u2", "u3"] {
+        store.inbox_insert(&event(id, "web", id)).await.unwrap();
+    }
+    // This claim "failed" for the caller: its rows are undone, the earlier claim is kept.
+    assert_eq!(store.inbox_claim(&chans, "w", 10).await.unwrap().len(), 2);
+    assert_eq!(store.inbox_unclaim("other", since).await.unwrap(), 0, "only the worker's own");
+    assert_eq!(store.inbox_unclaim("w", since).await.unwrap(), 2);
+    // (event, status, attempts)
+    for (id, status, attempts) in
+        [("u1", InboxStatus::Processing, 1), ("u2", InboxStatus::Pending, 0), ("u3", InboxStatus::Pending, 0)]
+    {
+        let row = store.inbox_get(id).await.unwrap().unwrap();
+        assert_eq!((row.status, row.attempts), (status, attempts), "{id}");
+    }
+}
+
 pub async fn an_outbox_row_is_claimed_by_one_sender(store: Arc<dyn Store>) {
     let row = store.outbox_enqueue(&reply("o1", "web:c1", "hello")).await.unwrap();
     let until = butler::store::now_ms() + 60_000;

@@ -67,6 +67,22 @@ macro_rules! impl_replicas {
                 Ok(done.rows_affected() == 1)
             }
 
+            /// The claim's `attempts + 1` is undone: the event never ran.
+            async fn inbox_unclaim(&self, worker: &str, since_ms: i64) -> $crate::store::Result<u64> {
+                let done = sqlx::query(
+                    "UPDATE inbox SET status = 'pending', claimed_by = NULL, \
+                     attempts = CASE WHEN attempts > 0 THEN attempts - 1 ELSE 0 END, updated_ms = $3 \
+                     WHERE status = 'processing' AND claimed_by = $1 AND updated_ms >= $2",
+                )
+                .bind(worker)
+                .bind(since_ms)
+                .bind($crate::store::now_ms())
+                .execute(self.writer())
+                .await
+                .map_err($crate::store::sql::error::db_err)?;
+                Ok(done.rows_affected())
+            }
+
             /// A conditional update: only one replica moves `next_attempt_ms` past now.
             async fn outbox_claim(&self, id: i64, until_ms: i64) -> $crate::store::Result<bool> {
                 let done = sqlx::query(
