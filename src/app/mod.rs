@@ -248,7 +248,8 @@ struct ChannelSet {
 }
 
 /// Builds the platform channels, the web chat and the extra channels, and takes back what a
-/// dead process left half-done on them.
+/// dead process left half-done on them. `relay` is where the web chat sends its events for the
+/// other replicas: `Some` exactly when Redis joins this process to others.
 async fn build_channels(
     cfg: &Config,
     store: &Arc<dyn Store>,
@@ -259,7 +260,7 @@ async fn build_channels(
     gate: &Gate,
 ) -> Result<ChannelSet, AppError> {
     let platforms = crate::channels::build(cfg, ingress.clone(), http, gate).await?;
-    let shared = relay.is_some() || cfg.redis.is_some();
+    let shared = relay.is_some();
     let hub = (http && cfg.channels.web.enabled).then(|| {
         Arc::new(match relay {
             Some(out) => web::WebHub::relayed(out),

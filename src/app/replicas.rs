@@ -46,19 +46,17 @@ pub(super) fn start_receiver(cluster: &Arc<Cluster>, ch: Arc<dyn Channel>, ingre
     if ch.caps().exclusive && cluster.shared() {
         let name = format!("receiver:{}", ch.name());
         tasks.tracker.spawn(run_as_leader(cluster.clone(), name, cancel, move |stop| {
-            let (ch, ingress) = (ch.clone(), ingress.clone());
-            async move {
-                if let Err(e) = ch.run(ingress, stop).await {
-                    tracing::error!(channel = ch.name(), error = %e, "channel receiver stopped");
-                }
-            }
+            receive(ch.clone(), ingress.clone(), stop)
         }));
     } else {
-        tasks.tracker.spawn(async move {
-            if let Err(e) = ch.run(ingress, cancel).await {
-                tracing::error!(channel = ch.name(), error = %e, "channel receiver stopped");
-            }
-        });
+        tasks.tracker.spawn(receive(ch, ingress, cancel));
+    }
+}
+
+/// One channel's receiver until `stop` fires (or it fails, which is logged).
+async fn receive(ch: Arc<dyn Channel>, ingress: Arc<dyn Ingress>, stop: CancellationToken) {
+    if let Err(e) = ch.run(ingress, stop).await {
+        tracing::error!(channel = ch.name(), error = %e, "channel receiver stopped");
     }
 }
 

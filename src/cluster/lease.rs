@@ -48,10 +48,6 @@ pub struct Lease {
     pub lost: CancellationToken,
 }
 
-fn lease_key(link: &RedisLink, name: &str) -> String {
-    link.lease_key(name)
-}
-
 #[derive(Default)]
 pub(super) struct Leases {
     held: Mutex<HashMap<String, CancellationToken>>,
@@ -95,7 +91,7 @@ impl Leases {
         if self.is_held(name) {
             return Ok(Some(self.remember(name)));
         }
-        let key = lease_key(link, name);
+        let key = link.lease_key(name);
         let mut c = link.conn();
         let set: Option<String> = redis::cmd("SET")
             .arg(&key)
@@ -119,7 +115,7 @@ impl Leases {
         let Some(link) = link else { return };
         let mut c = link.conn();
         let script = redis::Script::new(RELEASE);
-        if let Err(e) = script.key(lease_key(link, name)).arg(worker).invoke_async::<i64>(&mut c).await {
+        if let Err(e) = script.key(link.lease_key(name)).arg(worker).invoke_async::<i64>(&mut c).await {
             tracing::debug!(lease = name, error = %unavailable(e), "could not give a lease back; it expires by itself");
         }
     }
@@ -171,7 +167,7 @@ impl Leases {
         for chunk in names.chunks(500) {
             let mut call = script.prepare_invoke();
             for name in chunk {
-                call.key(lease_key(link, name));
+                call.key(link.lease_key(name));
             }
             call.arg(worker).arg(ttl_ms);
             let kept: Vec<i64> = call.invoke_async(&mut c).await.map_err(unavailable)?;
@@ -192,7 +188,7 @@ impl Leases {
 /// The ids of replicas whose heartbeat lease is live.
 pub(super) async fn alive_workers(link: &RedisLink) -> Result<Vec<String>, ClusterError> {
     let mut c = link.conn();
-    let pattern = lease_key(link, &format!("{}*", WORKER_PREFIX));
+    let pattern = link.lease_key(&format!("{WORKER_PREFIX}*"));
     let mut cursor: u64 = 0;
     let mut keys: Vec<String> = Vec::new();
     loop {
@@ -211,6 +207,6 @@ pub(super) async fn alive_workers(link: &RedisLink) -> Result<Vec<String>, Clust
         }
         cursor = next;
     }
-    let prefix = lease_key(link, WORKER_PREFIX);
+    let prefix = link.lease_key(WORKER_PREFIX);
     Ok(keys.into_iter().filter_map(|k| k.strip_prefix(&prefix).map(str::to_string)).collect())
 }

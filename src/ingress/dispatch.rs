@@ -127,7 +127,8 @@ impl Dispatcher {
     }
 
     async fn route_or_retry(&self, row: &InboxRow, stop: &CancellationToken) {
-        let error = if exhausted(row.attempts, self.max_attempts) {
+        let spent = exhausted(row.attempts, self.max_attempts);
+        let error = if spent {
             // Claimed again after its last try (a crash during it): never run it once more.
             row.error.clone().unwrap_or_else(|| "interrupted".into())
         } else {
@@ -138,7 +139,7 @@ impl Dispatcher {
         };
         let (store, event) = (&*self.store, &row.event);
         until_recorded(stop, &event.id.0, || async {
-            if exhausted(row.attempts, self.max_attempts) {
+            if spent {
                 dead_letter(store, &self.deliverer, event, row.attempts - 1, &error).await
             } else {
                 retry_or_fail(store, &self.deliverer, event, row.attempts, self.max_attempts, &error).await
