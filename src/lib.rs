@@ -7,7 +7,8 @@
 //! - [`session`]: one actor per session, bounded mailbox, one turn at a time.
 //! - [`agent`]: the turn loop; [`llm`] the model providers; [`tools`] what it can do;
 //!   [`permissions`] whether a call may run, must ask, or is denied; [`hooks`] around calls.
-//!   [`mcp`] tools from MCP servers; [`delegate`] plans and tracks child agents.
+//!   [`mcp`] tools from MCP servers; [`delegate`] plans and tracks child agents; [`media`] the
+//!   files people send (downloads under a cap, images, transcripts, documents).
 //! - [`outbox`]: persisted replies, delivery, streaming by editing in place.
 //! - [`store`]: the one `Store` trait over SQLite and Postgres.
 //! - [`config`], [`http`], [`metrics`], [`app`] (the composition root), [`cli`].
@@ -30,6 +31,7 @@ pub mod ids;
 pub mod ingress;
 pub mod llm;
 pub mod mcp;
+pub mod media;
 pub mod memory;
 pub mod metrics;
 pub mod outbox;

@@ -38,7 +38,7 @@ pub(super) fn build_messages(history: &[NewMessage]) -> Vec<ChatMessage> {
         match m.role() {
             Role::User => {
                 close(&mut out, &mut open_calls);
-                out.push(ChatMessage::User { content: m.content.clone(), name: m.name.clone() });
+                out.push(ChatMessage::User { content: m.content.clone(), name: m.name.clone(), images: Vec::new() });
             }
             Role::Assistant => {
                 close(&mut out, &mut open_calls);

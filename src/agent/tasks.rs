@@ -32,6 +32,7 @@ pub(super) fn child_event(row: &DelegationRow, parent: &InboundEvent) -> Inbound
         message_id: None,
         body: EventBody::Message { text: row.task.clone() },
         at_ms: row.created_ms,
+        attachments: Vec::new(),
     }
 }
 
@@ -110,6 +111,7 @@ pub(crate) async fn deliver(store: &dyn crate::store::Store, row: &DelegationRow
         message_id: None,
         body: EventBody::Trigger { source: TASK_SOURCE.into(), text, payload: serde_json::json!({"task": row.id}) },
         at_ms: now_ms(),
+        attachments: Vec::new(),
     };
     store.inbox_insert(&event).await?;
     store.delegation_delivered(&row.id).await?;

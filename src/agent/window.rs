@@ -121,7 +121,11 @@ pub(super) fn shrink(req: &mut ChatRequest, budget: usize) -> usize {
 
 /// The summary checkpoint as the first message of a request.
 pub(super) fn summary_message(summary: &SummaryRow) -> ChatMessage {
-    ChatMessage::User { content: format!("[Summary of the earlier conversation]\n{}", summary.text), name: None }
+    ChatMessage::User {
+        content: format!("[Summary of the earlier conversation]\n{}", summary.text),
+        name: None,
+        images: Vec::new(),
+    }
 }
 
 /// Where to cut `history` for a checkpoint: keep the newest third (at least two messages), and
@@ -241,6 +245,7 @@ impl Window<'_> {
                     transcript_text(session.summary.as_ref(), &session.history[..cut])
                 ),
                 name: None,
+                images: Vec::new(),
             }],
             tools: Vec::new().into(),
             max_tokens: Some(800),
@@ -286,14 +291,18 @@ mod tests {
     fn shrinking_clears_old_tool_results_first_then_collapses_old_texts() {
         let long = "x".repeat(4_000);
         let mut msgs = vec![
-            ChatMessage::User { content: long.clone(), name: None },
+            ChatMessage::User { content: long.clone(), name: None, images: Vec::new() },
             ChatMessage::Assistant {
                 content: String::new(),
                 tool_calls: vec![ToolCall { id: "1".into(), name: "t".into(), arguments: "{}".into() }],
             },
             ChatMessage::Tool { call_id: "1".into(), content: long.clone(), is_error: false, images: vec![] },
         ];
-        msgs.extend((0..KEEP_RECENT).map(|i| ChatMessage::User { content: format!("recent {i} {long}"), name: None }));
+        msgs.extend((0..KEEP_RECENT).map(|i| ChatMessage::User {
+            content: format!("recent {i} {long}"),
+            name: None,
+            images: Vec::new(),
+        }));
         let mut r = req(msgs);
         let before = estimate(&r);
         // A budget that clearing the tool result alone meets: the old text stays.

@@ -62,6 +62,7 @@ pub const CONFIG_CHECKS: crate::config::OwnerChecks = crate::config::OwnerChecks
     mcp: crate::mcp::check_config,
     skills: crate::skills::check_config,
     delegation: crate::delegate::check_config,
+    media: crate::media::check_config,
 };
 
 /// Every check of `cfg`: config's own sections and the components' (`[permissions]`, `[tools]`,

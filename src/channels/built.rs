@@ -3,7 +3,8 @@
 //!
 //! Plain data shared by the per-platform glue files; it must never name a channel crate.
 
-use butler_channel::Channel;
+use butler_channel::{Channel, FileSource};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 /// The platform channels the config asks for, and their HTTP routes.
@@ -12,6 +13,8 @@ pub struct Built {
     pub channels: Vec<Arc<dyn Channel>>,
     /// Webhook and interactivity endpoints, merged into Butler's one HTTP server.
     pub routes: axum::Router,
+    /// How each channel fetches the files people attach, by channel name.
+    pub files: BTreeMap<String, Arc<dyn FileSource>>,
 }
 
 /// A channel that could not be started (bad credentials, a platform that refused a call).

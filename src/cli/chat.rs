@@ -246,6 +246,7 @@ pub async fn run(
                         message_id: None,
                         body,
                         at_ms: crate::store::now_ms(),
+                        attachments: Vec::new(),
                     };
                     match app.ingress.accept(ev).await {
                         Ok(Accepted::New) => sent.push(id),

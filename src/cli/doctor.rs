@@ -162,7 +162,7 @@ async fn llm(r: &mut Report, cfg: &Config) {
     let provider = crate::llm::from_config(&cfg.llm);
     let req = ChatRequest {
         system: "You are a health check.".into(),
-        messages: vec![ChatMessage::User { content: "Reply with the word OK.".into(), name: None }],
+        messages: vec![ChatMessage::User { content: "Reply with the word OK.".into(), name: None, images: Vec::new() }],
         tools: Vec::new().into(),
         max_tokens: Some(5),
     };

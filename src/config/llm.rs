@@ -49,6 +49,9 @@ pub struct LlmConfig {
     /// key of `[llm]`; unset keys come from `[llm]`.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub tiers: BTreeMap<String, LlmTier>,
+    /// The model reads images: photos people send reach it as image content. When false it
+    /// gets a short description instead and the reply says it cannot see images.
+    pub vision: bool,
 }
 
 impl Default for LlmConfig {
@@ -70,6 +73,7 @@ impl Default for LlmConfig {
             cache_write_price_per_mtok: 0.0,
             fallback: Vec::new(),
             tiers: BTreeMap::new(),
+            vision: true,
         }
     }
 }
@@ -132,6 +136,8 @@ pub struct LlmTier {
     pub cache_write_price_per_mtok: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub fallback: Option<Vec<LlmFallback>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub vision: Option<bool>,
 }
 
 impl LlmConfig {
@@ -158,6 +164,7 @@ impl LlmConfig {
             cache_write_price_per_mtok: t.cache_write_price_per_mtok.unwrap_or(self.cache_write_price_per_mtok),
             fallback: t.fallback.clone().unwrap_or_else(|| self.fallback.clone()),
             tiers: Default::default(),
+            vision: t.vision.unwrap_or(self.vision),
         })
     }
 

@@ -12,6 +12,7 @@ mod llm;
 mod load;
 mod masked;
 mod mcp;
+mod media;
 mod permissions;
 mod platforms;
 mod roles;
@@ -33,6 +34,7 @@ pub use load::{
     DEFAULT_OPENAI_MODEL, DEFAULT_PATH, NO_FILE,
 };
 pub use mcp::{McpConfig, McpServerConfig};
+pub use media::{AudioConvert, MediaConfig, TranscriptionConfig};
 pub use permissions::{ContextKind, Mode, PermissionContext, PermissionsConfig};
 pub use platforms::{DiscordConfig, SlackConfig, TelegramConfig, TelegramMode};
 pub use roles::UserRole;

@@ -9,7 +9,7 @@ use super::error::ConfigError;
 use super::validate::{self, Problems};
 use super::{
     AccessConfig, AgentConfig, ChannelsConfig, DatabaseConfig, HookConfig, LimitsConfig, LlmConfig, McpConfig,
-    MemoryConfig, PermissionsConfig, RedisConfig, ScheduleConfig, ServerConfig, SkillsConfig, ToolsConfig,
+    MediaConfig, MemoryConfig, PermissionsConfig, RedisConfig, ScheduleConfig, ServerConfig, SkillsConfig, ToolsConfig,
     TriggerConfig,
 };
 use serde::{Deserialize, Serialize};
@@ -42,6 +42,8 @@ pub struct Config {
     pub mcp: McpConfig,
     /// Extra skill folders (`[skills]`); discovery and checks are in `crate::skills`.
     pub skills: SkillsConfig,
+    /// Files people send (`[media]`, `[media.transcription]`); checked by `crate::media`.
+    pub media: MediaConfig,
 }
 
 impl Config {
@@ -72,6 +74,7 @@ impl Config {
         (owners.schedules)(self, &mut p);
         (owners.mcp)(self, &mut p);
         (owners.skills)(self, &mut p);
+        (owners.media)(self, &mut p);
         p.into_result()
     }
 
@@ -101,12 +104,21 @@ pub struct OwnerChecks {
     pub skills: SectionCheck,
     /// `[agent.delegation]` and `[[agent.archetypes]]` (`crate::delegate`).
     pub delegation: SectionCheck,
+    /// `[media]` and `[media.transcription]` (`crate::media`).
+    pub media: SectionCheck,
 }
 
 impl OwnerChecks {
     /// Checks only the sections config owns.
-    pub const NONE: Self =
-        Self { permissions: skip, tools: skip, schedules: skip, mcp: skip, skills: skip, delegation: skip };
+    pub const NONE: Self = Self {
+        permissions: skip,
+        tools: skip,
+        schedules: skip,
+        mcp: skip,
+        skills: skip,
+        delegation: skip,
+        media: skip,
+    };
 }
 
 fn skip(_: &Config, _: &mut Problems) {}

@@ -69,7 +69,13 @@ fn messages(history: &[ChatMessage]) -> Vec<Value> {
     };
     for m in history {
         match m {
-            ChatMessage::User { content, name } => {
+            ChatMessage::User { content, name, images } => {
+                for i in images {
+                    push(
+                        "user",
+                        json!({"type": "image", "source": {"type": "base64", "media_type": i.mime, "data": i.data}}),
+                    );
+                }
                 if !content.is_empty() {
                     push("user", json!({"type": "text", "text": speaker_text(name.as_deref(), content)}));
                 }

@@ -55,7 +55,14 @@ impl OpenAi {
                 messages.push(Msg::UserParts { content: std::mem::take(&mut images) });
             }
             messages.push(match m {
-                ChatMessage::User { content, name } => Msg::User { content: speaker_text(name.as_deref(), content) },
+                ChatMessage::User { content, name, images: sent } if !sent.is_empty() => {
+                    let mut parts = vec![Part::Text { text: speaker_text(name.as_deref(), content).into_owned() }];
+                    parts.extend(sent.iter().map(|i| Part::ImageUrl { image_url: ImageUrl { url: i.data_url() } }));
+                    Msg::UserParts { content: parts }
+                }
+                ChatMessage::User { content, name, .. } => {
+                    Msg::User { content: speaker_text(name.as_deref(), content) }
+                }
                 ChatMessage::Assistant { content, tool_calls } => Msg::Assistant {
                     content: (!content.is_empty() || tool_calls.is_empty()).then_some(content.as_str()),
                     tool_calls: tool_calls

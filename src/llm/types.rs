@@ -26,6 +26,10 @@ pub enum ChatMessage {
         content: String,
         /// The speaker in a group conversation.
         name: Option<String>,
+        /// Images the person sent with this message (photos, screenshots), for vision models.
+        /// Only the current turn's message carries them; the stored transcript keeps the text.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        images: Vec<Image>,
     },
     Assistant {
         content: String,

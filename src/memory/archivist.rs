@@ -135,6 +135,7 @@ impl Worker {
                     job.answer.chars().take(4_000).collect::<String>(),
                 ),
                 name: None,
+                images: Vec::new(),
             }],
             tools: Vec::new().into(),
             max_tokens: Some(500),

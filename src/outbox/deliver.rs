@@ -290,6 +290,7 @@ impl Deliverer {
                 draft: false,
                 key: Some(chunk_key(&row.key, i)),
                 private_to: row.private_to.clone(),
+                file: None,
             };
             match ids.get(i) {
                 // The streamed draft (or a first chunk of an earlier attempt): make it final.

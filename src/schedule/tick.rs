@@ -101,5 +101,6 @@ pub fn event_for(row: &ScheduleRow, fire_at: i64, kind: RunKind, conv_kind: Conv
             }),
         },
         at_ms: fire_at,
+        attachments: Vec::new(),
     }
 }

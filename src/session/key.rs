@@ -28,6 +28,7 @@ mod tests {
             message_id: None,
             body: EventBody::Message { text: "hi".into() },
             at_ms: 0,
+            attachments: Vec::new(),
         }
     }
 

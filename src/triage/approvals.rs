@@ -39,6 +39,7 @@ pub fn expiry_event(row: &ApprovalRow) -> Option<InboundEvent> {
         message_id: None,
         body: EventBody::Action { action: format!("ap:{}:expire", row.id), message: None, interaction: None },
         at_ms: now_ms(),
+        attachments: Vec::new(),
     })
 }
 

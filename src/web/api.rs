@@ -219,6 +219,7 @@ fn event(conv: &str, user: &str, id: String, body: EventBody) -> InboundEvent {
         message_id: None,
         body,
         at_ms: now_ms(),
+        attachments: Vec::new(),
     }
 }
 

@@ -52,6 +52,7 @@ pub const LAYERS: &[(&str, u8, &str)] = &[
     ("llm", 1, "model providers, chat types, prices"),
     ("cluster", 1, "leases, the bus and leader loops over Redis; one process without it"),
     ("store", 2, "the Store traits, rows, SQLite and Postgres"),
+    ("media", 3, "attachments: downloads under a cap, sniffing, images, transcripts, document text"),
     ("schedule", 3, "fire times, missed-run plans, claims; hands events to the ingress"),
     ("tools", 4, "the Tool trait, registry, built-in tools"),
     ("permissions", 5, "policy, hard deny list, approval rules"),

@@ -41,7 +41,7 @@ pub fn provider(llm: &FakeLlm, kind: ProviderKind) -> Arc<dyn Provider> {
 pub fn ask(text: &str) -> ChatRequest {
     ChatRequest {
         system: "You are Butler.".into(),
-        messages: vec![ChatMessage::User { content: text.into(), name: None }],
+        messages: vec![ChatMessage::User { content: text.into(), name: None, images: Vec::new() }],
         ..ChatRequest::default()
     }
 }

@@ -74,7 +74,11 @@ fn full_request() -> ChatRequest {
     ChatRequest {
         system: "You are Butler. Stable.".into(),
         messages: vec![
-            ChatMessage::User { content: "weather and time in Paris?".into(), name: Some("alice".into()) },
+            ChatMessage::User {
+                content: "weather and time in Paris?".into(),
+                name: Some("alice".into()),
+                images: Vec::new(),
+            },
             ChatMessage::Assistant {
                 content: String::new(),
                 tool_calls: vec![
@@ -209,7 +213,7 @@ async fn system_prompt_is_byte_stable_across_requests() {
         complete(p.as_ref(), &req).await.unwrap();
         let first = llm.last_request().unwrap();
         req.messages.push(ChatMessage::Assistant { content: "echo: one".into(), tool_calls: vec![] });
-        req.messages.push(ChatMessage::User { content: "two".into(), name: None });
+        req.messages.push(ChatMessage::User { content: "two".into(), name: None, images: Vec::new() });
         complete(p.as_ref(), &req).await.unwrap();
         let second = llm.last_request().unwrap();
         assert_eq!(first.system_text(), "You are Butler.");

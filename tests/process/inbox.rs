@@ -35,6 +35,7 @@ fn event(id: &str) -> butler::channel::InboundEvent {
         message_id: None,
         body: EventBody::Message { text: "private words".into() },
         at_ms: 1,
+        attachments: Vec::new(),
     }
 }
 

@@ -18,6 +18,7 @@ pub fn event(id: &str, channel: &str, conv: &str) -> InboundEvent {
         message_id: Some(format!("m-{id}")),
         body: EventBody::Message { text: format!("hello from {id}") },
         at_ms: 1_700_000_000_000,
+        attachments: Vec::new(),
     }
 }
 

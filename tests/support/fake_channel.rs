@@ -68,6 +68,7 @@ impl FakeChannel {
             message_id: Some(format!("m{n}")),
             body: EventBody::Message { text: text.to_string() },
             at_ms: 0,
+            attachments: Vec::new(),
         }
     }
 

@@ -199,6 +199,10 @@ pub struct InboundEvent {
     pub body: EventBody,
     /// Unix milliseconds when the platform says it happened (or when it was received).
     pub at_ms: i64,
+    /// Files attached to a message (photos, voice notes, documents), as the platform describes
+    /// them; fetched through the channel's [`crate::FileSource`] once the sender is known.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub attachments: Vec<crate::Attachment>,
 }
 
 impl InboundEvent {
@@ -272,6 +276,7 @@ mod tests {
                 message_id: Some("m1".into()),
                 body: EventBody::Message { text: "hi".into() },
                 at_ms: 0,
+                attachments: Vec::new(),
             };
             assert_eq!(event.quote_target().as_deref(), want, "{kind:?}");
         }

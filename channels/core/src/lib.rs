@@ -13,6 +13,7 @@ mod chunk;
 mod clock;
 mod event;
 pub mod limit;
+mod media;
 mod outbound;
 pub mod signature;
 mod storable;
@@ -22,6 +23,7 @@ pub use channel::{Accepted, Caps, Channel, ChannelError, Ingress, IngressError, 
 pub use chunk::{chunk_text, ChunkLimit};
 pub use clock::now_ms;
 pub use event::{Actor, ConversationKind, ConversationRef, EventBody, EventId, Identity, InboundEvent};
+pub use media::{Attachment, ByteStream, Download, FileSource, MediaKind, OutFile};
 pub use outbound::{Button, ButtonStyle, MessageRef, Outbound, PrivateTo};
 pub use storable::{storable_text, REPLACEMENT};
 pub use unreadable::{count_unreadable, unreadable_counts};

@@ -50,6 +50,9 @@ pub struct Outbound {
     /// text just acknowledges the click. Platforms without private replies show it normally.
     #[serde(default)]
     pub private_to: Option<PrivateTo>,
+    /// A file to send with this message (the text becomes its caption).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub file: Option<crate::OutFile>,
 }
 
 /// The person a private reply is for, and the click it answers.
@@ -71,6 +74,7 @@ impl Outbound {
             draft: false,
             key: None,
             private_to: None,
+            file: None,
         }
     }
 }

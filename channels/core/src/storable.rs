@@ -114,6 +114,7 @@ mod tests {
             message_id: None,
             body,
             at_ms: 1,
+            attachments: Vec::new(),
         }
     }
 

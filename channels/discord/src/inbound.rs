@@ -61,6 +61,7 @@ pub(crate) fn message(msg: &Message, me: &Me, memory: &Memory) -> Option<Inbound
         message_id: Some(msg.id.to_string()),
         body: EventBody::Message { text },
         at_ms: snowflake_ms(msg.id.get()),
+        attachments: Vec::new(),
     })
 }
 
@@ -185,6 +186,7 @@ pub(crate) fn click(i: &Interaction) -> Result<InboundEvent, String> {
             interaction: Some(handle(app, &i.token)),
         },
         at_ms: snowflake_ms(id),
+        attachments: Vec::new(),
     })
 }
 

@@ -212,6 +212,7 @@ pub fn events_api(body: &[u8], me: &Me, threads: &Threads) -> Result<Inbound, St
         id: EventId(format!("slack:event:{event_id}")),
         actor: Actor { identity: Identity::new(CHANNEL, user), display_name: None, is_bot },
         at_ms: ts_ms(&ts),
+        attachments: Vec::new(),
         conversation,
         kind,
         addressed,

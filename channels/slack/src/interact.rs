@@ -115,6 +115,7 @@ pub fn interaction(payload: &[u8], now_ms: i64) -> Result<Option<InboundEvent>, 
         message_id: message_ts.clone(),
         body: EventBody::Action { action: value, message: message_ts, interaction: i.response_url },
         at_ms: action.action_ts.as_deref().map_or(now_ms, ts_ms),
+        attachments: Vec::new(),
     }))
 }
 
@@ -130,6 +131,7 @@ pub fn command(c: &Command, now_ms: i64) -> InboundEvent {
         message_id: None,
         body: EventBody::Message { text: c.text.trim().to_string() },
         at_ms: now_ms,
+        attachments: Vec::new(),
     }
 }
 

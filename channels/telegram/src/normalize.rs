@@ -115,6 +115,7 @@ fn message(update_id: u32, m: &Message, me: &BotIdentity) -> Option<InboundEvent
         message_id: Some(m.id.0.to_string()),
         body: EventBody::Message { text },
         at_ms: m.date.timestamp_millis(),
+        attachments: Vec::new(),
     })
 }
 
@@ -139,6 +140,7 @@ fn click(update_id: u32, q: &CallbackQuery) -> Option<InboundEvent> {
         message_id: None,
         body: EventBody::Action { action, message: Some(on.id().0.to_string()), interaction: Some(q.id.0.clone()) },
         at_ms: now_ms,
+        attachments: Vec::new(),
     })
 }
 

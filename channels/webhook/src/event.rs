@@ -140,6 +140,7 @@ pub fn build(
         message_id: None,
         body: EventBody::Trigger { source: name.to_string(), text, payload: Value::Object(payload) },
         at_ms,
+        attachments: Vec::new(),
     }
 }
 

@@ -46,7 +46,7 @@ pub(super) async fn model_call(llm: &LlmConfig) -> Result<Duration, Failed> {
     let provider = crate::llm::from_config(llm);
     let req = ChatRequest {
         system: "You are being set up. Reply with the word OK.".into(),
-        messages: vec![ChatMessage::User { content: "Reply with the word OK.".into(), name: None }],
+        messages: vec![ChatMessage::User { content: "Reply with the word OK.".into(), name: None, images: Vec::new() }],
         tools: Vec::new().into(),
         max_tokens: Some(5),
     };

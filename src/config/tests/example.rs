@@ -94,6 +94,7 @@ fn full_config() -> Config {
             cache_read_price_per_mtok: Some(0.075),
             cache_write_price_per_mtok: Some(0.0),
             fallback: None,
+            vision: Some(true),
         },
     );
     c.tools.web_search.enabled = Some(true);
@@ -124,6 +125,12 @@ fn full_config() -> Config {
         token: Secret::new("d"),
         public_key: Some("d75a980182b10ab7d54bfed3c964073a0ee172f3daa62325af021a68f707511a".into()),
         api_url: "https://discord.com".into(),
+    });
+    c.media.transcription = Some(crate::config::TranscriptionConfig {
+        base_url: "https://api.openai.com/v1".into(),
+        api_key: Some(Secret::new("k5")),
+        language: "en".into(),
+        ..Default::default()
     });
     c.agent.instructions = Some("be brief".into());
     c.triggers = vec![crate::config::TriggerConfig {

@@ -113,6 +113,7 @@ impl Classifier {
                      Reply with exactly one word: drop, notify or agent."
                 ),
                 name: None,
+                images: Vec::new(),
             }],
             tools: Vec::new().into(),
             max_tokens: Some(MAX_TOKENS),

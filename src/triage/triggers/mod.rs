@@ -193,6 +193,7 @@ impl Triggers {
             message_id: None,
             body: EventBody::Message { text },
             at_ms: event.at_ms,
+            attachments: Vec::new(),
         };
         let key = session_key(&rewritten);
         let reason = format!("{} -> turn for {identity} in {conversation}", choice.reason);
