@@ -10,6 +10,7 @@
 
 mod approve;
 mod ask;
+mod attach;
 mod budget;
 mod catalog;
 mod child;

@@ -49,6 +49,10 @@ pub(super) struct Progress {
     pub(super) context_tokens: usize,
     /// The turn's user message until it is stored.
     pub(super) unsaved_user: Option<NewMessage>,
+    /// Images the person sent with this turn's message (sent to the model, never stored).
+    pub(super) images: Vec<crate::llm::Image>,
+    /// Lines for the person about their attachments ("I heard: ..."), leading the reply.
+    pub(super) notes: Vec<String>,
 }
 
 /// What one model answered in a turn so far, and its prices.
@@ -173,6 +177,9 @@ pub(super) fn final_reply(turn: &Turn<'_>, note: Option<String>, last_text: Stri
         Some(n) => format!("{last_text}\n\n{n}"),
     };
     let mut shown = turn.progress.join(&stored).trim_end().to_string();
+    if !turn.progress.notes.is_empty() {
+        shown = format!("{}\n\n{shown}", turn.progress.notes.join("\n")).trim_end().to_string();
+    }
     if shown.is_empty() {
         shown = "(The model returned an empty answer.)".into();
     }
@@ -224,6 +231,7 @@ pub(super) fn finished_commit(mut turn: Turn<'_>, reply: FinalReply, usage: Turn
             text: reply.shown,
             buttons: vec![],
             reply_to: event.quote_target(),
+            file: None,
         }),
         usage: Some(usage),
         approvals: vec![],
@@ -259,6 +267,7 @@ pub(super) fn waiting_commit(mut turn: Turn<'_>, asks: Vec<ApprovalRow>, usage: 
             text,
             buttons: vec![],
             reply_to: event.quote_target(),
+            file: None,
         }),
         usage: Some(usage),
         approvals: asks,

@@ -69,6 +69,10 @@ pub struct Agent {
     delegation: Arc<AgentConfig>,
     /// The children running in this process (`/cancel`, background tasks).
     running: Arc<Running>,
+    /// Fetches and reads the files people attach.
+    media: Arc<crate::media::Media>,
+    /// The turn's model reads images (`[llm] vision` of the `chat` tier).
+    vision: bool,
 }
 
 /// The services an [`Agent`] calls, besides what it reads from the config.
@@ -132,7 +136,16 @@ impl Agent {
             max_schema_tokens: cfg.mcp.max_schema_tokens,
             delegation: Arc::new(cfg.agent.clone()),
             running,
+            // No channel file sources until `with_media` gives the app's.
+            media: Arc::new(crate::media::Media::new(&cfg.media, Default::default())),
+            vision: cfg.llm.tier_or_main(crate::config::CHAT_TIER).vision,
         }
+    }
+
+    /// Attachments are fetched through `media` (the channels' file sources).
+    pub(crate) fn with_media(mut self, media: Arc<crate::media::Media>) -> Self {
+        self.media = media;
+        self
     }
 
     /// Children register in (and background ones run on) `running`, shared with triage.
@@ -286,6 +299,7 @@ impl Agent {
                 if fresh {
                     let text = event.text().unwrap_or_default();
                     turn.recall = self.window().recall_block(&turn.tool_ctx.memory_scope(), text).await?;
+                    super::attach::attach(&self.media, self.vision, &mut turn).await;
                 }
             }
             Start::Resume { approval, pending_left } if approval.session_id != turn.sid => {
@@ -405,6 +419,7 @@ impl Agent {
             tools: turn.defs.clone(),
             max_tokens: Some(self.max_tokens),
         };
+        super::attach::with_images(&mut req, &turn.progress.images);
         let mut size = shrink(&mut req, budget);
         if size > budget && !turn.compacted {
             // Clearing and collapsing were not enough: one summary checkpoint, then measure again.
@@ -412,6 +427,7 @@ impl Agent {
             if window.compact(turn.session, &turn.user.id).await? {
                 let unsaved = turn.progress.unsaved_user.as_ref();
                 req.messages = window.request_messages(turn.session, unsaved, turn.recall.as_deref());
+                super::attach::with_images(&mut req, &turn.progress.images);
                 size = shrink(&mut req, budget);
             }
         }

@@ -134,7 +134,7 @@ impl App {
         let gate = cluster.link().map_or_else(Gate::local, |link| Gate::shared(Arc::new(RedisGate::for_link(link))));
         let (web_out, web_rx) = tokio::sync::mpsc::channel(1024);
         let relay = cluster.shared().then_some(web_out);
-        let ChannelSet { out: channels, names, routes, hub } =
+        let ChannelSet { out: channels, names, routes, hub, files } =
             build_channels(&cfg, &store, &ingress, opts.http, opts.extra_channels, relay, &gate).await?;
 
         let claims: Option<Arc<dyn store::ReplicaStore>> = cluster.shared().then(|| store.clone() as _);
@@ -149,8 +149,10 @@ impl App {
         if recovered > 0 {
             tracing::info!(recovered, "background task results handed over after an earlier stop");
         }
+        let media = Arc::new(crate::media::Media::new(&cfg.media, files));
         let agent = build_agent(&cfg, &store, &tiers, &deliverer, hooks, opts.extra_tools, opts.config_path.as_deref())
-            .with_running(running.clone());
+            .with_running(running.clone())
+            .with_media(media);
         let agent = agent.with_tool_source(mcp.clone());
         let archivist = start_archivist(&cfg, &store, &tiers, &background);
         let overview = crate::mcp::ToolsOverview { own: agent.tool_names(), mcp: mcp.clone() };
@@ -246,6 +248,8 @@ struct ChannelSet {
     routes: axum::Router,
     /// The web chat's open pages, when the web chat is on.
     hub: Option<Arc<web::WebHub>>,
+    /// How each channel fetches the files people attach.
+    files: std::collections::BTreeMap<String, Arc<dyn butler_channel::FileSource>>,
 }
 
 /// Builds the platform channels, the web chat and the extra channels, and takes back what a
@@ -294,7 +298,7 @@ async fn build_channels(
         platforms.routes.merge(butler_webhook::routes(webhook_sources(&cfg.triggers), ingress.clone(), gate.clone()));
     #[cfg(not(feature = "webhook"))]
     let routes = platforms.routes;
-    Ok(ChannelSet { out, names, routes, hub })
+    Ok(ChannelSet { out, names, routes, hub, files: platforms.files })
 }
 
 /// The agent: the built-in tools the config turns on, the `skill` tool and the extra ones, the

@@ -232,6 +232,7 @@ impl Dispatcher {
             text: String::new(),
             buttons: vec![],
             reply_to: None,
+            file: None,
         };
         let row = self.store.outbox_enqueue(&ack).await?;
         self.deliverer.hand_over(row);
@@ -260,6 +261,7 @@ impl Dispatcher {
                 text,
                 buttons: vec![],
                 reply_to,
+                file: None,
             }),
             usage: None,
             approvals: vec![],

@@ -278,7 +278,12 @@ impl Deliverer {
         let conversation: ConversationRef = row.conversation.parse().map_err(|e: String| ChannelError::Rejected(e))?;
         let caps = channel.caps();
         // UTF-16 units are never fewer than characters, so this also fits platforms counting characters.
-        let chunks = chunk_text(&row.text, ChunkLimit::Utf16(caps.max_len));
+        // A file goes as one message with the text as its caption (the adapter splits a caption
+        // too long for its platform); only text is chunked.
+        let chunks = match row.file {
+            Some(_) => vec![row.text.clone()],
+            None => chunk_text(&row.text, ChunkLimit::Utf16(caps.max_len)),
+        };
         let mut ids = row.platform_ids.clone();
         let last = chunks.len() - 1;
         for (i, chunk) in chunks.into_iter().enumerate() {
@@ -290,11 +295,11 @@ impl Deliverer {
                 draft: false,
                 key: Some(chunk_key(&row.key, i)),
                 private_to: row.private_to.clone(),
-                file: None,
+                file: if i == 0 { row.file.clone() } else { None },
             };
             match ids.get(i) {
                 // The streamed draft (or a first chunk of an earlier attempt): make it final.
-                Some(id) if i == 0 => {
+                Some(id) if i == 0 && row.file.is_none() => {
                     let target = MessageRef { conversation: conversation.clone(), id: id.clone() };
                     match channel.edit(&target, &msg).await {
                         Ok(()) | Err(ChannelError::NotModified) => {}

@@ -51,6 +51,7 @@ pub(crate) fn approval_notice(row: &ApprovalRow, asker: &str, buttons: bool) -> 
             Button::new("Deny", format!("ap:{}:deny", row.id), ButtonStyle::Danger),
         ],
         reply_to: None,
+        file: None,
     }
 }
 
@@ -91,6 +92,7 @@ _Pick one, or reply in your own words._",
         text,
         buttons: shown,
         reply_to: None,
+        file: None,
     }
 }
 

@@ -221,6 +221,7 @@ impl Actor {
             text: String::new(),
             buttons: vec![],
             reply_to: event.quote_target(),
+            file: None,
         };
         let buttons = deps.channels.get(event.channel()).is_some_and(|ch| ch.caps().buttons);
         // Heartbeats stream nothing: they may end up saying nothing at all.
@@ -354,6 +355,7 @@ impl Actor {
                 text: "🆕 Started a new conversation. Earlier messages are kept in the history but no longer sent to the model.".into(),
                 buttons: vec![],
                 reply_to: job.event.quote_target(),
+                file: None,
             }),
             usage: None,
             approvals: vec![],

@@ -105,6 +105,7 @@ pub async fn dead_letter(
             ),
             buttons: vec![],
             reply_to: event.quote_target(),
+            file: None,
         };
         let row = store.outbox_enqueue(&notice).await?;
         deliverer.hand_over(row);

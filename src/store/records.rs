@@ -202,6 +202,8 @@ pub struct NewOutbox {
     pub text: String,
     pub buttons: Vec<Button>,
     pub reply_to: Option<String>,
+    /// A file to send with the text as its caption (`send_file`).
+    pub file: Option<butler_channel::OutFile>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -222,6 +224,7 @@ pub struct OutboxRow {
     pub last_error: Option<String>,
     pub created_ms: i64,
     pub updated_ms: i64,
+    pub file: Option<butler_channel::OutFile>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]

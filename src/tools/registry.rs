@@ -10,7 +10,7 @@ use std::sync::Arc;
 /// The built-in tools enabled by the config: `web_fetch` when enabled, `web_search` when on
 /// (a provider chosen, or `enabled = true`), `http_get` and
 /// `http_request` when `allowed_hosts` is not empty, `shell` only when enabled, the file
-/// tools when enabled, `send_message` when it has targets, and always the scheduled-job tools
+/// tools (with `send_file`) when enabled, `send_message` when it has targets, and always the scheduled-job tools
 /// (`schedule`, `schedules_list`).
 pub fn builtin_tools(cfg: &Config) -> Tools {
     let mut t = Tools::default();
@@ -44,6 +44,7 @@ pub fn builtin_tools(cfg: &Config) -> Tools {
     }
     if tc.files.enabled {
         builtin::file_tools(&tc.files).into_iter().for_each(|tool| t.add(tool));
+        t.add(Arc::new(builtin::SendFile::new()));
     }
     if !tc.send_message.targets.is_empty() {
         t.add(Arc::new(builtin::SendMessage::new(&tc.send_message)));

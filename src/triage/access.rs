@@ -365,6 +365,7 @@ pub async fn approve_pairing(
         text: "✅ You're in: the owner approved your request. Say hello!".into(),
         buttons: vec![],
         reply_to: None,
+        file: None,
     };
     store.outbox_enqueue(&welcome).await?;
     tracing::info!(identity = %row.identity, "pairing approved");

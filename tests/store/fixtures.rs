@@ -40,6 +40,7 @@ pub fn reply(key: &str, conversation: &str, text: &str) -> NewOutbox {
         text: text.to_string(),
         buttons: vec![],
         reply_to: None,
+        file: None,
     }
 }
 

@@ -139,13 +139,16 @@ impl RecordedRequest {
     }
 
     /// The `image_url` URLs of every user message (OpenAI) and the `image` blocks' data of
-    /// every tool result (Anthropic), in order.
+    /// every user message and tool result (Anthropic), in order.
     pub fn images(&self) -> Vec<String> {
         let mut out = Vec::new();
         for m in self.messages() {
             for part in m.get("content").and_then(Value::as_array).into_iter().flatten() {
                 if let Some(url) = part.pointer("/image_url/url").and_then(Value::as_str) {
                     out.push(url.to_string());
+                }
+                if let Some(data) = part.pointer("/source/data").and_then(Value::as_str) {
+                    out.push(data.to_string());
                 }
                 for inner in part.get("content").and_then(Value::as_array).into_iter().flatten() {
                     if let Some(data) = inner.pointer("/source/data").and_then(Value::as_str) {

@@ -25,8 +25,8 @@ macro_rules! impl_outbox {
                     now,
                     concat!(
                         "INSERT INTO outbox (key, channel, conversation, text, buttons, reply_to, status, platform_ids, \
-                         attempts, next_attempt_ms, created_ms, updated_ms, private_to) \
-                         VALUES ($1, $2, $3, $4, $5, $6, 'pending', '[]', 0, 0, $7, $7, $8) \
+                         attempts, next_attempt_ms, created_ms, updated_ms, private_to, file) \
+                         VALUES ($1, $2, $3, $4, $5, $6, 'pending', '[]', 0, 0, $7, $7, $8, $9) \
                          ON CONFLICT (key) DO UPDATE SET status = 'pending', text = excluded.text, \
                          buttons = excluded.buttons, reply_to = COALESCE(excluded.reply_to, outbox.reply_to), \
                          updated_ms = excluded.updated_ms WHERE outbox.status = 'draft' RETURNING ",
@@ -36,7 +36,7 @@ macro_rules! impl_outbox {
                 .await
             }
 
-            /// Runs an outbox INSERT (`sql`, binding `new` as $1..$8) and returns the inserted or
+            /// Runs an outbox INSERT (`sql`, binding `new` as $1..$9) and returns the inserted or
             /// updated row, or the existing row when the statement changed nothing.
             async fn outbox_insert_on(
                 conn: &mut <$db as sqlx::Database>::Connection,
@@ -58,6 +58,7 @@ macro_rules! impl_outbox {
                             .map(|p| $crate::store::sql::rows::to_json("private_to", p))
                             .transpose()?,
                     )
+                    .bind(new.file.as_ref().map(|f| $crate::store::sql::rows::to_json("file", f)).transpose()?)
                     .fetch_optional(&mut *conn)
                     .await
                     .map_err($crate::store::sql::error::db_err)?;
@@ -93,8 +94,8 @@ macro_rules! impl_outbox {
                     $crate::store::now_ms(),
                     concat!(
                         "INSERT INTO outbox (key, channel, conversation, text, buttons, reply_to, status, platform_ids, \
-                         attempts, next_attempt_ms, created_ms, updated_ms, private_to) \
-                         VALUES ($1, $2, $3, $4, $5, $6, 'draft', '[]', 0, 0, $7, $7, $8) \
+                         attempts, next_attempt_ms, created_ms, updated_ms, private_to, file) \
+                         VALUES ($1, $2, $3, $4, $5, $6, 'draft', '[]', 0, 0, $7, $7, $8, $9) \
                          ON CONFLICT (key) DO NOTHING RETURNING ",
                         $crate::store::sql::rows::cols!(outbox)
                     ),

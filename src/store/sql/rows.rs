@@ -25,7 +25,7 @@ macro_rules! cols {
     };
     (outbox) => {
         "id, key, channel, conversation, text, buttons, reply_to, status, platform_ids, attempts, \
-         next_attempt_ms, last_error, created_ms, updated_ms, private_to"
+         next_attempt_ms, last_error, created_ms, updated_ms, private_to, file"
     };
     (memory) => {
         "id, user_id, scope, text, source, created_ms"
@@ -209,6 +209,7 @@ pub(crate) struct OutboxRaw {
     created_ms: i64,
     updated_ms: i64,
     private_to: Option<String>,
+    file: Option<String>,
 }
 
 impl TryFrom<OutboxRaw> for OutboxRow {
@@ -230,6 +231,7 @@ impl TryFrom<OutboxRaw> for OutboxRow {
             created_ms: r.created_ms,
             updated_ms: r.updated_ms,
             private_to: r.private_to.as_deref().map(|p| from_json("outbox.private_to", p)).transpose()?,
+            file: r.file.as_deref().map(|f| from_json("outbox.file", f)).transpose()?,
         })
     }
 }

@@ -135,7 +135,7 @@ fn str_arg<'a>(args: &'a Value, key: &str) -> &'a str {
 }
 
 /// `path` as a workspace-relative path, or why it is refused.
-fn relative(path: &str) -> Result<PathBuf, ToolError> {
+pub(super) fn relative(path: &str) -> Result<PathBuf, ToolError> {
     let refused = |why: &str| Err(ToolError::InvalidArgs(format!("refused path `{path}`: {why}")));
     if path.contains('\0') {
         return refused("it contains a NUL byte");
@@ -194,7 +194,7 @@ fn resolve(root: &Path, rel: &Path, shown: &str) -> Result<PathBuf, ToolError> {
 }
 
 /// Checks `path`, then resolves it inside `ctx`'s workspace (on a blocking thread) and runs `f`.
-async fn in_workspace<T, F>(ctx: &ToolCtx, path: &str, f: F) -> Result<T, ToolError>
+pub(super) async fn in_workspace<T, F>(ctx: &ToolCtx, path: &str, f: F) -> Result<T, ToolError>
 where
     T: Send + 'static,
     F: FnOnce(&Path, PathBuf) -> Result<T, ToolError> + Send + 'static,
@@ -211,7 +211,7 @@ where
     .map_err(|e| ToolError::Failed(format!("file operation failed: {e}")))?
 }
 
-fn io_err(path: &str) -> impl Fn(std::io::Error) -> ToolError + '_ {
+pub(super) fn io_err(path: &str) -> impl Fn(std::io::Error) -> ToolError + '_ {
     move |e| match e.kind() {
         std::io::ErrorKind::NotFound => ToolError::Failed(format!("`{path}` does not exist in your workspace")),
         _ => ToolError::Failed(format!("`{path}`: {e}")),

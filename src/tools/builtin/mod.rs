@@ -1,6 +1,6 @@
 //! Built-in tools: the clock and the user's memory (store only), and the acting tools: the web
 //! (`web_fetch`, `web_search`, `http_get`, `http_request`), the shell, files in the user's
-//! workspace, and `send_message`; and the user's scheduled jobs (`schedule`, `schedules_list`). They must never
+//! workspace and `send_file`, and `send_message`; and the user's scheduled jobs (`schedule`, `schedules_list`). They must never
 //! touch another user's data or workspace, never reach a network address or path their guards
 //! refuse, and never show a secret in an action summary.
 
@@ -14,6 +14,7 @@ mod schedule;
 mod search;
 mod search_api;
 mod send;
+mod send_file;
 mod shell;
 mod web;
 
@@ -24,5 +25,6 @@ pub use now::Now;
 pub use schedule::{schedule_tools, ScheduleTool, SchedulesList};
 pub use search::{WebSearch, MAX_COUNT as WEB_SEARCH_MAX_COUNT};
 pub use send::SendMessage;
+pub use send_file::{as_photo, SendFile, MAX_SEND_BYTES};
 pub use shell::{Shell, SAFE_PATH};
 pub use web::{http_tools, http_tools_with_guard, HttpGet, HttpRequest, WebFetch};

@@ -98,6 +98,7 @@ impl Tool for SendMessage {
             text: text.to_string(),
             buttons: vec![],
             reply_to: None,
+            file: None,
         };
         let row = ctx
             .store
