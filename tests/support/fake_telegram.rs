@@ -455,14 +455,7 @@ async fn api(
         }
         "sendChatAction" | "setMyCommands" => ok(json!(true)),
         "getFile" => files::get_file(&s, &body),
-        "sendPhoto" | "sendDocument" => match files::send(&s, &method, &body, &parts) {
-            Ok(shown) => {
-                let json = message_json(&shown);
-                lock(&s).messages.push(shown);
-                ok(json)
-            }
-            Err(refused) => refused,
-        },
+        "sendPhoto" | "sendDocument" => files::send(&s, &method, &body, &parts),
         _ => fail(404, &format!("Not Found: method {method} not found")),
     }
 }

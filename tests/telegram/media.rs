@@ -414,7 +414,7 @@ async fn refusals_and_429s_on_uploads() {
     let mut gone = out_file(&dir, "gone.txt", "text/plain", b"x", false);
     std::fs::remove_file(&gone.path).unwrap();
     gone.size = 1;
-    let msg = Outbound { file: Some(gone), ..Outbound::text(to(3), &"long ".repeat(400)) };
+    let msg = Outbound { file: Some(gone), ..Outbound::text(to(3), "long ".repeat(400)) };
     let e = channel.send(&msg).await.unwrap_err();
     assert!(matches!(e, ChannelError::Rejected(_)), "{e:?}");
     assert!(fake.chat(3).is_empty());

@@ -217,19 +217,26 @@ fn caption(body: &Value) -> Result<(String, String, Vec<html::Entity>), String> 
     Ok((text, raw, entities))
 }
 
-/// sendPhoto / sendDocument: the uploaded file and the shown message, or Telegram's error.
-pub(super) fn send(s: &Arc<Shared>, method: &str, body: &Value, parts: &[Part]) -> Result<super::Shown, Response> {
+/// sendPhoto / sendDocument: the uploaded file shown in its chat and the Message answered, or
+/// Telegram's error.
+pub(super) fn send(s: &Arc<Shared>, method: &str, body: &Value, parts: &[Part]) -> Response {
     let field = if method == "sendPhoto" { "photo" } else { "document" };
-    let Some(chat) = body["chat_id"].as_i64() else { return Err(fail(400, "Bad Request: chat not found")) };
+    let Some(chat) = body["chat_id"].as_i64() else { return fail(400, "Bad Request: chat not found") };
     let attach = body[field].as_str().unwrap_or("");
     let Some(part) = attach.strip_prefix("attach://").and_then(|id| parts.iter().find(|p| p.name == id)) else {
-        return Err(fail(400, "Bad Request: wrong file identifier/HTTP URL specified"));
+        return fail(400, "Bad Request: wrong file identifier/HTTP URL specified");
     };
     if part.data.is_empty() {
-        return Err(fail(400, &format!("Bad Request: file must be non-empty ({field})")));
+        return fail(400, &format!("Bad Request: file must be non-empty ({field})"));
     }
-    let (text, raw, entities) = caption(body).map_err(|e| fail(400, &e))?;
-    let buttons = super::buttons(&body["reply_markup"]).map_err(|e| fail(400, &e))?;
+    let (text, raw, entities) = match caption(body) {
+        Ok(c) => c,
+        Err(e) => return fail(400, &e),
+    };
+    let buttons = match super::buttons(&body["reply_markup"]) {
+        Ok(b) => b,
+        Err(e) => return fail(400, &e),
+    };
     let mut st = lock(s);
     let id = st.next_message;
     st.next_message += 1;
@@ -253,7 +260,9 @@ pub(super) fn send(s: &Arc<Shared>, method: &str, body: &Value, parts: &[Part]) 
         edits: 0,
         file: Some(sent),
     };
-    Ok(shown)
+    let json = super::message_json(&shown);
+    st.messages.push(shown);
+    ok(json)
 }
 
 /// The photo or document of a message's JSON, as Telegram shows a sent file.
