@@ -1,6 +1,7 @@
 //! `[channels.telegram]` -> the Telegram channel (channels/telegram): its settings (the command
 //! menu comes from triage's `/help` list), its webhook route (`POST /channels/telegram/webhook`,
-//! mounted in webhook mode), and the `butler doctor` check (the token through getMe).
+//! mounted in webhook mode), its file source (getFile and the file URL, under "telegram" in
+//! `Built.files`), and the `butler doctor` check (the token through getMe).
 //!
 //! It must never hold Telegram logic or print a secret: mapping config to settings is all it does.
 
@@ -78,6 +79,7 @@ pub async fn build(
     })?;
     let routes = butler_telegram::webhook_routes(channel.clone(), ingress);
     built.routes = std::mem::take(&mut built.routes).merge(routes);
+    built.files.insert(butler_telegram::CHANNEL.to_string(), channel.files());
     built.channels.push(channel);
     Ok(())
 }

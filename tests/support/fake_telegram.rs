@@ -7,8 +7,9 @@
 //! Telegram does; 409 while a webhook is set, and - after `refuse_concurrent_polls` - 409 to a
 //! getUpdates that arrives while another is still waiting, as Telegram answers a second bot
 //! instance), sendMessage, editMessageText,
-//! editMessageReplyMarkup, answerCallbackQuery, sendChatAction, setMyCommands, getFile. HTML is
-//! parsed as Telegram parses it (`html.rs`): bad markup and over-long texts are refused.
+//! editMessageReplyMarkup, answerCallbackQuery, sendChatAction, setMyCommands; getFile, the file
+//! download route, sendPhoto and sendDocument (`files.rs`). HTML is parsed as Telegram parses it
+//! (`html.rs`): bad markup and over-long texts are refused.
 //! Every call is recorded with its arrival time; `fail_next` scripts a 429 with retry_after,
 //! 400 "message is not modified", 5xx or any error for the next call of a method. `violations`
 //! lists where Butler broke Telegram's rate limits (two messages to one chat within 1 s, more
@@ -16,13 +17,14 @@
 //!
 //! It must never call out to the network or depend on Butler's types: it stands in for Telegram.
 
+pub mod files;
 pub mod html;
 pub mod updates;
 
-use axum::extract::{Path, State};
+use axum::extract::{DefaultBodyLimit, Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use axum::routing::post;
+use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde_json::{json, Value};
 use std::collections::{HashMap, VecDeque};
@@ -70,6 +72,8 @@ pub struct Shown {
     pub buttons: Vec<(String, String)>,
     pub reply_to: Option<i64>,
     pub edits: usize,
+    /// The photo or document of a sendPhoto / sendDocument (`text` is then its caption).
+    pub file: Option<files::SentFile>,
 }
 
 #[derive(Default)]
@@ -88,6 +92,10 @@ struct Inner {
     conflicts: usize,
     /// `refuse_concurrent_polls` was called.
     exclusive_polls: bool,
+    /// Files getFile knows, by file_id.
+    files: HashMap<String, files::FakeFile>,
+    /// file_path of every download asked for, in order.
+    downloads: Vec<String>,
 }
 
 struct Shared {
@@ -127,7 +135,12 @@ impl FakeTelegram {
             updates: Notify::new(),
             calls: Notify::new(),
         });
-        let app = Router::new().route("/{bot}/{method}", post(api).get(api)).with_state(shared.clone());
+        let app = Router::new()
+            .route("/{bot}/{method}", post(api).get(api))
+            .route("/file/{bot}/{*path}", get(files::download))
+            // Bots may upload up to 50 MB.
+            .layer(DefaultBodyLimit::max(64 * 1024 * 1024))
+            .with_state(shared.clone());
         let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await.expect("bind fake telegram");
         let addr = listener.local_addr().unwrap();
         let task = tokio::spawn(async move {
@@ -252,6 +265,16 @@ impl FakeTelegram {
         message_json(&m)
     }
 
+    /// Registers a file getFile answers for `file_id` (and the download route serves).
+    pub fn add_file(&self, file_id: &str, file: files::FakeFile) {
+        self.lock().files.insert(file_id.to_string(), file);
+    }
+
+    /// The file_path of every download Butler asked for, in order.
+    pub fn downloads(&self) -> Vec<String> {
+        self.lock().downloads.clone()
+    }
+
     /// The webhook set with setWebhook: (url, secret_token).
     pub fn webhook(&self) -> Option<(String, Option<String>)> {
         self.lock().webhook.clone()
@@ -262,13 +285,16 @@ impl FakeTelegram {
         self.lock().calls.iter().map(|c| format!("{} {}", c.method, c.body)).collect()
     }
 
-    /// Places Butler broke Telegram's limits: two message calls (sendMessage, edits) to one
+    /// Places Butler broke Telegram's limits: two message calls (sends of text or files, edits) to one
     /// chat less than `gap` apart, or more than 30 in any second overall.
     pub fn violations(&self, gap: Duration) -> Vec<String> {
         let calls: Vec<Call> = self
             .all_calls()
             .into_iter()
-            .filter(|c| ["sendMessage", "editMessageText", "editMessageReplyMarkup"].contains(&c.method.as_str()))
+            .filter(|c| {
+                ["sendMessage", "sendPhoto", "sendDocument", "editMessageText", "editMessageReplyMarkup"]
+                    .contains(&c.method.as_str())
+            })
             .collect();
         let mut out = Vec::new();
         let mut last: HashMap<String, Instant> = HashMap::new();
@@ -320,7 +346,16 @@ fn now_secs() -> i64 {
 }
 
 fn message_json(m: &Shown) -> Value {
-    let mut v = json!({"message_id": m.id, "from": bot_user(), "chat": updates::chat(m.chat, m.thread.is_some()), "date": now_secs(), "text": m.text});
+    let mut v = json!({"message_id": m.id, "from": bot_user(), "chat": updates::chat(m.chat, m.thread.is_some()), "date": now_secs()});
+    match &m.file {
+        None => v["text"] = json!(m.text),
+        Some(f) => {
+            files::message_fields(f, &mut v);
+            if !m.text.is_empty() {
+                v["caption"] = json!(m.text);
+            }
+        }
+    }
     if let Some(t) = m.thread {
         v["message_thread_id"] = json!(t);
         v["is_topic_message"] = json!(true);
@@ -363,21 +398,6 @@ fn render(body: &Value) -> Result<(String, String, Vec<html::Entity>), String> {
     Ok((text, raw, entities))
 }
 
-/// A `multipart/form-data` body (teloxide sends setWebhook this way) as a JSON object; values
-/// that parse as JSON (numbers, booleans, arrays) are kept as such.
-fn multipart(content_type: &str, body: &[u8]) -> Value {
-    let Some(boundary) = content_type.split("boundary=").nth(1) else { return json!({}) };
-    let text = String::from_utf8_lossy(body);
-    let mut out = serde_json::Map::new();
-    for part in text.split(&format!("--{}", boundary.trim_matches('"'))) {
-        let Some((head, value)) = part.split_once("\r\n\r\n") else { continue };
-        let Some(name) = head.split("name=\"").nth(1).and_then(|r| r.split('"').next()) else { continue };
-        let value = value.strip_suffix("\r\n").unwrap_or(value);
-        out.insert(name.to_string(), serde_json::from_str(value).unwrap_or_else(|_| json!(value)));
-    }
-    Value::Object(out)
-}
-
 async fn api(
     State(s): State<Arc<Shared>>,
     Path((bot, method)): Path<(String, String)>,
@@ -385,8 +405,11 @@ async fn api(
     body: axum::body::Bytes,
 ) -> Response {
     let content_type = headers.get("content-type").and_then(|v| v.to_str().ok()).unwrap_or("");
+    // teloxide sends setWebhook and file uploads as multipart/form-data.
+    let parts =
+        if content_type.starts_with("multipart/form-data") { files::parts(content_type, &body) } else { vec![] };
     let body: Value = if content_type.starts_with("multipart/form-data") {
-        multipart(content_type, &body)
+        files::fields(&parts)
     } else {
         serde_json::from_slice(&body).unwrap_or(json!({}))
     };
@@ -431,12 +454,8 @@ async fn api(
             ok(json!(true))
         }
         "sendChatAction" | "setMyCommands" => ok(json!(true)),
-        "getFile" => {
-            let id = body["file_id"].as_str().unwrap_or("file");
-            ok(
-                json!({"file_id": id, "file_unique_id": format!("u-{id}"), "file_size": 1024, "file_path": format!("documents/{id}.bin")}),
-            )
-        }
+        "getFile" => files::get_file(&s, &body),
+        "sendPhoto" | "sendDocument" => files::send(&s, &method, &body, &parts),
         _ => fail(404, &format!("Not Found: method {method} not found")),
     }
 }
@@ -515,6 +534,7 @@ fn send_message(s: &Arc<Shared>, body: &Value) -> Response {
         buttons,
         reply_to: body["reply_parameters"]["message_id"].as_i64(),
         edits: 0,
+        file: None,
     };
     let json = message_json(&shown);
     st.messages.push(shown);

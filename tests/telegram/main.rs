@@ -1,7 +1,7 @@
 //! The Telegram channel end to end: the real teloxide client inside Butler talks to the fake Bot
 //! API (tests/support/fake_telegram.rs) through `api_url`, with the fake LLM as the model.
 //! One module per promise of the channel: intake modes, normalization, rendering and
-//! streaming, approvals, rate limits, durability, commands and doctor.
+//! streaming, approvals, rate limits, durability, commands and doctor, files in and out.
 
 #[path = "../support/mod.rs"]
 mod support;
@@ -9,6 +9,7 @@ mod support;
 mod approvals;
 mod doctor;
 mod durability;
+mod media;
 mod modes;
 mod normalize;
 mod ratelimit;

@@ -7,19 +7,25 @@
 //!   redeliveries are dropped by the inbox.
 //! - Output: Markdown rendered to Telegram HTML, inline keyboards for buttons (callback data =
 //!   the opaque action id, at most 64 bytes), answers to clicks with `answerCallbackQuery`,
-//!   edits for streaming and outcomes, typing indicators. Every message and edit goes through
-//!   one send scheduler (1 per second per chat, 30 per second overall, 429s honoured).
+//!   edits for streaming and outcomes, typing indicators, files (`sendPhoto` / `sendDocument`,
+//!   streamed from disk, the text as caption). Every message and edit goes through one send
+//!   scheduler (1 per second per chat, 30 per second overall, 429s honoured).
+//! - Files people send: attachments on the event (`normalize`), fetched through
+//!   [`TelegramFiles`] (`getFile`, then the file URL, streamed).
 //!
 //! This crate knows Telegram and nothing else: it must never use SQL, Redis, an LLM or the
 //! root crate, and it never decides what to say.
 
+mod files;
 mod limits;
 pub mod normalize;
 mod poll;
 pub mod render;
 mod send;
+mod upload;
 mod webhook;
 
+pub use files::{TelegramFiles, MAX_DOWNLOAD};
 pub use limits::{Limits, Scheduler};
 pub use normalize::{BotIdentity, CHANNEL};
 pub use webhook::{routes as webhook_routes, SECRET_HEADER, WEBHOOK_PATH};
@@ -106,6 +112,8 @@ pub struct TelegramChannel {
     bot: Bot,
     /// For long polls (a timeout above the long-poll timeout).
     poller: Bot,
+    /// For uploads and downloads of files (no short overall timeout, see [`transfer_bot`]).
+    transfer: Bot,
     me: BotIdentity,
     settings: Settings,
     scheduler: Scheduler,
@@ -115,6 +123,23 @@ fn new_bot(token: &str, api_url: &str, timeout: Duration) -> Result<Bot, Connect
     let url = api_url.parse().map_err(|_| ConnectError::BadUrl(api_url.to_string()))?;
     let client = teloxide::net::default_reqwest_settings()
         .timeout(timeout)
+        .build()
+        .map_err(|e| ConnectError::Other(e.to_string()))?;
+    Ok(Bot::with_client(token, client).set_api_url(url))
+}
+
+/// Longest a file upload or download may take as a whole (50 MB at ~100 KB/s).
+const TRANSFER_TIMEOUT: Duration = Duration::from_secs(600);
+/// Longest a transfer may go without receiving anything.
+const TRANSFER_STALL: Duration = Duration::from_secs(60);
+
+/// The client for file transfers: the 17 s overall timeout of ordinary calls would cut a large
+/// file on a slow link, so it has a long overall limit and a limit on silence instead.
+fn transfer_bot(token: &str, api_url: &str) -> Result<Bot, ConnectError> {
+    let url = api_url.parse().map_err(|_| ConnectError::BadUrl(api_url.to_string()))?;
+    let client = teloxide::net::default_reqwest_settings()
+        .timeout(TRANSFER_TIMEOUT)
+        .read_timeout(TRANSFER_STALL)
         .build()
         .map_err(|e| ConnectError::Other(e.to_string()))?;
     Ok(Bot::with_client(token, client).set_api_url(url))
@@ -167,8 +192,14 @@ impl TelegramChannel {
             Mode::Webhook { .. } => Duration::ZERO,
         };
         let poller = new_bot(&settings.token, &settings.api_url, poll_timeout + Duration::from_secs(15))?;
+        let transfer = transfer_bot(&settings.token, &settings.api_url)?;
         let scheduler = Scheduler::new(settings.limits, settings.gate.clone());
-        Ok(Arc::new(Self { bot, poller, me, settings, scheduler }))
+        Ok(Arc::new(Self { bot, poller, transfer, me, settings, scheduler }))
+    }
+
+    /// How the files people send on this bot are fetched (for `Built.files`).
+    pub fn files(&self) -> Arc<TelegramFiles> {
+        Arc::new(TelegramFiles::new(self.bot.clone(), self.transfer.clone(), self.settings.token.clone()))
     }
 
     /// The bot's own identity, from getMe.
@@ -200,7 +231,11 @@ impl Channel for TelegramChannel {
     }
 
     async fn send(&self, msg: &Outbound) -> Result<MessageRef, ChannelError> {
-        self.send_message(msg).await
+        match &msg.file {
+            // A private answer to a click cannot carry a file: only its text goes.
+            Some(file) if msg.private_to.is_none() => self.send_file(msg, file).await,
+            _ => self.send_message(msg).await,
+        }
     }
 
     async fn edit(&self, target: &MessageRef, msg: &Outbound) -> Result<(), ChannelError> {

@@ -1,6 +1,8 @@
 //! Telegram updates as Butler's `InboundEvent`s: who, where (chat, forum topic), whether it is
-//! meant for Butler, and the text the agent reads (captions and plain descriptions of photos,
-//! documents, voice notes, stickers and other media folded in).
+//! meant for Butler, the files it carries (photos, voice notes, audio, documents, videos, video
+//! notes: `attachments`, see `media.rs`; the text is then the caption alone) and the text the
+//! agent reads (plain descriptions of stickers, locations, polls and other content that is not
+//! a file folded in).
 //!
 //! Policy for what is not a new message, documented in the README:
 //! - `edited_message`: not answered again. The original was already answered; a second reply
@@ -11,6 +13,11 @@
 //! This module is pure: it must never call Telegram or the ingress.
 
 use butler_channel::{Actor, ConversationKind, ConversationRef, EventBody, EventId, Identity, InboundEvent};
+mod media;
+
+pub use media::attachment;
+pub(crate) use media::known_size;
+
 use teloxide::types::{
     CallbackQuery, Chat, MaybeInaccessibleMessage, MediaKind, Message, MessageEntityKind, MessageKind, Update,
     UpdateKind, User,
@@ -115,8 +122,16 @@ fn message(update_id: u32, m: &Message, me: &BotIdentity) -> Option<InboundEvent
         message_id: Some(m.id.0.to_string()),
         body: EventBody::Message { text },
         at_ms: m.date.timestamp_millis(),
-        attachments: Vec::new(),
+        attachments: attachments(m),
     })
+}
+
+/// The files of a message (at most one on Telegram: an album arrives as one message per item).
+pub fn attachments(m: &Message) -> Vec<butler_channel::Attachment> {
+    match &m.kind {
+        MessageKind::Common(common) => attachment(&common.media_kind).into_iter().collect(),
+        _ => Vec::new(),
+    }
 }
 
 fn click(update_id: u32, q: &CallbackQuery) -> Option<InboundEvent> {
@@ -177,8 +192,9 @@ fn mentions(m: &Message, me: &BotIdentity) -> bool {
     })
 }
 
-/// The text the agent reads: the message text, or a description of its media followed by the
-/// caption. `None` for service messages and anything else without content.
+/// The text the agent reads: the message text; for a file (see [`attachments`]) its caption
+/// alone (empty without one); for other content a description followed by the caption. `None`
+/// for service messages and anything else without content.
 pub fn body(m: &Message) -> Option<String> {
     let MessageKind::Common(common) = &m.kind else {
         return match &m.kind {
@@ -188,32 +204,12 @@ pub fn body(m: &Message) -> Option<String> {
             _ => None,
         };
     };
+    let caption = m.caption().filter(|c| !c.trim().is_empty());
+    if attachment(&common.media_kind).is_some() {
+        return Some(caption.unwrap_or_default().to_string());
+    }
     let described = match &common.media_kind {
         MediaKind::Text(t) => return Some(t.text.clone()),
-        MediaKind::Photo(p) => {
-            let best = p.photo.iter().max_by_key(|s| s.width * s.height);
-            best.map_or("[photo]".into(), |s| format!("[photo {}×{}{}]", s.width, s.height, size(s.file.size)))
-        }
-        MediaKind::Document(d) => {
-            let name = d.document.file_name.as_deref().unwrap_or("unnamed file");
-            let mime = d.document.mime_type.as_ref().map(|m| format!(", {m}")).unwrap_or_default();
-            format!("[document \"{name}\"{mime}{}]", size(d.document.file.size))
-        }
-        MediaKind::Voice(v) => format!("[voice message, {} s]", v.voice.duration.seconds()),
-        MediaKind::Audio(a) => {
-            let title = [a.audio.performer.as_deref(), a.audio.title.as_deref()].into_iter().flatten();
-            let title = title.collect::<Vec<_>>().join(" - ");
-            format!(
-                "[audio \"{}\", {} s]",
-                if title.is_empty() { "untitled" } else { &title },
-                a.audio.duration.seconds()
-            )
-        }
-        MediaKind::Video(v) => {
-            format!("[video {}×{}, {} s]", v.video.width, v.video.height, v.video.duration.seconds())
-        }
-        MediaKind::VideoNote(v) => format!("[video note, {} s]", v.video_note.duration.seconds()),
-        MediaKind::Animation(a) => format!("[animation (GIF), {} s]", a.animation.duration.seconds()),
         MediaKind::Sticker(s) => {
             let st = &s.sticker;
             let what = if st.is_animated() {
@@ -244,19 +240,10 @@ pub fn body(m: &Message) -> Option<String> {
         MediaKind::Migration(_) => return None,
         _ => "[a message Butler cannot read]".into(),
     };
-    Some(match m.caption().filter(|c| !c.trim().is_empty()) {
+    Some(match caption {
         Some(caption) => format!("{described}\n{caption}"),
         None => described,
     })
-}
-
-fn size(bytes: u32) -> String {
-    match bytes {
-        0 => String::new(),
-        b if b < 1024 => format!(", {b} B"),
-        b if b < 1024 * 1024 => format!(", {} KB", b / 1024),
-        b => format!(", {:.1} MB", f64::from(b) / (1024.0 * 1024.0)),
-    }
 }
 
 fn emoji(e: &teloxide::types::DiceEmoji) -> String {

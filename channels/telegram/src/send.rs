@@ -31,11 +31,11 @@ const ATTEMPTS: usize = 4;
 /// Telegram's limit on a callback answer's text.
 const MAX_ALERT: usize = 200;
 
-fn chat_of(c: &ConversationRef) -> Result<ChatId, ChannelError> {
+pub(crate) fn chat_of(c: &ConversationRef) -> Result<ChatId, ChannelError> {
     c.id.parse().map(ChatId).map_err(|_| ChannelError::Rejected(format!("`{c}` is not a Telegram chat")))
 }
 
-fn thread_of(c: &ConversationRef) -> Option<ThreadId> {
+pub(crate) fn thread_of(c: &ConversationRef) -> Option<ThreadId> {
     c.thread.as_deref().and_then(|t| t.parse().ok()).map(|t| ThreadId(MessageId(t)))
 }
 
@@ -111,14 +111,14 @@ pub(crate) fn classify(e: RequestError, token: &str) -> ChannelError {
     }
 }
 
-fn cant_parse(e: &RequestError) -> bool {
+pub(crate) fn cant_parse(e: &RequestError) -> bool {
     matches!(e, RequestError::Api(ApiError::CantParseEntities(_)))
         || matches!(e, RequestError::Api(ApiError::Unknown(d)) if d.contains("can't parse entities"))
 }
 
 impl TelegramChannel {
     /// Runs `call` in a scheduler slot for `chat`, waiting out 429s (a draft hands them back).
-    async fn scheduled<T, F, Fut>(&self, chat: ChatId, draft: bool, call: F) -> Result<T, RequestError>
+    pub(crate) async fn scheduled<T, F, Fut>(&self, chat: ChatId, draft: bool, call: F) -> Result<T, RequestError>
     where
         F: Fn() -> Fut,
         Fut: Future<Output = Result<T, RequestError>>,

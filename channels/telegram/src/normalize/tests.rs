@@ -1,8 +1,10 @@
 //! Normalization of real captured updates (tests/fixtures/telegram, from teloxide's own tests)
 //! and of constructed ones for the cases the fixtures lack: mentions, `/cmd@bot`, replies to
-//! Butler, forum topics, media with captions, clicks, edits.
+//! Butler, forum topics, files as attachments with their captions, other media described,
+//! clicks, edits.
 
 use super::*;
+use butler_channel::{Attachment, MediaKind as Kind};
 use serde_json::{json, Value};
 
 const UPDATES: &str = include_str!("../../../../tests/fixtures/telegram/updates_teloxide.jsonl");
@@ -82,7 +84,16 @@ fn captured_messages() {
         let text = ev.as_ref().map(|e| text_of(e).to_string());
         match id.as_str() {
             "teloxide-message-de_text-0" => assert_eq!(text.as_deref(), Some("Лол кек 😂")),
-            "teloxide-message-de_image-0" => assert_eq!(text.as_deref(), Some("[photo 962×719, 73 KB]")),
+            "teloxide-message-de_image-0" => {
+                // The largest of the three sizes; the text is the (missing) caption.
+                assert_eq!(text.as_deref(), Some(""));
+                let want = Attachment {
+                    mime: Some("image/jpeg".into()),
+                    size: Some(75245),
+                    ..Attachment::new(Kind::Image, "AgADAgAD36sxG-PX0UvQSXIn9rccdw-ACA4ABAEAAwIAA3kAAyTcBAABFgQ")
+                };
+                assert_eq!(ev.unwrap().attachments, vec![want]);
+            }
             "teloxide-message-de_sticker-0" => {
                 assert_eq!(text.as_deref(), Some("[animated sticker 😡 from the set \"AdvenTimeAnim\"]"))
             }
@@ -153,7 +164,7 @@ fn when_a_group_message_is_for_butler() {
             "caption mention",
             json!({"photo": [{"file_id": "p", "file_unique_id": "u", "width": 10, "height": 20, "file_size": 2048}], "caption": "@butler_bot what is this?", "caption_entities": [{"type": "mention", "offset": 0, "length": 11}]}),
             true,
-            "[photo 10×20, 2 KB]\n@butler_bot what is this?",
+            "@butler_bot what is this?",
         ),
     ];
     for (name, extra, want, text) in cases {
@@ -161,30 +172,111 @@ fn when_a_group_message_is_for_butler() {
     }
 }
 
-#[test]
-fn media_reach_the_agent_as_descriptions_with_captions() {
-    let cases: Vec<(Value, &str)> = vec![
+/// (what, message fields, the text the agent reads, the attachment).
+type MediaCase = (&'static str, Value, &'static str, Option<Attachment>);
+
+fn media_cases() -> Vec<MediaCase> {
+    let file =
+        |kind, id: &str, mime: Option<&str>, size: Option<u64>, name: Option<&str>, secs: Option<u32>| Attachment {
+            mime: mime.map(str::to_string),
+            size,
+            name: name.map(str::to_string),
+            duration_secs: secs,
+            ..Attachment::new(kind, id)
+        };
+    vec![
         (
+            "photo: the largest size, served as JPEG",
+            json!({"photo": [{"file_id": "p-small", "file_unique_id": "u1", "width": 90, "height": 60, "file_size": 1000},
+                             {"file_id": "p-big", "file_unique_id": "u2", "width": 1280, "height": 853, "file_size": 204800},
+                             {"file_id": "p-mid", "file_unique_id": "u3", "width": 320, "height": 213, "file_size": 20480}],
+                   "caption": "what bird is this?"}),
+            "what bird is this?",
+            Some(file(Kind::Image, "p-big", Some("image/jpeg"), Some(204800), None, None)),
+        ),
+        (
+            "voice note without caption",
+            json!({"voice": {"file_id": "v", "file_unique_id": "u", "duration": 7, "mime_type": "audio/ogg", "file_size": 23456}}),
+            "",
+            Some(file(Kind::Voice, "v", Some("audio/ogg"), Some(23456), None, Some(7))),
+        ),
+        (
+            "audio file with name",
+            json!({"audio": {"file_id": "a", "file_unique_id": "u", "duration": 185, "performer": "Band", "title": "Song",
+                             "file_name": "song.mp3", "mime_type": "audio/mpeg", "file_size": 4404019}, "caption": "listen"}),
+            "listen",
+            Some(file(Kind::Audio, "a", Some("audio/mpeg"), Some(4404019), Some("song.mp3"), Some(185))),
+        ),
+        (
+            "document with caption",
             json!({"document": {"file_id": "d", "file_unique_id": "u", "file_name": "report.pdf", "mime_type": "application/pdf", "file_size": 3145728}, "caption": "Q3"}),
-            "[document \"report.pdf\", application/pdf, 3.0 MB]\nQ3",
+            "Q3",
+            Some(file(Kind::Document, "d", Some("application/pdf"), Some(3145728), Some("report.pdf"), None)),
         ),
         (
-            json!({"voice": {"file_id": "v", "file_unique_id": "u", "duration": 7, "mime_type": "audio/ogg"}}),
-            "[voice message, 7 s]",
+            "document without size, name or type",
+            json!({"document": {"file_id": "d2", "file_unique_id": "u"}, "caption": "   "}),
+            "",
+            Some(file(Kind::Document, "d2", None, None, None, None)),
         ),
         (
+            "video",
+            json!({"video": {"file_id": "vid", "file_unique_id": "u", "width": 640, "height": 480, "duration": 3, "mime_type": "video/mp4", "file_size": 800000, "file_name": "clip.mp4"}}),
+            "",
+            Some(file(Kind::Video, "vid", Some("video/mp4"), Some(800000), Some("clip.mp4"), Some(3))),
+        ),
+        (
+            "video note: round, always MP4",
+            json!({"video_note": {"file_id": "vn", "file_unique_id": "u", "length": 240, "duration": 12, "file_size": 512000}}),
+            "",
+            Some(file(Kind::VideoNote, "vn", Some("video/mp4"), Some(512000), None, Some(12))),
+        ),
+        (
+            "animation (a GIF) as a video",
+            json!({"animation": {"file_id": "gif", "file_unique_id": "u", "width": 320, "height": 240, "duration": 2, "file_name": "dance.gif.mp4", "mime_type": "video/mp4", "file_size": 90000},
+                   "document": {"file_id": "gif", "file_unique_id": "u", "file_name": "dance.gif.mp4", "mime_type": "video/mp4", "file_size": 90000},
+                   "caption": "lol"}),
+            "lol",
+            Some(file(Kind::Video, "gif", Some("video/mp4"), Some(90000), Some("dance.gif.mp4"), Some(2))),
+        ),
+        (
+            "sticker: described, not downloaded",
             json!({"sticker": {"file_id": "s", "file_unique_id": "u", "type": "regular", "width": 512, "height": 512, "is_animated": false, "is_video": false, "emoji": "👍"}}),
             "[sticker 👍]",
+            None,
         ),
-        (json!({"location": {"latitude": 52.52, "longitude": 13.405}}), "[location 52.52000, 13.40500]"),
         (
-            json!({"video": {"file_id": "v", "file_unique_id": "u", "width": 640, "height": 480, "duration": 3, "mime_type": "video/mp4"}}),
-            "[video 640×480, 3 s]",
+            "location",
+            json!({"location": {"latitude": 52.52, "longitude": 13.405}}),
+            "[location 52.52000, 13.40500]",
+            None,
         ),
-    ];
-    for (extra, want) in cases {
-        assert_eq!(addressed(extra).1, want);
+        (
+            "contact",
+            json!({"contact": {"phone_number": "+4930123456", "first_name": "Ann", "last_name": "Lee"}}),
+            "[contact Ann Lee, +4930123456]",
+            None,
+        ),
+        ("plain text", json!({"text": "hello"}), "hello", None),
+    ]
+}
+
+#[test]
+fn files_become_attachments_and_the_caption_is_the_text() {
+    for (what, extra, text, want) in media_cases() {
+        let ev = event(&group_message(extra), &me()).expect(what);
+        assert_eq!(text_of(&ev), text, "{what}");
+        assert_eq!(ev.attachments, want.into_iter().collect::<Vec<_>>(), "{what}");
     }
+}
+
+#[test]
+fn dice_and_service_messages_carry_no_attachments() {
+    let dice = json!({"dice": {"emoji": "🎯", "value": 6}});
+    let ev = event(&group_message(dice), &me()).unwrap();
+    assert_eq!((text_of(&ev), ev.attachments.len()), ("[dice 🎯 rolled 6]", 0));
+    let pin = json!({"pinned_message": {"message_id": 1, "date": 1700000000, "chat": supergroup(false), "text": "x"}});
+    assert_eq!(event(&group_message(pin), &me()), None);
 }
 
 #[test]
