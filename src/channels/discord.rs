@@ -1,7 +1,7 @@
 //! The Discord glue: `[channels.discord]` to `butler_discord::Settings`, the channel (its
 //! gateway runs as the channel's receive loop), the optional signed interactions endpoint
-//! (mounted when `public_key` is set), and the `butler doctor` check (`GET /users/@me` and
-//! `GET /gateway/bot`).
+//! (mounted when `public_key` is set), its file source (attachments from Discord's CDN), and the
+//! `butler doctor` check (`GET /users/@me` and `GET /gateway/bot`).
 //!
 //! It must never hold platform logic, and never print the token.
 
@@ -32,6 +32,7 @@ pub async fn build(
     if let Some(routes) = discord.interactions(ingress) {
         built.routes = std::mem::take(&mut built.routes).merge(routes);
     }
+    built.files.insert(butler_discord::CHANNEL.into(), discord.files());
     built.channels.push(Arc::new(discord));
     Ok(())
 }

@@ -1,6 +1,6 @@
 //! `[channels.slack]` -> the Slack channel (channels/slack): its settings, its HTTP routes
 //! (`/channels/slack/events`, `/interactive`, `/commands`, mounted when a signing secret is
-//! set), and the `butler doctor` check (the bot token through auth.test, and a way for Slack
+//! set), its file source (shared files fetched with the bot token), and the `butler doctor` check (the bot token through auth.test, and a way for Slack
 //! to reach Butler: a signing secret or an app-level token).
 //!
 //! It must never hold Slack logic or print a secret: mapping config to settings is all it does.
@@ -39,6 +39,7 @@ pub async fn build(
     if let Some(routes) = channel.routes(ingress) {
         built.routes = std::mem::take(&mut built.routes).merge(routes);
     }
+    built.files.insert(butler_slack::CHANNEL.into(), channel.files());
     built.channels.push(Arc::new(channel));
     Ok(())
 }

@@ -5,9 +5,9 @@
 //! `approvals` (buttons, deferred acknowledgement, ephemeral refusals, the edited outcome),
 //! `endpoint` (the signed HTTP interactions endpoint, RFC 8032 vectors, PING/PONG),
 //! `delivery` (rendering, 2,000-character chunks, typing, streaming edits, 429s),
-//! `doctor` (`butler doctor` with users/@me, config validation), and `durable` (the adapter on
+//! `doctor` (`butler doctor` with users/@me, config validation), `durable` (the adapter on
 //! its own with a failing inbox: nothing counts as processed, or is acknowledged, before it is
-//! stored).
+//! stored), and `media` (attachments in, downloads from the CDN only, files out as multipart).
 
 #[path = "../support/mod.rs"]
 mod support;
@@ -18,6 +18,7 @@ mod doctor;
 mod durable;
 mod endpoint;
 mod gateway;
+mod media;
 
 use butler::config::{Config, DiscordConfig, Secret};
 use butler::tools::Tool;

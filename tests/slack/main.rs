@@ -11,6 +11,7 @@ mod approvals;
 mod conversations;
 mod doctor;
 mod limits;
+mod media;
 mod rendering;
 mod signatures;
 mod socket;

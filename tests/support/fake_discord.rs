@@ -3,11 +3,13 @@
 //! interaction callbacks, interaction follow-ups, 429 with `retry_after` on demand) and a gateway
 //! websocket (Hello, Identify, Ready, heartbeat ACK, dispatches, a dropped connection, Resume with
 //! replay, Resumed, Invalid Session). Butler's real serenity-based channel is pointed at it through
-//! `[channels.discord] api_url`.
+//! `[channels.discord] api_url`. Files: multipart message bodies are parsed and their files
+//! served back from an attachment route on the same port (`files`).
 //!
 //! It records every call with its time, so tests can check order and spacing. It must never
 //! reach the network beyond 127.0.0.1.
 
+pub mod files;
 mod gateway;
 mod http;
 pub mod payloads;
@@ -42,6 +44,8 @@ pub struct Msg {
     pub writes: Vec<Instant>,
     /// The full JSON, as Discord would send it.
     pub json: Value,
+    /// The files uploaded with it (`files[n]` of a multipart body).
+    pub files: Vec<files::StoredFile>,
 }
 
 impl Msg {
@@ -96,6 +100,9 @@ pub(crate) struct State {
     pub limits: VecDeque<(String, String, usize, f64)>,
     pub next_id: u64,
     pub gw: Gw,
+    /// Files on the fake's CDN by attachment id, and the requests it served.
+    pub files: HashMap<String, files::StoredFile>,
+    pub cdn_requests: Vec<files::CdnRequest>,
 }
 
 #[derive(Default)]
@@ -141,6 +148,17 @@ impl FakeDiscord {
         format!("http://127.0.0.1:{}", self.http_port)
     }
 
+    /// Puts a file a person attaches on the fake's CDN; returns its attachment object.
+    pub fn add_attachment(&self, channel: &str, filename: &str, content_type: Option<&str>, bytes: Vec<u8>) -> Value {
+        let base = self.url();
+        files::store(&mut self.lock(), &base, channel, filename, content_type, bytes.into())
+    }
+
+    /// Requests to the fake's CDN, oldest first.
+    pub fn cdn_requests(&self) -> Vec<files::CdnRequest> {
+        self.lock().cdn_requests.clone()
+    }
+
     /// A new snowflake (increasing, with the current time inside).
     pub fn snowflake(&self) -> String {
         next_snowflake(&mut self.lock())
@@ -167,6 +185,7 @@ impl FakeDiscord {
             reply_to: d["message_reference"]["message_id"].as_str().map(str::to_string),
             writes: vec![Instant::now()],
             json: d.clone(),
+            files: Vec::new(),
         });
         dispatch(&mut s, "MESSAGE_CREATE", d.clone());
         d

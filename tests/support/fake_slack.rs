@@ -5,6 +5,9 @@
 //!   apps.connections.open) with Slack's response shapes, token checks and limits (50 blocks,
 //!   3,000 characters per section, 40,000 per text), every call recorded with its time, and
 //!   429 + `Retry-After` injected per method ([`FakeSlack::rate_limit_next`]);
+//! - files (`files`): files.info, the file host with bearer-token checks and Slack's HTML login
+//!   page for a token without `files:read`, and the external upload flow
+//!   (files.getUploadURLExternal, the upload URL, files.completeUploadExternal);
 //! - a Socket Mode websocket (`ws://` URL from apps.connections.open): hello, envelopes sent
 //!   by tests, acknowledgements recorded;
 //! - [`Sender`]: Slack's side of the Events API, interactivity and slash commands (signed
@@ -14,10 +17,13 @@
 
 mod api;
 mod deliver;
+mod files;
 mod socket;
 
 #[allow(unused_imports)]
 pub use deliver::{now_secs, payloads, sign, Sender};
+#[allow(unused_imports)]
+pub use files::{FakeFile, FileRequest, SharedFiles, Upload, LOGIN_PAGE};
 
 use serde_json::Value;
 use std::collections::{BTreeMap, HashMap, VecDeque};
@@ -101,6 +107,15 @@ pub(crate) struct State {
     pub socket: Option<mpsc::Sender<socket::Out>>,
     pub connections: usize,
     pub acks: HashMap<String, Value>,
+    /// `http://127.0.0.1:PORT`: where the fake's file host and upload URLs are.
+    pub base: String,
+    /// Files by id, requests to the file host, uploads by ticket, completed shares.
+    pub files: HashMap<String, FakeFile>,
+    pub file_requests: Vec<FileRequest>,
+    pub uploads: HashMap<String, Upload>,
+    pub shared_files: Vec<SharedFiles>,
+    /// The bot token lacks `files:read`.
+    pub no_files_read: bool,
 }
 
 pub(crate) struct Shared {
@@ -137,7 +152,8 @@ impl FakeSlack {
             Arc::new(Shared { state: Mutex::new(State::default()), changed: Notify::new(), ws_addr: Mutex::new(None) });
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind the fake Slack");
         let addr = listener.local_addr().unwrap();
-        let app = api::router(shared.clone());
+        shared.lock().base = format!("http://{addr}");
+        let app = api::router(shared.clone()).merge(files::routes(shared.clone()));
         let web = tokio::spawn(async move {
             let _ = axum::serve(listener, app).await;
         });
@@ -150,6 +166,39 @@ impl FakeSlack {
     /// The `api_url` for Butler: `http://127.0.0.1:PORT/api`.
     pub fn api_url(&self) -> String {
         format!("http://{}/api", self.addr)
+    }
+
+    /// `http://127.0.0.1:PORT`, the fake's file host.
+    pub fn base(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// Holds a file; returns its Slack file object (URLs on the fake), as events carry it.
+    pub fn add_file(&self, id: &str, name: &str, mimetype: &str, bytes: Vec<u8>, extra: Value) -> Value {
+        let f = FakeFile { id: id.into(), name: name.into(), mimetype: mimetype.into(), bytes: bytes.into(), extra };
+        let object = files::file_object(&self.base(), &f);
+        self.shared.lock().files.insert(id.into(), f);
+        object
+    }
+
+    /// From now on the bot token lacks (or has again) the `files:read` scope.
+    pub fn without_files_read(&self, lacking: bool) {
+        self.shared.lock().no_files_read = lacking;
+    }
+
+    /// Requests to the file host, oldest first.
+    pub fn file_requests(&self) -> Vec<FileRequest> {
+        self.shared.lock().file_requests.clone()
+    }
+
+    /// Uploads started with files.getUploadURLExternal.
+    pub fn uploads(&self) -> Vec<Upload> {
+        self.shared.lock().uploads.values().cloned().collect()
+    }
+
+    /// Files shared with files.completeUploadExternal, oldest first.
+    pub fn shared_files(&self) -> Vec<SharedFiles> {
+        self.shared.lock().shared_files.clone()
     }
 
     pub fn add_user(&self, id: &str, name: &str, display_name: &str) {

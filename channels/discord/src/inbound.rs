@@ -7,7 +7,9 @@
 //! Conversations are `discord:<channel id>`; a thread is a channel on Discord, so a thread is a
 //! conversation (and a session) of its own. DMs are `Direct` and always addressed; in a guild a
 //! message is addressed when it mentions Butler, replies to Butler, or is in a thread Butler is
-//! part of. Nothing here talks to Discord or the store.
+//! part of. A message's files are the event's attachments ([`crate::attach`]); its text stays
+//! its content (and may be empty when it carries files). Nothing here talks to Discord or the
+//! store.
 
 use crate::state::{Me, Memory};
 use crate::CHANNEL;
@@ -38,7 +40,8 @@ pub(crate) fn message(msg: &Message, me: &Me, memory: &Memory) -> Option<Inbound
     let replied = msg.referenced_message.as_ref().is_some_and(|r| r.author.id.get() == me.user_id);
     let addressed = direct || mentioned || replied || memory.in_thread(channel);
     let text = text_of(msg, me);
-    if text.trim().is_empty() {
+    let attachments = crate::attach::attachments(msg);
+    if text.trim().is_empty() && attachments.is_empty() {
         return None;
     }
     let display = msg
@@ -61,12 +64,12 @@ pub(crate) fn message(msg: &Message, me: &Me, memory: &Memory) -> Option<Inbound
         message_id: Some(msg.id.to_string()),
         body: EventBody::Message { text },
         at_ms: snowflake_ms(msg.id.get()),
-        attachments: Vec::new(),
+        attachments,
     })
 }
 
-/// The message's words: Butler's own mention taken out, other mentions as `@name`,
-/// attachments and stickers named.
+/// The message's words: Butler's own mention taken out, other mentions as `@name`, stickers
+/// named (attachments are the event's attachments, not text).
 fn text_of(msg: &Message, me: &Me) -> String {
     let mut text = msg.content.clone();
     for user in &msg.mentions {
@@ -81,9 +84,6 @@ fn text_of(msg: &Message, me: &Me) -> String {
     let mut text = text.trim().to_string();
     if text.is_empty() && !msg.content.trim().is_empty() {
         text = format!("@{}", me.name);
-    }
-    for a in &msg.attachments {
-        text.push_str(&format!("\n[attachment: {} {}]", a.filename, a.url));
     }
     for s in &msg.sticker_items {
         text.push_str(&format!("\n[sticker: {}]", s.name));
@@ -268,10 +268,11 @@ mod tests {
             assert_eq!(got, want.map(|(a, k, t)| (a, k, t.to_string())), "{what}");
         }
         let e = message(&msg(json!({"attachments": [{"id": "1", "filename": "a.png", "size": 3, "url": "https://cdn/a.png", "proxy_url": "https://p/a.png"}]})), &me(), &none).unwrap();
+        assert_eq!(e.attachments.len(), 1);
         assert_eq!(e.id.0, "discord:message:334385199974967042");
         assert_eq!(e.actor.identity.to_string(), "discord:53908099506183680");
         assert_eq!(e.conversation.to_string(), "discord:290926798999357250");
-        assert_eq!(e.text(), Some("Supa Hot\n[attachment: a.png https://cdn/a.png]"));
+        assert_eq!(e.text(), Some("Supa Hot"), "the text stays the content");
         assert_eq!(e.at_ms, 1_499_794_044_250, "the time inside the snowflake");
         let other_bot = message(&msg(json!({"author": {"id": "77", "username": "other", "bot": true}})), &me(), &none);
         assert!(other_bot.unwrap().actor.is_bot);
@@ -301,5 +302,73 @@ mod tests {
         // The fixture's bare component body names no channel or user: not an event.
         let bare: Interaction = serde_json::from_str(r#"{"id":"787053080478613555","token":"ThisIsATokenFromDiscordThatIsVeryLong","type":3,"version":1,"data":{"custom_id":"test","component_type":2}}"#).unwrap();
         assert!(click(&bare).is_err());
+    }
+
+    #[test]
+    fn attachments_table() {
+        use butler_channel::MediaKind;
+        let cdn = |id: &str, name: &str| {
+            format!("https://cdn.discordapp.com/attachments/290926798999357250/{id}/{name}?ex=67a1&is=67a0&hm=ab12")
+        };
+        let photo = json!({"id": "1100000000000000001", "filename": "IMG_0042.png", "size": 2048, "url": cdn("1100000000000000001", "IMG_0042.png"),
+            "proxy_url": "https://media.discordapp.net/attachments/x/IMG_0042.png", "content_type": "image/png", "width": 64, "height": 48});
+        let voice = json!({"id": "1100000000000000002", "filename": "voice-message.ogg", "size": 9000, "url": cdn("1100000000000000002", "voice-message.ogg"),
+            "proxy_url": "https://media.discordapp.net/attachments/x/voice-message.ogg", "content_type": "audio/ogg",
+            "duration_secs": 3.52, "waveform": "AAAA"});
+        let pdf = json!({"id": "1100000000000000003", "filename": "report.pdf", "size": 123456, "url": cdn("1100000000000000003", "report.pdf"),
+            "proxy_url": "https://media.discordapp.net/attachments/x/report.pdf", "content_type": "application/pdf"});
+        let song = json!({"id": "1100000000000000004", "filename": "song.mp3", "size": 4000000, "url": cdn("1100000000000000004", "song.mp3"),
+            "proxy_url": "https://media.discordapp.net/attachments/x/song.mp3", "content_type": "audio/mpeg"});
+        let video = json!({"id": "1100000000000000005", "filename": "clip.mp4", "size": 9000000, "url": cdn("1100000000000000005", "clip.mp4"),
+            "proxy_url": "https://media.discordapp.net/attachments/x/clip.mp4", "content_type": "video/mp4"});
+        type Want<'a> = Vec<(&'a str, MediaKind, &'a str, u64, Option<u32>)>;
+        let cases: Vec<(&str, serde_json::Value, &str, Want)> = vec![
+            (
+                "a photo with a caption",
+                json!({"content": "look", "attachments": [photo]}),
+                "look",
+                vec![("1100000000000000001", MediaKind::Image, "image/png", 2048, None)],
+            ),
+            (
+                "a voice message",
+                json!({"content": "", "flags": 8192, "attachments": [voice.clone()]}),
+                "",
+                vec![("1100000000000000002", MediaKind::Voice, "audio/ogg", 9000, Some(4))],
+            ),
+            (
+                "the same file without the voice flag",
+                json!({"content": "", "attachments": [voice]}),
+                "",
+                vec![("1100000000000000002", MediaKind::Audio, "audio/ogg", 9000, Some(4))],
+            ),
+            (
+                "several files",
+                json!({"content": "three", "attachments": [pdf, song, video]}),
+                "three",
+                vec![
+                    ("1100000000000000003", MediaKind::Document, "application/pdf", 123456, None),
+                    ("1100000000000000004", MediaKind::Audio, "audio/mpeg", 4000000, None),
+                    ("1100000000000000005", MediaKind::Video, "video/mp4", 9000000, None),
+                ],
+            ),
+        ];
+        for (what, patch, text, want) in cases {
+            let e = message(&msg(patch), &me(), &Memory::default()).unwrap_or_else(|| panic!("{what}: no event"));
+            assert_eq!(e.text(), Some(text), "{what}");
+            let got: Want = e
+                .attachments
+                .iter()
+                .map(|a| (a.file_id.as_str(), a.kind, a.mime.as_deref().unwrap(), a.size.unwrap(), a.duration_secs))
+                .collect();
+            assert_eq!(got, want, "{what}");
+            for a in &e.attachments {
+                let url = a.url.as_deref().unwrap();
+                assert!(
+                    url.starts_with("https://cdn.discordapp.com/attachments/") && url.contains(&a.file_id),
+                    "{what}: {url}"
+                );
+                assert!(url.contains(a.name.as_deref().unwrap()), "{what}");
+            }
+        }
     }
 }

@@ -5,6 +5,9 @@
 //! Clicks arrive over the gateway (INTERACTION_CREATE) or, optionally, at the signed HTTP
 //! endpoint `POST /channels/discord/interactions`.
 //!
+//! Files: a message's attachments are the event's attachments, fetched from Discord's CDN only
+//! ([`DiscordFiles`]); Butler's own files go out as multipart messages with the text as content.
+//!
 //! Events: `discord:message:<message id>` and `discord:interaction:<interaction id>`;
 //! conversations `discord:<channel id>`; identities `discord:<user id>`.
 //!
@@ -12,6 +15,8 @@
 //! Butler's store, Redis, an LLM or the root crate, and must never acknowledge anything to
 //! Discord (a gateway sequence number, a click) before `Ingress::accept` has made it durable.
 
+mod attach;
+mod files;
 mod gateway;
 mod inbound;
 mod interactions;
@@ -20,6 +25,7 @@ mod render;
 mod rest;
 mod state;
 
+pub use files::{DiscordFiles, CDN_HOSTS};
 pub use gateway::intents;
 pub use interactions::{public_key, verify, PATH as INTERACTIONS_PATH};
 pub use outbound::ACKNOWLEDGED;
@@ -77,6 +83,8 @@ impl std::fmt::Debug for Settings {
 pub(crate) struct Inner {
     token: String,
     rest: rest::Rest,
+    /// Downloads of attachments.
+    files: DiscordFiles,
     me: Mutex<Me>,
     memory: Mutex<Memory>,
     pacer: Pacer,
@@ -100,6 +108,7 @@ impl Discord {
         Ok(Self {
             inner: Arc::new(Inner {
                 rest: rest::Rest::new(&token, &settings.api_url, settings.gate.clone())?,
+                files: DiscordFiles::new(&settings.api_url)?,
                 token,
                 me: Mutex::new(Me::default()),
                 memory: Mutex::new(Memory::default()),
@@ -110,6 +119,11 @@ impl Discord {
                 running: AtomicBool::new(false),
             }),
         })
+    }
+
+    /// How Butler downloads the files people attach here (from Discord's CDN only).
+    pub fn files(&self) -> Arc<dyn butler_channel::FileSource> {
+        Arc::new(self.inner.files.clone())
     }
 
     /// `POST /channels/discord/interactions`, when a public key is configured.

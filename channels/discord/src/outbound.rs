@@ -2,6 +2,11 @@
 //! that makes a repeated send a no-op, edits spaced a second apart, typing, and private answers
 //! to clicks (ephemeral follow-ups on the click's interaction).
 //!
+//! A message carrying a file is created as `multipart/form-data` (`payload_json` with the same
+//! content, nonce and reply as any message, and the file as `files[0]`), through serenity's
+//! `CreateAttachment`/`Multipart`; serenity holds the file in memory while it is sent, which
+//! Discord's upload limit (10 MiB for most bots, answered 413 above it) bounds.
+//!
 //! Every message is sent with `allowed_mentions` that parse nothing, so nothing Butler says can
 //! ping anyone. This module must never decide what to say.
 
@@ -10,11 +15,12 @@ use crate::render::render;
 use crate::rest::snowflake;
 use crate::state::lock;
 use crate::Inner;
-use butler_channel::{Button, ButtonStyle, ChannelError, ConversationRef, MessageRef, Outbound};
+use butler_channel::{Button, ButtonStyle, ChannelError, ConversationRef, MessageRef, OutFile, Outbound};
 use serenity::builder::{
-    CreateActionRow, CreateAllowedMentions, CreateButton, CreateInteractionResponseFollowup, CreateMessage, EditMessage,
+    CreateActionRow, CreateAllowedMentions, CreateAttachment, CreateButton, CreateInteractionResponseFollowup,
+    CreateMessage, EditMessage,
 };
-use serenity::http::{LightMethod, Route};
+use serenity::http::{LightMethod, Multipart, MultipartUpload, Route};
 use serenity::model::application::ButtonStyle as Style;
 use serenity::model::channel::{Message, MessageReference, Nonce};
 use serenity::model::id::{ApplicationId, ChannelId, MessageId};
@@ -81,12 +87,27 @@ fn content(text: &str) -> String {
     }
 }
 
-/// The body of a new message.
+/// The content a new message should show: its rendered text, which a message carrying a file
+/// may leave empty (the file is the message).
+fn wanted(msg: &Outbound) -> String {
+    if msg.file.is_some() {
+        Some(render(&msg.text)).filter(|t| !t.trim().is_empty()).unwrap_or_default()
+    } else {
+        content(&msg.text)
+    }
+}
+
+/// The body of a new message (with a file: its metadata, `attachments[0]`, whose bytes go in
+/// the form part `files[0]`).
 pub(crate) fn create_body(msg: &Outbound, channel: ChannelId) -> CreateMessage {
-    let mut body = CreateMessage::new()
-        .content(content(&msg.text))
-        .allowed_mentions(CreateAllowedMentions::new())
-        .components(rows(&msg.buttons));
+    let mut body = CreateMessage::new().allowed_mentions(CreateAllowedMentions::new()).components(rows(&msg.buttons));
+    let text = wanted(msg);
+    if !text.trim().is_empty() {
+        body = body.content(text);
+    }
+    if let Some(file) = &msg.file {
+        body = body.add_file(CreateAttachment::bytes(Vec::new(), file.name.clone()));
+    }
     if let Some(key) = &msg.key {
         body = body.nonce(Nonce::String(nonce(key))).enforce_nonce(true);
     }
@@ -106,6 +127,21 @@ pub(crate) fn edit_body(msg: &Outbound) -> EditMessage {
         .components(rows(&msg.buttons))
 }
 
+/// The `multipart/form-data` of a message with `file`: `payload_json` (the message, nonce
+/// included) and `files[0]`, read from disk by serenity and named as the recipient sees it.
+async fn file_form(body: &CreateMessage, file: &OutFile) -> Result<Multipart, ChannelError> {
+    let mut attachment = CreateAttachment::path(&file.path)
+        .await
+        .map_err(|e| ChannelError::Rejected(format!("cannot read the file to send ({}): {e}", file.name)))?;
+    attachment.filename.clone_from(&file.name);
+    let payload = serde_json::to_string(body).map_err(|e| ChannelError::Rejected(e.to_string()))?;
+    Ok(Multipart {
+        upload: MultipartUpload::Attachments(vec![attachment]),
+        fields: Vec::new(),
+        payload_json: Some(payload),
+    })
+}
+
 impl Inner {
     pub(crate) async fn send(&self, msg: &Outbound) -> Result<MessageRef, ChannelError> {
         if let Some(to) = &msg.private_to {
@@ -118,8 +154,11 @@ impl Inner {
         }
         let channel_id = channel_of(&msg.conversation)?;
         let body = create_body(msg, channel_id);
-        let sent: Message =
-            self.rest.json(LightMethod::Post, Route::ChannelMessages { channel_id }, Some(&body)).await?;
+        let route = Route::ChannelMessages { channel_id };
+        let sent: Message = match &msg.file {
+            None => self.rest.json(LightMethod::Post, route, Some(&body)).await?,
+            Some(file) => self.rest.multipart(LightMethod::Post, route, file_form(&body, file).await?).await?,
+        };
         {
             let mut memory = lock(&self.memory);
             memory.spoke(channel_id.get());
@@ -129,7 +168,7 @@ impl Inner {
         self.pacer.mark(&target.id);
         // With enforce_nonce a send repeated within Discord's window returns the message the
         // first attempt made, perhaps with older text (a streamed draft): bring it up to date.
-        let want = content(&msg.text);
+        let want = wanted(msg);
         if sent.content.trim() != want.trim() || sent.components.len() != rows(&msg.buttons).len() {
             self.edit(&target, msg).await?;
         }
@@ -243,6 +282,27 @@ mod tests {
         // An edit without buttons removes them.
         let edit = serde_json::to_value(edit_body(&outbound("✅ Approved"))).unwrap();
         assert_eq!((edit["content"].as_str(), edit["components"].clone()), (Some("✅ Approved"), json!([])));
+    }
+
+    #[test]
+    fn a_file_message_names_its_file_and_keeps_the_nonce() {
+        let file =
+            OutFile { path: "/tmp/x".into(), name: "chart.png".into(), mime: "image/png".into(), size: 3, photo: true };
+        type Case = (&'static str, Option<&'static str>);
+        let cases: [Case; 3] = [("Here is **the chart**", Some("Here is **the chart**")), ("", None), ("   ", None)];
+        for (text, want) in cases {
+            let mut msg = outbound(text);
+            msg.key = Some("reply:1#0".into());
+            msg.file = Some(file.clone());
+            let body = serde_json::to_value(create_body(&msg, ChannelId::new(290926798999357250))).unwrap();
+            assert_eq!(body["content"].as_str(), want, "{text:?}: the caption, or no content");
+            assert_eq!(body["attachments"], json!([{"id": 0, "filename": "chart.png", "description": null}]));
+            assert_eq!(
+                (body["nonce"].as_str(), &body["enforce_nonce"]),
+                (Some(nonce("reply:1#0").as_str()), &json!(true))
+            );
+            assert_eq!(wanted(&msg), want.unwrap_or(""));
+        }
     }
 
     #[test]

@@ -19,7 +19,7 @@
 use butler_channel::limit::Gate;
 use butler_channel::ChannelError;
 use serde::de::DeserializeOwned;
-use serenity::http::{Http, HttpBuilder, LightMethod, Request, Route};
+use serenity::http::{Http, HttpBuilder, LightMethod, Multipart, Request, Route};
 use std::num::NonZeroU64;
 use std::time::Duration;
 
@@ -70,12 +70,29 @@ impl Rest {
         route: Route<'_>,
         body: Option<Vec<u8>>,
     ) -> Result<Vec<u8>, ChannelError> {
-        let bucket = bucket_key(&route);
+        self.perform(Request::new(route, method).body(body)).await
+    }
+
+    /// A `multipart/form-data` request (`payload_json` and files, as serenity lays them out),
+    /// decoding a JSON answer.
+    pub async fn multipart<T: DeserializeOwned>(
+        &self,
+        method: LightMethod,
+        route: Route<'_>,
+        form: Multipart,
+    ) -> Result<T, ChannelError> {
+        let bytes = self.perform(Request::new(route, method).multipart(Some(form))).await?;
+        serde_json::from_slice(&bytes)
+            .map_err(|e| ChannelError::Transient(format!("unexpected answer from Discord: {e}")))
+    }
+
+    /// Sends `req` (unless its bucket is held) and returns the body of a successful answer.
+    async fn perform(&self, req: Request<'_>) -> Result<Vec<u8>, ChannelError> {
+        let bucket = bucket_key(req.route_ref());
         let held = self.gate.held(GLOBAL).await.max(self.gate.held(&bucket).await);
         if let Some(retry_after) = held {
             return Err(ChannelError::RateLimited { retry_after });
         }
-        let req = Request::new(route, method).body(body);
         let sent = match &self.http.ratelimiter {
             Some(limiter) => limiter.perform(req).await.map_err(|e| ChannelError::Transient(e.to_string()))?,
             None => {

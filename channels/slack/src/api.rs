@@ -65,9 +65,8 @@ fn map_error(e: SlackClientError) -> ChannelError {
         }
         SlackClientError::ApiError(a) => match a.code.as_str() {
             "ratelimited" | "rate_limited" => ChannelError::RateLimited { retry_after: Duration::from_secs(1) },
-            "message_not_found" | "channel_not_found" | "thread_not_found" | "is_archived" | "not_in_channel" => {
-                ChannelError::NotFound(a.code)
-            }
+            "message_not_found" | "channel_not_found" | "thread_not_found" | "is_archived" | "not_in_channel"
+            | "file_not_found" | "file_deleted" => ChannelError::NotFound(a.code),
             "invalid_auth"
             | "not_authed"
             | "account_inactive"
@@ -253,6 +252,41 @@ impl Api {
             }
         }
         Ok(None)
+    }
+
+    /// Where files.info says file `id` can be downloaded (`url_private_download`, else
+    /// `url_private`), if anywhere.
+    pub async fn file_url(&self, id: &str) -> Result<Option<String>, ChannelError> {
+        let req = SlackApiFilesInfoRequest::new(id.into());
+        let r = self.call("files.info", self.bot().files_info(&req)).await?;
+        Ok(r.file.url_private_download.or(r.file.url_private).map(|u| u.to_string()))
+    }
+
+    /// files.getUploadURLExternal: where to POST a file of `length` bytes, and its new id.
+    pub async fn upload_url(&self, filename: &str, length: u64) -> Result<(String, String), ChannelError> {
+        let length = usize::try_from(length).map_err(|_| ChannelError::Rejected("the file is too large".into()))?;
+        let req = SlackApiFilesGetUploadUrlExternalRequest::new(filename.to_string(), length);
+        let r = self.call("files.getUploadURLExternal", self.bot().get_upload_url_external(&req)).await?;
+        Ok((r.upload_url.0.to_string(), r.file_id.0))
+    }
+
+    /// files.completeUploadExternal: shares the uploaded file `id` in `channel` (in the thread
+    /// `thread_ts`), with `comment` (mrkdwn) as the message text; returns the file's id.
+    pub async fn complete_upload(
+        &self,
+        id: &str,
+        title: &str,
+        channel: &str,
+        thread_ts: Option<&str>,
+        comment: Option<String>,
+    ) -> Result<String, ChannelError> {
+        let file = SlackApiFilesComplete::new(id.into()).with_title(title.to_string());
+        let req = SlackApiFilesCompleteUploadExternalRequest::new(vec![file])
+            .with_channel_id(channel.into())
+            .opt_thread_ts(thread_ts.map(Into::into))
+            .opt_initial_comment(comment);
+        let r = self.call("files.completeUploadExternal", self.bot().files_complete_upload_external(&req)).await?;
+        Ok(r.files.into_iter().next().map_or_else(|| id.to_string(), |f| f.id.0))
     }
 
     /// A Socket Mode websocket URL (apps.connections.open with the app-level token).

@@ -11,11 +11,14 @@
 //!   off with the next final (non-draft) message in its conversation: the one replying to it,
 //!   else the oldest still marked there (a session answers in order; DM replies carry no
 //!   `reply_to`).
+//! - A message carrying a file is the file shared in the thread with the text as its comment
+//!   (`upload`); its id is the file's (`F…`), and editing it is refused.
 //! - `run` owns the Socket Mode loop (with an app token), and waits for background calls on stop.
 //!
 //! Errors are [`ChannelError`]s from `api`; nothing here retries or drops a message itself.
 
 use crate::blocks::{render, MESSAGE_MAX};
+use crate::upload::is_file_id;
 use crate::{socket, Shared, SlackChannel, CHANNEL};
 use butler_channel::{
     Caps, Channel, ChannelError, ConversationRef, Ingress, MessageRef, Outbound, PrivateTo, TextFormat,
@@ -30,7 +33,7 @@ pub const EDIT_SPACING: Duration = Duration::from_secs(1);
 
 impl Shared {
     /// The channel id of a conversation id (`C…`, `D…`, or `#name`).
-    async fn resolve(&self, id: &str) -> Result<String, ChannelError> {
+    pub(crate) async fn resolve(&self, id: &str) -> Result<String, ChannelError> {
         let Some(name) = id.strip_prefix('#') else { return Ok(id.to_string()) };
         if let Some(found) = self.channel_ids.lock().unwrap_or_else(|p| p.into_inner()).get(name) {
             return Ok(found.clone());
@@ -86,7 +89,7 @@ impl Shared {
 
     /// A final message in a conversation answers the message it replies to, else the oldest
     /// one still marked (a session answers in order): its working reaction comes off.
-    async fn done_working(&self, msg: &Outbound) {
+    pub(crate) async fn done_working(&self, msg: &Outbound) {
         let Some(name) = self.settings.working_reaction.as_deref().filter(|_| !msg.draft) else { return };
         let done = {
             let mut working = self.working.lock().unwrap_or_else(|p| p.into_inner());
@@ -148,7 +151,13 @@ impl Channel for SlackChannel {
     async fn send(&self, msg: &Outbound) -> Result<MessageRef, ChannelError> {
         let s = &self.shared;
         if let Some(to) = &msg.private_to {
+            if msg.file.is_some() {
+                return Err(ChannelError::Rejected("Slack cannot send a file privately to one person".into()));
+            }
             return s.send_private(msg, to).await;
+        }
+        if let Some(file) = &msg.file {
+            return s.send_file(msg, file).await;
         }
         let channel = s.resolve(&msg.conversation.id).await?;
         let rendered = render(&msg.text, &msg.buttons);
@@ -168,6 +177,9 @@ impl Channel for SlackChannel {
         let s = &self.shared;
         if msg.private_to.is_some() || target.id == "ephemeral" {
             return Ok(()); // ephemeral messages cannot be edited; nothing was promised
+        }
+        if is_file_id(&target.id) {
+            return Err(ChannelError::Rejected("a file shared on Slack cannot be edited".into()));
         }
         let channel = s.resolve(&target.conversation.id).await?;
         let rendered = render(&msg.text, &msg.buttons);

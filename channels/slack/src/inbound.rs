@@ -11,9 +11,13 @@
 //! - Butler's own messages are skipped; other bots' messages are marked `is_bot` (triage drops
 //!   them). Edits (`message_changed`), deletions and other subtypes are skipped: Butler answers
 //!   what was sent, not later edits (send a new message to ask again).
+//! - Shared files (`files`, with or without the `file_share` subtype, in channels, threads and
+//!   DMs) become the event's attachments ([`crate::attach`]); the text stays the message's own
+//!   text, which may then be empty.
 //!
 //! This module only maps: it must never call Slack, store anything or decide access.
 
+use crate::attach::{attachment, SlackFile};
 use crate::CHANNEL;
 use butler_channel::{Actor, ConversationKind, ConversationRef, EventBody, EventId, Identity, InboundEvent};
 use serde::Deserialize;
@@ -62,13 +66,7 @@ struct Event {
     thread_ts: Option<String>,
     hidden: Option<bool>,
     #[serde(default)]
-    files: Vec<File>,
-}
-
-#[derive(Deserialize)]
-struct File {
-    name: Option<String>,
-    title: Option<String>,
+    files: Vec<SlackFile>,
 }
 
 /// Threads (`channel/thread_ts`) Butler has spoken in, so replies there are for Butler without
@@ -199,20 +197,16 @@ pub fn events_api(body: &[u8], me: &Me, threads: &Threads) -> Result<Inbound, St
     let Some(user) = ev.user.clone().or_else(|| ev.bot_id.clone()) else {
         return Ok(Inbound::Skip("no sender"));
     };
-    let mut text = plain_text(&ev.text, &me.user_id);
-    for f in &ev.files {
-        let name = f.title.as_deref().or(f.name.as_deref()).unwrap_or("a file");
-        text.push_str(&format!("\n[attached: {name}]"));
-    }
-    let text = text.trim().to_string();
-    if text.is_empty() {
+    let text = plain_text(&ev.text, &me.user_id);
+    let attachments: Vec<_> = ev.files.iter().filter_map(attachment).collect();
+    if text.is_empty() && attachments.is_empty() {
         return Ok(Inbound::Skip("no text"));
     }
     Ok(Inbound::Event(Box::new(InboundEvent {
         id: EventId(format!("slack:event:{event_id}")),
         actor: Actor { identity: Identity::new(CHANNEL, user), display_name: None, is_bot },
         at_ms: ts_ms(&ts),
-        attachments: Vec::new(),
+        attachments,
         conversation,
         kind,
         addressed,

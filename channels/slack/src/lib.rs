@@ -12,12 +12,18 @@
 //! resolved to channel ids; 429s held per method and reported as `RateLimited` so the outbox
 //! retries later.
 //!
+//! Files: shared files arrive as the event's attachments and are fetched with the bot token
+//! from Slack's file host only ([`SlackFiles`]); Butler's own files go out through Slack's
+//! external upload flow, in the conversation's thread, with the text as their comment.
+//!
 //! This crate knows Slack and nothing else: it must never touch a database, Redis or an LLM,
 //! never import Butler's root crate, and never log a token, a signing secret or a body.
 
 mod api;
+mod attach;
 mod blocks;
 mod channel;
+mod files;
 mod http;
 mod inbound;
 mod interact;
@@ -27,15 +33,18 @@ pub mod render;
 mod socket;
 #[cfg(test)]
 mod tests;
+mod upload;
 pub mod verify;
 
 pub use api::AuthInfo;
 pub use blocks::{BLOCKS_MAX, MESSAGE_MAX, SECTION_MAX};
+pub use files::{SlackFiles, FILES_READ_FIX, FILE_HOST};
 pub use http::{COMMANDS_PATH, EVENTS_PATH, INTERACTIVE_PATH};
 
 use api::Api;
 use butler_channel::limit::Gate;
 use butler_channel::{ChannelError, Ingress};
+use files::Transfer;
 use inbound::{Me, Threads};
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, Weak};
@@ -78,6 +87,8 @@ impl std::fmt::Debug for SlackSettings {
 /// State shared by the receiving paths and the sending side.
 pub(crate) struct Shared {
     api: Api,
+    /// Downloads and uploads of files over plain HTTP.
+    transfer: Transfer,
     me: Me,
     threads: Threads,
     settings: SlackSettings,
@@ -112,9 +123,13 @@ impl Shared {
     /// connections), for unit tests of the receiving paths.
     #[cfg(test)]
     pub(crate) fn for_tests(settings: SlackSettings) -> Arc<Self> {
+        let api =
+            Api::new(&settings.api_url, &settings.bot_token, settings.app_token.as_deref(), settings.gate.clone());
+        let transfer = Transfer::new(&settings.api_url, &settings.bot_token, &api.tls()).expect("an HTTP client");
         Arc::new_cyclic(|this| Shared {
             this: this.clone(),
-            api: Api::new(&settings.api_url, &settings.bot_token, settings.app_token.as_deref(), settings.gate.clone()),
+            api,
+            transfer,
             me: Me { user_id: "UBUTLER".into(), bot_id: Some("BBUTLER".into()) },
             threads: Threads::new(settings.remembered_threads),
             settings,
@@ -135,9 +150,11 @@ impl SlackChannel {
             Api::new(&settings.api_url, &settings.bot_token, settings.app_token.as_deref(), settings.gate.clone());
         let auth = api.auth_test().await?;
         tracing::info!(team = %auth.team, bot_user = %auth.user_id, "Slack bot token accepted");
+        let transfer = Transfer::new(&settings.api_url, &settings.bot_token, &api.tls())?;
         let shared = Arc::new_cyclic(|this| Shared {
             this: this.clone(),
             api,
+            transfer,
             me: Me { user_id: auth.user_id, bot_id: auth.bot_id },
             threads: Threads::new(settings.remembered_threads),
             settings,
@@ -153,6 +170,11 @@ impl SlackChannel {
     /// Butler's own Slack user id.
     pub fn bot_user_id(&self) -> &str {
         &self.shared.me.user_id
+    }
+
+    /// How Butler downloads the files people share here (with the bot token, from Slack only).
+    pub fn files(&self) -> Arc<dyn butler_channel::FileSource> {
+        Arc::new(SlackFiles::new(self.shared.clone()))
     }
 
     /// The HTTP endpoints (events, interactive, commands), or None without a signing secret

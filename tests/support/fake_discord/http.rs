@@ -2,11 +2,14 @@
 //! recorded with its time and status, queued 429s are served with `retry_after` in the body and
 //! a `Retry-After` header, messages honour `enforce_nonce`, Butler's own messages are echoed as
 //! MESSAGE_CREATE on the gateway, and follow-ups are refused until their click is acknowledged.
+//! Messages may come as `multipart/form-data` (`payload_json` and `files[n]`): the files become
+//! attachments on the fake's CDN (413 above Discord's 10 MiB upload limit).
 
+use super::files;
 use super::payloads::{bot_user, message};
 use super::{dispatch, next_snowflake, Call, Msg, State, TOKEN};
 use axum::body::Bytes;
-use axum::extract::{Path, State as AxState};
+use axum::extract::{DefaultBodyLimit, Path, State as AxState};
 use axum::http::{HeaderMap, Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, patch, post};
@@ -22,12 +25,13 @@ pub(super) async fn serve(state: Shared) -> u16 {
         .route("/api/v10/gateway", get(gateway))
         .route("/api/v10/gateway/bot", get(gateway_bot))
         .route("/api/v10/users/@me", get(me))
-        .route("/api/v10/channels/{channel}/messages", post(create))
+        .route("/api/v10/channels/{channel}/messages", post(create).layer(DefaultBodyLimit::max(64 * 1024 * 1024)))
         .route("/api/v10/channels/{channel}/messages/{id}", patch(edit))
         .route("/api/v10/channels/{channel}/typing", post(typing))
         .route("/api/v10/interactions/{id}/{token}/callback", post(callback))
         .route("/api/v10/webhooks/{app}/{token}", post(followup))
         .route("/api/v10/webhooks/{app}/{token}/messages/{id}", patch(edit_followup))
+        .route("/attachments/{channel}/{id}/{name}", get(super::files::download))
         .with_state(state);
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let port = listener.local_addr().unwrap().port();
@@ -117,21 +121,60 @@ async fn create(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
+    let ctype = headers.get("content-type").and_then(|v| v.to_str().ok()).unwrap_or("").to_string();
+    let parts = files::parse(&ctype, &body);
+    // The JSON of the message: the body, or the `payload_json` part of a multipart body.
+    let payload = match &parts {
+        Some(parts) => parts.iter().find(|p| p.name == "payload_json").map(|p| p.data.clone()).unwrap_or_default(),
+        None => body.clone(),
+    };
     let mut s = lock(&st);
-    if let Some(r) = refuse(&mut s, &method, &uri, &headers, &body) {
+    if let Some(r) = refuse(&mut s, &method, &uri, &headers, &payload) {
         return r;
     }
-    let req: Value = serde_json::from_slice(&body).unwrap_or_default();
+    if ctype.starts_with("multipart/") && parts.is_none() {
+        let bad = json!({"message": "Invalid Form Body", "code": 50035});
+        return answer(&mut s, &method, &uri, &payload, 400, bad);
+    }
+    let uploads: Vec<files::Part> =
+        parts.unwrap_or_default().into_iter().filter(|p| p.name.starts_with("files[")).collect();
+    if uploads.iter().any(|p| p.data.len() > files::UPLOAD_LIMIT) {
+        let big = json!({"message": "Request entity too large", "code": 40005});
+        return answer(&mut s, &method, &uri, &payload, 413, big);
+    }
+    let req: Value = serde_json::from_slice(&payload).unwrap_or_default();
     let nonce = req["nonce"].as_str().map(str::to_string);
     if req["enforce_nonce"] == true {
         let same = s.messages.iter().find(|m| m.channel_id == channel && m.nonce.is_some() && m.nonce == nonce);
         if let Some(m) = same.map(|m| m.json.clone()) {
-            return answer(&mut s, &method, &uri, &body, 200, m);
+            return answer(&mut s, &method, &uri, &payload, 200, m);
         }
+    }
+    if uploads.is_empty() && req["content"].as_str().unwrap_or("").is_empty() {
+        let empty = json!({"message": "Cannot send an empty message", "code": 50006});
+        return answer(&mut s, &method, &uri, &payload, 400, empty);
     }
     let id = next_snowflake(&mut s);
     let content = req["content"].as_str().unwrap_or("").to_string();
     let mut json = message(&id, &channel, &bot_user(), &content);
+    let base = format!("http://{}", headers.get("host").and_then(|v| v.to_str().ok()).unwrap_or("127.0.0.1"));
+    let mut sent = Vec::new();
+    for p in uploads {
+        // The attachment metadata names the file by its placeholder id: files[<id>].
+        let n = p.name.trim_start_matches("files[").trim_end_matches(']').to_string();
+        let meta =
+            req["attachments"].as_array().into_iter().flatten().find(|a| a["id"].to_string().trim_matches('"') == n);
+        let name = meta.and_then(|a| a["filename"].as_str()).or(p.filename.as_deref()).unwrap_or("unknown").to_string();
+        let object = files::store(&mut s, &base, &channel, &name, p.content_type.as_deref(), p.data.clone());
+        sent.push(files::StoredFile {
+            id: object["id"].as_str().unwrap().to_string(),
+            channel: channel.clone(),
+            filename: name,
+            content_type: p.content_type.clone(),
+            bytes: p.data,
+        });
+        json["attachments"].as_array_mut().unwrap().push(object);
+    }
     json["components"] = req.get("components").cloned().unwrap_or(json!([]));
     json["nonce"] = req["nonce"].clone();
     let reply_to = req["message_reference"]["message_id"].as_str().map(str::to_string);
@@ -153,10 +196,11 @@ async fn create(
         reply_to,
         writes: vec![Instant::now()],
         json: json.clone(),
+        files: sent,
     });
     // Discord echoes the bot's own messages on the gateway.
     dispatch(&mut s, "MESSAGE_CREATE", json.clone());
-    answer(&mut s, &method, &uri, &body, 200, json)
+    answer(&mut s, &method, &uri, &payload, 200, json)
 }
 
 async fn edit(
@@ -248,6 +292,7 @@ async fn followup(
         reply_to: None,
         writes: vec![Instant::now()],
         json: json.clone(),
+        files: Vec::new(),
     });
     answer(&mut s, &method, &uri, &body, 200, json)
 }

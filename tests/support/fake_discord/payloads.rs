@@ -77,6 +77,23 @@ impl UserMessage {
         self
     }
 
+    /// Files attached (attachment objects, e.g. from `FakeDiscord::add_attachment`).
+    pub fn with_attachments(mut self, attachments: Vec<Value>) -> Self {
+        self.d["attachments"] = json!(attachments);
+        self
+    }
+
+    /// A voice message: the IS_VOICE_MESSAGE flag (1 << 13), its one audio file's duration
+    /// and waveform.
+    pub fn voice_message(mut self, duration_secs: f64) -> Self {
+        self.d["flags"] = json!(1 << 13);
+        if let Some(a) = self.d["attachments"].get_mut(0) {
+            a["duration_secs"] = json!(duration_secs);
+            a["waveform"] = json!("AAAAAAAAAAAA");
+        }
+        self
+    }
+
     /// The extra MESSAGE_CREATE field naming the channel's type (11: a public thread).
     pub fn channel_type(mut self, t: u64) -> Self {
         self.d["channel_type"] = json!(t);

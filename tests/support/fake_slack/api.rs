@@ -141,6 +141,9 @@ fn answer(shared: &Shared, method: &str, p: &Value, token: Option<&str>) -> Resu
         _ => {}
     }
     let mut s = shared.lock();
+    if let Some(files) = super::files::answer(&mut s, method, p) {
+        return files;
+    }
     match method {
         "auth.test" => Ok(json!({"url": "https://fake.slack.com/", "team": "Fake Team", "user": "butler",
                                  "team_id": TEAM, "user_id": BOT_USER, "bot_id": BOT_ID})),

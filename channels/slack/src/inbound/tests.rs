@@ -1,6 +1,7 @@
 //! The recorded Events API payloads (tests/fixtures/slack) and the policies around them.
 
 use super::*;
+use butler_channel::MediaKind;
 use serde_json::{json, Value};
 
 const DOCS: &str = include_str!("../../../../tests/fixtures/slack/events_docs_examples.json");
@@ -170,4 +171,110 @@ fn slack_markup_as_plain_text() {
         assert_eq!(plain_text(slack, "UBUTLER"), want, "{slack}");
     }
     assert_eq!(ts_ms("1355517523.000005"), 1_355_517_523_000);
+}
+
+/// A Slack file object as the Events API sends it (the shape of Slack's file type).
+fn file(id: &str, name: &str, mimetype: &str, filetype: &str, size: u64, extra: Value) -> Value {
+    let mut f = json!({
+        "id": id, "created": 1700000001, "timestamp": 1700000001, "name": name, "title": name,
+        "mimetype": mimetype, "filetype": filetype, "pretty_type": filetype.to_uppercase(), "user": "U7",
+        "user_team": "T1", "editable": false, "size": size, "mode": "hosted", "is_external": false,
+        "external_type": "", "is_public": false, "public_url_shared": false, "display_as_bot": false,
+        "username": "",
+        "url_private": format!("https://files.slack.com/files-pri/T1-{id}/{name}"),
+        "url_private_download": format!("https://files.slack.com/files-pri/T1-{id}/download/{name}"),
+        "permalink": format!("https://team.slack.com/files/U7/{id}/{name}"),
+        "has_rich_preview": false, "file_access": "visible"
+    });
+    for (k, v) in extra.as_object().unwrap() {
+        f[k] = v.clone();
+    }
+    f
+}
+
+#[test]
+fn shared_files_become_attachments() {
+    let me = me("UBUTLER");
+    let threads = Threads::new(10);
+    threads.add("C9", "1700000000.000100");
+    let photo =
+        file("F1PHOTO", "IMG_0001.png", "image/png", "png", 2048, json!({"original_w": 640, "original_h": 480}));
+    let clip = file(
+        "F2CLIP",
+        "audio_message.webm",
+        "audio/webm",
+        "webm",
+        30_000,
+        json!({"subtype": "slack_audio", "media_display_type": "audio", "duration_ms": 4200}),
+    );
+    let song = file("F3SONG", "song.mp3", "audio/mpeg", "mp3", 4_000_000, json!({}));
+    let video = file("F4VID", "clip.mov", "video/quicktime", "mov", 9_000_000, json!({}));
+    let pdf = file("F5PDF", "report.pdf", "application/pdf", "pdf", 123_456, json!({}));
+    let gone = json!({"id": "F6GONE", "mode": "tombstone"});
+    type Case = (&'static str, Value, &'static str, &'static str, Vec<(&'static str, MediaKind, &'static str, u64)>);
+    let cases: Vec<Case> = vec![
+        (
+            "a photo with a caption in a channel thread",
+            channel_message(json!({"subtype": "file_share", "text": "look at this", "thread_ts": "1700000000.000100",
+                                   "files": [photo.clone()], "upload": false})),
+            "slack:C9/1700000000.000100",
+            "look at this",
+            vec![("F1PHOTO", MediaKind::Image, "image/png", 2048)],
+        ),
+        (
+            "a voice clip in a DM, no text",
+            channel_message(json!({"channel": "D5", "channel_type": "im", "subtype": "file_share", "text": "",
+                                   "files": [clip.clone()]})),
+            "slack:D5",
+            "",
+            vec![("F2CLIP", MediaKind::Voice, "audio/webm", 30_000)],
+        ),
+        (
+            "several files without the file_share subtype, in a DM thread",
+            channel_message(json!({"channel": "D5", "channel_type": "im", "text": "three files",
+                                   "thread_ts": "1700000000.000900", "files": [song, video, pdf, gone]})),
+            "slack:D5/1700000000.000900",
+            "three files",
+            vec![
+                ("F3SONG", MediaKind::Audio, "audio/mpeg", 4_000_000),
+                ("F4VID", MediaKind::Video, "video/quicktime", 9_000_000),
+                ("F5PDF", MediaKind::Document, "application/pdf", 123_456),
+            ],
+        ),
+    ];
+    for (what, payload, conv, text, want) in cases {
+        let e = event(map(&payload, &me, &threads));
+        assert_eq!(e.conversation.to_string(), conv, "{what}");
+        assert_eq!(e.text(), Some(text), "{what}: the text stays the message's");
+        let got: Vec<_> = e
+            .attachments
+            .iter()
+            .map(|a| (a.file_id.as_str(), a.kind, a.mime.as_deref().unwrap_or(""), a.size.unwrap_or(0)))
+            .collect();
+        assert_eq!(got, want, "{what}");
+        for a in &e.attachments {
+            let name = a.name.as_deref().unwrap();
+            assert_eq!(
+                a.url.as_deref(),
+                Some(format!("https://files.slack.com/files-pri/T1-{}/download/{name}", a.file_id).as_str()),
+                "{what}: url_private_download"
+            );
+        }
+    }
+    // A mention with a file: the app_mention carries the files too.
+    let mention = json!({"type": "event_callback", "event_id": "EvM", "event": {
+        "type": "app_mention", "channel": "C9", "user": "U7", "text": "<@UBUTLER> what is this?",
+        "ts": "1700000003.000300", "files": [photo]}});
+    let e = event(map(&mention, &me, &threads));
+    assert_eq!((e.text(), e.attachments.len()), (Some("what is this?"), 1));
+    assert_eq!(e.attachments[0].name.as_deref(), Some("IMG_0001.png"));
+    let e = event(map(
+        &channel_message(json!({"channel": "D5", "channel_type": "im", "text": "", "files": [clip]})),
+        &me,
+        &threads,
+    ));
+    assert_eq!(e.attachments[0].duration_secs, Some(5));
+    // Only files with nothing to fetch and no text: nothing to answer.
+    let only_gone = channel_message(json!({"text": "", "files": [{"id": "F6GONE", "mode": "tombstone"}]}));
+    assert_eq!(map(&only_gone, &me, &threads), Inbound::Skip("no text"));
 }
