@@ -109,6 +109,8 @@ pub struct SentFile {
 pub struct Part {
     pub name: String,
     pub file_name: Option<String>,
+    /// The part's own `Content-Type`, if it has one.
+    pub content_type: Option<String>,
     pub data: Bytes,
 }
 
@@ -144,7 +146,12 @@ pub fn parts(content_type: &str, body: &Bytes) -> Vec<Part> {
         let data_at = head_end + 4;
         let Some(end) = find(body, delimiter.as_bytes(), data_at) else { break };
         if let Some(name) = quoted(&head, "name") {
-            out.push(Part { name, file_name: quoted(&head, "filename"), data: body.slice(data_at..end) });
+            let content_type = head
+                .lines()
+                .find_map(|l| l.split_once(':').filter(|(k, _)| k.trim().eq_ignore_ascii_case("content-type")))
+                .map(|(_, v)| v.trim().to_string());
+            let file_name = quoted(&head, "filename");
+            out.push(Part { name, file_name, content_type, data: body.slice(data_at..end) });
         }
         at = end + delimiter.len();
     }
