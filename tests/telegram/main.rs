@@ -7,6 +7,7 @@
 mod support;
 
 mod approvals;
+mod attachments;
 mod doctor;
 mod durability;
 mod media;
