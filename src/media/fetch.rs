@@ -39,8 +39,6 @@ pub struct Fetched {
     pub mime: &'static str,
     /// The file's first bytes (at most [`SAMPLE`]).
     pub head: Vec<u8>,
-    /// Found from an earlier run of the same event; nothing was downloaded.
-    pub reused: bool,
 }
 
 /// Where and under which cap one attachment is fetched.
@@ -99,7 +97,7 @@ impl Fetch<'_> {
         tracing::debug!(file = %file_name, size, mime, "media: saved attachment");
         let named = given.is_some();
         let shown = given.unwrap_or_else(|| file_name[id.len() + 1..].to_string());
-        Ok(Fetched { rel: format!("media/{file_name}"), path, shown, named, size, mime, head, reused: false })
+        Ok(Fetched { rel: format!("media/{file_name}"), path, shown, named, size, mime, head })
     }
 }
 
@@ -184,7 +182,7 @@ async fn read_saved(dir: &Path, id: &str, name: String, given: Option<String>, c
     let named = given.is_some();
     let shown = given.unwrap_or_else(|| name[id.len() + 1..].to_string());
     tracing::debug!(file = %name, size, mime, "media: attachment already saved by an earlier run");
-    Ok(Fetched { rel: format!("media/{name}"), path, shown, named, size, mime, head, reused: true })
+    Ok(Fetched { rel: format!("media/{name}"), path, shown, named, size, mime, head })
 }
 
 /// A short id stable for one attachment of one event (a re-run finds the same file; different
@@ -207,7 +205,7 @@ pub fn safe_name(claimed: &str) -> Option<String> {
             out.push(c);
         }
     }
-    let out = out.trim_start_matches(['.', '_']).to_string();
+    let out = out.trim_start_matches('.').to_string();
     if out.chars().all(|c| matches!(c, '.' | '_' | '-')) {
         return None;
     }

@@ -82,7 +82,7 @@ fn shrink_now(path: &Path, max_side: u32) -> Result<Shrunk, MediaError> {
     }
     let (sent_width, sent_height) = (img.width(), img.height());
     let mut out = Cursor::new(Vec::new());
-    let mime = if img.color().has_alpha() {
+    let mime = if is_transparent(&img) {
         let encoder = image::codecs::png::PngEncoder::new(&mut out);
         DynamicImage::ImageRgba8(img.into_rgba8()).write_with_encoder(encoder).map_err(unreadable)?;
         "image/png"
@@ -93,6 +93,14 @@ fn shrink_now(path: &Path, max_side: u32) -> Result<Shrunk, MediaError> {
     };
     let data = base64::engine::general_purpose::STANDARD.encode(out.get_ref());
     Ok(Shrunk { image: Image { mime: mime.into(), data }, width, height, sent_width, sent_height })
+}
+
+/// Has an alpha channel that is used (a GIF decodes to RGBA even when fully opaque).
+fn is_transparent(img: &DynamicImage) -> bool {
+    match img.as_rgba8() {
+        Some(rgba) => rgba.pixels().any(|p| p.0[3] < 255),
+        None => img.color().has_alpha(),
+    }
 }
 
 fn swaps_sides(o: image::metadata::Orientation) -> bool {
