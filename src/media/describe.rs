@@ -154,7 +154,8 @@ pub fn not_heard(word: &str, f: &Fetched, secs: Option<u64>, why: Option<&MediaE
 
 /// A document with its text (cut at `[media] max_chars` with a marker).
 pub fn document(word: &str, f: &Fetched, d: &DocText) -> Block {
-    let pages = d.pages.map(|n| if n == 1 { "1 page".to_string() } else { format!("{} pages", count(n)) }).unwrap_or_default();
+    let pages =
+        d.pages.map(|n| if n == 1 { "1 page".to_string() } else { format!("{} pages", count(n)) }).unwrap_or_default();
     let mut text = head(word, f, &[label(f.mime).to_string(), pages, size(f.size)]);
     if d.text.trim().is_empty() {
         let why = if d.pages.is_some() { "no text in it (a scan or only images?)" } else { "it is empty" };

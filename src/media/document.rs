@@ -54,7 +54,9 @@ pub async fn read_pdf(path: &Path, max_chars: usize) -> Result<DocText, MediaErr
     let task = tokio::task::spawn_blocking(move || read_pdf_now(&path, max_chars, &flag));
     match tokio::time::timeout(PDF_TIME, task).await {
         Ok(Ok(done)) => done,
-        Ok(Err(e)) if e.is_panic() => Err(MediaError::Unreadable { reason: "the PDF reader failed on it (the file is malformed)".into() }),
+        Ok(Err(e)) if e.is_panic() => {
+            Err(MediaError::Unreadable { reason: "the PDF reader failed on it (the file is malformed)".into() })
+        }
         Ok(Err(_)) => Err(MediaError::Unreadable { reason: "reading it was cancelled".into() }),
         Err(_) => {
             // The parser cannot be interrupted inside a page; it stops at the next one.
@@ -143,7 +145,8 @@ fn read_text_now(path: &Path, max_chars: usize) -> Result<DocText, MediaError> {
 
 fn read_pdf_now(path: &Path, max_chars: usize, stop: &AtomicBool) -> Result<DocText, MediaError> {
     let options = lopdf::LoadOptions { max_decompressed_size: Some(PDF_INFLATE), ..Default::default() };
-    let doc = lopdf::Document::load_with_options(path, options).map_err(|e| MediaError::Unreadable { reason: pdf_reason(&e) })?;
+    let doc = lopdf::Document::load_with_options(path, options)
+        .map_err(|e| MediaError::Unreadable { reason: pdf_reason(&e) })?;
     let pages = doc.get_pages();
     let (mut all, mut failed) = (String::new(), 0usize);
     for number in pages.keys() {

@@ -51,13 +51,17 @@ pub enum MediaError {
     #[error("could not reach the speech-to-text service at {base_url}: is the server running there? (check [media.transcription] base_url)")]
     SttUnreachable { base_url: String },
     /// No answer within `[media.transcription] timeout_secs`.
-    #[error("the speech-to-text service at {base_url} did not answer within {secs} s ([media.transcription] timeout_secs)")]
+    #[error(
+        "the speech-to-text service at {base_url} did not answer within {secs} s ([media.transcription] timeout_secs)"
+    )]
     SttTimeout { base_url: String, secs: u64 },
     /// Any other refusal; `detail` is the service's own message, shortened.
     #[error("the speech-to-text service at {base_url} answered HTTP {status}: {detail}")]
     SttFailed { base_url: String, status: u16, detail: String },
     /// A 2xx answer without a transcript in it.
-    #[error("the speech-to-text service at {base_url} answered without a transcript ({detail}); is it OpenAI-compatible?")]
+    #[error(
+        "the speech-to-text service at {base_url} answered without a transcript ({detail}); is it OpenAI-compatible?"
+    )]
     SttBadAnswer { base_url: String, detail: String },
 }
 

@@ -7,9 +7,9 @@
 //! It must never hold more than one piece of the body in memory, use a sender's file name as a
 //! path, write outside `<workspace>/media/`, or follow a link planted there.
 
-use super::words::quoted;
 use super::error::MediaError;
 use super::sniff::{extension, sniff_file, SAMPLE};
+use super::words::quoted;
 use butler_channel::{Attachment, ByteStream, FileSource, MediaKind};
 use futures::StreamExt;
 use sha2::{Digest, Sha256};
@@ -72,7 +72,8 @@ impl Fetch<'_> {
             return read_saved(&dir, &id, found, given, a.name.as_deref()).await.map_err(disk);
         }
 
-        let download = self.source.open(a).await.map_err(|source| MediaError::Download { what: what.clone(), source })?;
+        let download =
+            self.source.open(a).await.map_err(|source| MediaError::Download { what: what.clone(), source })?;
         if let Some(announced) = download.size.filter(|n| *n > self.max) {
             return Err(MediaError::TooLarge { what, size: Some(announced), max: self.max });
         }
@@ -85,7 +86,8 @@ impl Fetch<'_> {
             }
         };
         let mime = sniff_file(&head, size <= head.len() as u64, a.name.as_deref());
-        let file_name = named.unwrap_or_else(|| format!("{id}-{}-{}.{}", kind_slug(a.kind), self.index + 1, extension(mime)));
+        let file_name =
+            named.unwrap_or_else(|| format!("{id}-{}-{}.{}", kind_slug(a.kind), self.index + 1, extension(mime)));
         let path = inside(&dir, &file_name)?;
         if let Err(e) = tokio::fs::rename(&part, &path).await {
             let _ = tokio::fs::remove_file(&part).await;
@@ -105,7 +107,8 @@ impl Fetch<'_> {
 /// first [`SAMPLE`] bytes.
 async fn stream_to(part: &Path, mut body: ByteStream, max: u64, what: &str) -> Result<(u64, Vec<u8>), MediaError> {
     let disk = |source| MediaError::Disk { what: what.to_string(), source };
-    let mut file = tokio::fs::OpenOptions::new().write(true).create(true).truncate(true).open(part).await.map_err(disk)?;
+    let mut file =
+        tokio::fs::OpenOptions::new().write(true).create(true).truncate(true).open(part).await.map_err(disk)?;
     let mut size = 0u64;
     let mut head = Vec::with_capacity(SAMPLE);
     loop {
@@ -137,7 +140,10 @@ async fn media_dir(workspace: &Path) -> std::io::Result<PathBuf> {
     tokio::fs::create_dir_all(&dir).await?;
     let (root, dir) = (tokio::fs::canonicalize(workspace).await?, tokio::fs::canonicalize(&dir).await?);
     if !dir.starts_with(&root) || dir == root {
-        return Err(std::io::Error::new(std::io::ErrorKind::PermissionDenied, "the media folder points outside the workspace"));
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::PermissionDenied,
+            "the media folder points outside the workspace",
+        ));
     }
     Ok(dir)
 }
@@ -154,8 +160,15 @@ fn inside(dir: &Path, name: &str) -> Result<PathBuf, MediaError> {
 
 /// A file an earlier run of the same event saved: the named one, or `<id>-<kind>-<n>.<ext>`.
 /// Only regular files count (never a link).
-async fn find_saved(dir: &Path, id: &str, named: Option<&str>, kind: MediaKind, index: usize) -> std::io::Result<Option<String>> {
-    let is_file = |p: PathBuf| async move { tokio::fs::symlink_metadata(p).await.map(|m| m.is_file()).unwrap_or(false) };
+async fn find_saved(
+    dir: &Path,
+    id: &str,
+    named: Option<&str>,
+    kind: MediaKind,
+    index: usize,
+) -> std::io::Result<Option<String>> {
+    let is_file =
+        |p: PathBuf| async move { tokio::fs::symlink_metadata(p).await.map(|m| m.is_file()).unwrap_or(false) };
     if let Some(name) = named {
         return Ok(is_file(dir.join(name)).await.then(|| name.to_string()));
     }
@@ -172,7 +185,13 @@ async fn find_saved(dir: &Path, id: &str, named: Option<&str>, kind: MediaKind, 
 }
 
 /// A file saved by an earlier run, read back: its size, first bytes and sniffed type.
-async fn read_saved(dir: &Path, id: &str, name: String, given: Option<String>, claimed: Option<&str>) -> std::io::Result<Fetched> {
+async fn read_saved(
+    dir: &Path,
+    id: &str,
+    name: String,
+    given: Option<String>,
+    claimed: Option<&str>,
+) -> std::io::Result<Fetched> {
     let path = dir.join(&name);
     let mut file = tokio::fs::File::open(&path).await?;
     let size = file.metadata().await?.len();
@@ -188,7 +207,8 @@ async fn read_saved(dir: &Path, id: &str, name: String, given: Option<String>, c
 /// A short id stable for one attachment of one event (a re-run finds the same file; different
 /// events never share one).
 pub fn stable_id(event_id: &str, index: usize) -> String {
-    let digest = Sha256::new().chain_update(event_id.as_bytes()).chain_update(b"\0").chain_update(index.to_string()).finalize();
+    let digest =
+        Sha256::new().chain_update(event_id.as_bytes()).chain_update(b"\0").chain_update(index.to_string()).finalize();
     hex::encode(&digest[..5])
 }
 

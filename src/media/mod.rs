@@ -147,7 +147,8 @@ impl Media {
 
     async fn image(&self, word: &str, f: &Fetched, vision: bool) -> Block {
         if matches!(f.mime, "image/heic" | "image/avif") {
-            let reason = format!("{} images cannot be decoded here; a JPEG or PNG (or a screenshot) can", sniff::label(f.mime));
+            let reason =
+                format!("{} images cannot be decoded here; a JPEG or PNG (or a screenshot) can", sniff::label(f.mime));
             return describe::unreadable(word, f, &MediaError::Unreadable { reason });
         }
         if !vision {
@@ -217,7 +218,9 @@ impl Media {
 fn route(kind: MediaKind, mime: &str) -> Route {
     let audio_container = matches!(mime, "video/mp4" | "video/webm" | "video/3gpp" | "video/x-matroska" | "video/ogg");
     match mime {
-        "image/png" | "image/jpeg" | "image/gif" | "image/webp" | "image/bmp" | "image/heic" | "image/avif" => Route::Image,
+        "image/png" | "image/jpeg" | "image/gif" | "image/webp" | "image/bmp" | "image/heic" | "image/avif" => {
+            Route::Image
+        }
         m if m.starts_with("audio/") && !matches!(kind, MediaKind::Video | MediaKind::VideoNote) => Route::Sound,
         _ if audio_container && matches!(kind, MediaKind::Voice | MediaKind::Audio) => Route::Sound,
         "application/pdf" | "application/json" => Route::Document,

@@ -43,13 +43,15 @@ pub async fn dimensions(path: &Path) -> Result<(u32, u32), MediaError> {
     blocking(move || {
         let mut decoder = reader(&path)?.into_decoder().map_err(unreadable)?;
         let (w, h) = decoder.dimensions();
-        let turned = decoder.orientation().map(|o| swaps_sides(o)).unwrap_or(false);
+        let turned = decoder.orientation().map(swaps_sides).unwrap_or(false);
         Ok(if turned { (h, w) } else { (w, h) })
     })
     .await
 }
 
-async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Result<T, MediaError> + Send + 'static) -> Result<T, MediaError> {
+async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> Result<T, MediaError> + Send + 'static,
+) -> Result<T, MediaError> {
     match tokio::task::spawn_blocking(f).await {
         Ok(done) => done,
         Err(e) if e.is_panic() => Err(MediaError::Unreadable { reason: "the image decoder failed on it".into() }),
@@ -110,7 +112,9 @@ fn swaps_sides(o: image::metadata::Orientation) -> bool {
 
 fn unreadable(e: image::ImageError) -> MediaError {
     let reason = match e {
-        image::ImageError::Limits(_) => format!("it is too large to decode (over {MAX_SIDE} pixels a side or {} MB of memory)", MAX_ALLOC >> 20),
+        image::ImageError::Limits(_) => {
+            format!("it is too large to decode (over {MAX_SIDE} pixels a side or {} MB of memory)", MAX_ALLOC >> 20)
+        }
         image::ImageError::Unsupported(u) => format!("its format is not supported ({u})"),
         other => other.to_string(),
     };

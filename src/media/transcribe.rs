@@ -44,7 +44,9 @@ impl Transcriber {
     pub async fn transcribe(&self, path: &Path, upload_name: &str, mime: &str) -> Result<String, MediaError> {
         let base = self.cfg.base_url.trim().trim_end_matches('/');
         let url = format!("{base}/audio/transcriptions");
-        let file = tokio::fs::File::open(path).await.map_err(|e| self.broken(format!("the audio file could not be opened ({e})")))?;
+        let file = tokio::fs::File::open(path)
+            .await
+            .map_err(|e| self.broken(format!("the audio file could not be opened ({e})")))?;
         let len = file.metadata().await.map(|m| m.len()).map_err(|e| self.broken(e.to_string()))?;
         let body = reqwest::Body::wrap_stream(tokio_util::io::ReaderStream::new(file));
         let part = reqwest::multipart::Part::stream_with_length(body, len)
@@ -65,7 +67,12 @@ impl Transcriber {
         let started = std::time::Instant::now();
         let response = request.send().await.map_err(|e| self.send_error(e))?;
         let status = response.status();
-        tracing::debug!(status = status.as_u16(), ms = started.elapsed().as_millis() as u64, bytes = len, "media: transcription answered");
+        tracing::debug!(
+            status = status.as_u16(),
+            ms = started.elapsed().as_millis() as u64,
+            bytes = len,
+            "media: transcription answered"
+        );
         if !status.is_success() {
             return Err(self.refused(status.as_u16(), response).await);
         }
@@ -76,7 +83,9 @@ impl Transcriber {
         }
         match serde_json::from_slice::<Answer>(&bytes) {
             Ok(a) => Ok(a.text.trim().to_string()),
-            Err(e) => Err(MediaError::SttBadAnswer { base_url: self.shown.clone(), detail: format!("no JSON \"text\": {e}") }),
+            Err(e) => {
+                Err(MediaError::SttBadAnswer { base_url: self.shown.clone(), detail: format!("no JSON \"text\": {e}") })
+            }
         }
     }
 
@@ -98,7 +107,12 @@ impl Transcriber {
     async fn refused(&self, status: u16, response: reqwest::Response) -> MediaError {
         match status {
             401 | 403 => return MediaError::SttUnauthorized { base_url: self.shown.clone(), status },
-            404 => return MediaError::SttNotFound { base_url: self.shown.clone(), model: self.cfg.model.trim().to_string() },
+            404 => {
+                return MediaError::SttNotFound {
+                    base_url: self.shown.clone(),
+                    model: self.cfg.model.trim().to_string(),
+                }
+            }
             _ => {}
         }
         let mut body = Vec::new();

@@ -36,7 +36,8 @@ pub async fn ogg_opus_to_wav(src: &Path, dst: &Path) -> Result<u64, MediaError> 
 }
 
 fn convert(src: &Path, dst: &Path) -> Result<u64, MediaError> {
-    let opus = |e: opus_pure::Error| MediaError::Unreadable { reason: format!("it is not a readable OGG/Opus file ({e})") };
+    let opus =
+        |e: opus_pure::Error| MediaError::Unreadable { reason: format!("it is not a readable OGG/Opus file ({e})") };
     let io = |e: std::io::Error| MediaError::Unreadable { reason: format!("converting it to WAV failed ({e})") };
     let input = std::fs::File::open(src).map_err(io)?;
     let mut reader = OggOpusReader::new(BufReader::new(input)).map_err(opus)?;
@@ -60,7 +61,9 @@ fn convert(src: &Path, dst: &Path) -> Result<u64, MediaError> {
         }
         samples += (kept.len() / channels) as u64;
         if samples > max {
-            return Err(MediaError::Unreadable { reason: format!("it is longer than {} min, too long to convert", MAX_SECS / 60) });
+            return Err(MediaError::Unreadable {
+                reason: format!("it is longer than {} min, too long to convert", MAX_SECS / 60),
+            });
         }
         out.write_all(&pcm).map_err(io)?;
     }

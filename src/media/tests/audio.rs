@@ -60,11 +60,15 @@ async fn a_file_that_is_not_ogg_opus_is_an_error_and_leaves_no_wav() {
 #[derive(Clone, Debug, Default)]
 struct Seen {
     auth: Option<String>,
-    fields: Vec<(String, Option<String>, Option<String>, Vec<u8>)>,
+    fields: Vec<Field>,
 }
 
+/// One multipart field: name, file name, content type, bytes.
+#[derive(Clone, Debug)]
+struct Field(String, Option<String>, Option<String>, Vec<u8>);
+
 impl Seen {
-    fn field(&self, name: &str) -> Option<&(String, Option<String>, Option<String>, Vec<u8>)> {
+    fn field(&self, name: &str) -> Option<&Field> {
         self.fields.iter().find(|f| f.0 == name)
     }
 
@@ -78,19 +82,23 @@ type Log = Arc<Mutex<Vec<Seen>>>;
 /// `POST /v1/audio/transcriptions` as OpenAI answers it: 401 without the right key (echoing
 /// the key it got, as OpenAI does), 404 for an unknown model, else `{"text": ...}`.
 async fn transcriptions(State(log): State<Log>, headers: HeaderMap, mut form: Multipart) -> (StatusCode, Json<Value>) {
-    let mut seen = Seen { auth: headers.get("authorization").map(|v| v.to_str().unwrap().to_string()), ..Seen::default() };
+    let mut seen =
+        Seen { auth: headers.get("authorization").map(|v| v.to_str().unwrap().to_string()), ..Seen::default() };
     while let Some(field) = form.next_field().await.unwrap() {
         let name = field.name().unwrap_or_default().to_string();
         let file_name = field.file_name().map(str::to_string);
         let mime = field.content_type().map(str::to_string);
         let bytes = field.bytes().await.unwrap().to_vec();
-        seen.fields.push((name, file_name, mime, bytes));
+        seen.fields.push(Field(name, file_name, mime, bytes));
     }
     log.lock().unwrap().push(seen.clone());
     if seen.auth.as_deref() != Some(&format!("Bearer {KEY}")) {
         let got = seen.auth.unwrap_or_default().replace("Bearer ", "");
         let message = format!("Incorrect API key provided: {got}. You can find your API key at the dashboard.");
-        return (StatusCode::UNAUTHORIZED, Json(json!({"error": {"message": message, "type": "invalid_request_error"}})));
+        return (
+            StatusCode::UNAUTHORIZED,
+            Json(json!({"error": {"message": message, "type": "invalid_request_error"}})),
+        );
     }
     if seen.text("model").as_deref() != Some("whisper-1") {
         return (StatusCode::NOT_FOUND, Json(json!({"error": {"message": "model not found"}})));
@@ -100,7 +108,9 @@ async fn transcriptions(State(log): State<Log>, headers: HeaderMap, mut form: Mu
 
 async fn stt() -> (String, Log) {
     let log: Log = Arc::default();
-    let router = axum::Router::new().route("/v1/audio/transcriptions", axum::routing::post(transcriptions)).with_state(log.clone());
+    let router = axum::Router::new()
+        .route("/v1/audio/transcriptions", axum::routing::post(transcriptions))
+        .with_state(log.clone());
     (format!("http://{}/v1", serve(router).await), log)
 }
 
@@ -127,7 +137,10 @@ async fn a_telegram_voice_note_is_sent_as_voice_ogg_and_its_transcript_used() {
     let mut a = attachment(MediaKind::Voice, "v", Some("file_12.oga"), Some("audio/ogg"));
     a.duration_secs = Some(7);
     let out = prepare(&m, ws.path(), "e1", &[a], true).await;
-    assert_eq!(out.text, "[voice note \"file_12.oga\", 7 s, transcribed]:\n\"Hello Butler, please remind me to buy milk tomorrow.\"");
+    assert_eq!(
+        out.text,
+        "[voice note \"file_12.oga\", 7 s, transcribed]:\n\"Hello Butler, please remind me to buy milk tomorrow.\""
+    );
     assert_eq!(out.notes, vec!["🎤 I heard: \"Hello Butler, please remind me to buy milk tomorrow.\"".to_string()]);
     let seen = log.lock().unwrap()[0].clone();
     assert_eq!(seen.auth.as_deref(), Some(format!("Bearer {KEY}").as_str()));
@@ -148,7 +161,10 @@ async fn with_convert_wav_the_service_gets_16khz_wav() {
     let ws = tempfile::tempdir().unwrap();
     let m = media(with_stt(&base, KEY, "whisper-1", AudioConvert::Wav), source);
     let out = prepare(&m, ws.path(), "e1", &[attachment(MediaKind::Voice, "v", None, None)], true).await;
-    assert_eq!(out.text, "[voice note, 1 s, transcribed]:\n\"Hello Butler, please remind me to buy milk tomorrow.\"", "the length comes from the decoded audio");
+    assert_eq!(
+        out.text, "[voice note, 1 s, transcribed]:\n\"Hello Butler, please remind me to buy milk tomorrow.\"",
+        "the length comes from the decoded audio"
+    );
     let seen = log.lock().unwrap()[0].clone();
     let file = seen.field("file").unwrap();
     assert_eq!((file.1.as_deref(), file.2.as_deref()), (Some("voice.wav"), Some("audio/wav")));

@@ -76,7 +76,10 @@ async fn several_attachments_are_blocks_in_order_separated_by_a_blank_line() {
     files.bytes("b", b"second\n".to_vec());
     let ws = tempfile::tempdir().unwrap();
     let m = media(MediaConfig::default(), source);
-    let atts = [attachment(MediaKind::Document, "a", Some("a.txt"), None), attachment(MediaKind::Document, "b", Some("b.txt"), None)];
+    let atts = [
+        attachment(MediaKind::Document, "a", Some("a.txt"), None),
+        attachment(MediaKind::Document, "b", Some("b.txt"), None),
+    ];
     let out = prepare(&m, ws.path(), "e", &atts, true).await;
     let id = |i| crate::media::stable_id("e", i);
     assert_eq!(

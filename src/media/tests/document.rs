@@ -46,7 +46,11 @@ async fn malformed_pdfs_are_errors_not_panics() {
         ("only the header", b"%PDF-1.7\n".to_vec()),
         ("cut in the middle", cut),
         ("garbage after the header", [b"%PDF-1.4\n".as_slice(), &[0xffu8; 3000]].concat()),
-        ("an object loop", b"%PDF-1.4\n1 0 obj\n<< /Type /Catalog /Pages 1 0 R >>\nendobj\ntrailer\n<< /Root 1 0 R >>\n%%EOF\n".to_vec()),
+        (
+            "an object loop",
+            b"%PDF-1.4\n1 0 obj\n<< /Type /Catalog /Pages 1 0 R >>\nendobj\ntrailer\n<< /Root 1 0 R >>\n%%EOF\n"
+                .to_vec(),
+        ),
     ];
     for (what, bytes) in cases {
         let path = dir.path().join("bad.pdf");
@@ -94,7 +98,11 @@ async fn documents_in_a_message() {
     let id = |i| crate::media::stable_id("e1", i);
     let blocks: Vec<&str> = out.text.split("\n\n").collect();
     assert!(blocks[0].starts_with("[file \"report.pdf\", PDF, 1 page, "), "{}", blocks[0]);
-    assert!(blocks[0].contains(&format!("saved as media/{}-report.pdf]\n```\nHello from a PDF\n```", id(0))), "{}", blocks[0]);
+    assert!(
+        blocks[0].contains(&format!("saved as media/{}-report.pdf]\n```\nHello from a PDF\n```", id(0))),
+        "{}",
+        blocks[0]
+    );
     assert!(blocks[1].starts_with("[file \"broken.pdf\" could not be read: "), "{}", blocks[1]);
     assert!(out.notes.iter().any(|n| n.starts_with("I couldn't read the file \"broken.pdf\": ")), "{:?}", out.notes);
     assert_eq!(

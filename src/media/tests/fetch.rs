@@ -20,7 +20,10 @@ async fn a_claimed_size_over_the_cap_is_refused_before_anything_is_downloaded() 
     a.size = Some(33_030_144);
     let out = prepare(&m, ws.path(), "telegram:update:1", &[a], true).await;
     assert_eq!(files.requests.load(Ordering::SeqCst), 0, "no request reached the platform");
-    assert_eq!(out.notes, vec!["The file \"talk.mp4\" is 31.5 MB; the limit is 20 MB ([media] max_bytes).".to_string()]);
+    assert_eq!(
+        out.notes,
+        vec!["The file \"talk.mp4\" is 31.5 MB; the limit is 20 MB ([media] max_bytes).".to_string()]
+    );
     assert_eq!(
         out.text,
         "[video \"talk.mp4\" not saved: the file \"talk.mp4\" is 31.5 MB; the limit is 20 MB ([media] max_bytes); the person was told]"
@@ -37,7 +40,10 @@ async fn an_announced_size_over_the_cap_is_refused_and_leaves_nothing() {
     let m = media(capped(1024 * 1024), source);
     let a = attachment(MediaKind::Document, "big", Some("dump.bin"), None);
     let out = prepare(&m, ws.path(), "e1", &[a], true).await;
-    assert_eq!(out.notes, vec!["The file \"dump.bin\" is 8.0 MB; the limit is 1.0 MB ([media] max_bytes).".to_string()]);
+    assert_eq!(
+        out.notes,
+        vec!["The file \"dump.bin\" is 8.0 MB; the limit is 1.0 MB ([media] max_bytes).".to_string()]
+    );
     assert!(saved_files(ws.path()).is_empty(), "{:?}", saved_files(ws.path()));
 }
 
@@ -52,7 +58,8 @@ async fn a_stream_past_the_cap_is_stopped_and_its_partial_file_deleted() {
     let out = prepare(&m, ws.path(), "e1", &[a], true).await;
     assert_eq!(
         out.notes,
-        vec!["The voice note is larger than 1.0 MB, the limit ([media] max_bytes); I stopped downloading it.".to_string()]
+        vec!["The voice note is larger than 1.0 MB, the limit ([media] max_bytes); I stopped downloading it."
+            .to_string()]
     );
     assert!(saved_files(ws.path()).is_empty(), "no partial file: {:?}", saved_files(ws.path()));
     let produced = files.produced.load(Ordering::SeqCst);
@@ -97,7 +104,10 @@ async fn a_rerun_of_the_same_event_reuses_the_file_and_other_events_do_not_colli
     files.bytes("pic", super::png(10, 10, false));
     let ws = tempfile::tempdir().unwrap();
     let m = media(MediaConfig::default(), source);
-    let atts = [attachment(MediaKind::Document, "doc", Some("notes.txt"), None), attachment(MediaKind::Image, "pic", None, None)];
+    let atts = [
+        attachment(MediaKind::Document, "doc", Some("notes.txt"), None),
+        attachment(MediaKind::Image, "pic", None, None),
+    ];
     let first = prepare(&m, ws.path(), "telegram:update:7", &atts, true).await;
     assert_eq!(files.requests.load(Ordering::SeqCst), 2);
     let again = prepare(&m, ws.path(), "telegram:update:7", &atts, true).await;
@@ -119,7 +129,13 @@ async fn a_missing_source_or_file_becomes_a_note() {
     let a = [attachment(MediaKind::Image, "gone", None, None)];
     let out = prepare(&m, ws.path(), "e1", &a, true).await;
     assert_eq!(out.notes, vec!["The photo could not be downloaded: not found: file gone.".to_string()]);
-    let req = crate::media::PrepareRequest { channel: "nowhere", attachments: &a, workspace: ws.path(), event_id: "e1", vision: true };
+    let req = crate::media::PrepareRequest {
+        channel: "nowhere",
+        attachments: &a,
+        workspace: ws.path(),
+        event_id: "e1",
+        vision: true,
+    };
     let out = m.prepare(req).await;
     assert_eq!(out.notes, vec!["Files sent on nowhere cannot be fetched by Butler.".to_string()]);
 }

@@ -117,7 +117,8 @@ pub struct HttpSource {
 impl FileSource for HttpSource {
     async fn open(&self, file: &Attachment) -> Result<Download, ChannelError> {
         let url = format!("{}/files/{}", self.base, file.file_id);
-        let resp = self.client.get(url).send().await.map_err(|e| ChannelError::Transient(e.without_url().to_string()))?;
+        let resp =
+            self.client.get(url).send().await.map_err(|e| ChannelError::Transient(e.without_url().to_string()))?;
         if resp.status() == StatusCode::NOT_FOUND {
             return Err(ChannelError::NotFound(format!("file {}", file.file_id)));
         }
@@ -139,7 +140,13 @@ pub fn media(cfg: MediaConfig, source: Arc<dyn FileSource>) -> Media {
     Media::new(&cfg, BTreeMap::from([("fake".to_string(), source)]))
 }
 
-pub async fn prepare(m: &Media, workspace: &std::path::Path, event: &str, attachments: &[Attachment], vision: bool) -> Prepared {
+pub async fn prepare(
+    m: &Media,
+    workspace: &std::path::Path,
+    event: &str,
+    attachments: &[Attachment],
+    vision: bool,
+) -> Prepared {
     m.prepare(PrepareRequest { channel: "fake", attachments, workspace, event_id: event, vision }).await
 }
 
@@ -156,7 +163,9 @@ pub fn saved_files(workspace: &std::path::Path) -> Vec<String> {
 pub fn png(w: u32, h: u32, alpha: bool) -> Vec<u8> {
     let mut out = Cursor::new(Vec::new());
     if alpha {
-        let img = image::RgbaImage::from_fn(w, h, |x, y| image::Rgba([(x % 256) as u8, (y % 256) as u8, 90, (x % 200) as u8 + 50]));
+        let img = image::RgbaImage::from_fn(w, h, |x, y| {
+            image::Rgba([(x % 256) as u8, (y % 256) as u8, 90, (x % 200) as u8 + 50])
+        });
         img.write_to(&mut out, image::ImageFormat::Png).unwrap();
     } else {
         let img = image::RgbImage::from_fn(w, h, |x, y| image::Rgb([(x % 256) as u8, (y % 256) as u8, 90]));
@@ -175,7 +184,13 @@ pub fn jpeg(w: u32, h: u32) -> Vec<u8> {
 
 /// A real GIF.
 pub fn gif(w: u32, h: u32) -> Vec<u8> {
-    let img = image::RgbaImage::from_fn(w, h, |x, _| if x % 2 == 0 { image::Rgba([255, 0, 0, 255]) } else { image::Rgba([0, 0, 255, 255]) });
+    let img = image::RgbaImage::from_fn(w, h, |x, _| {
+        if x % 2 == 0 {
+            image::Rgba([255, 0, 0, 255])
+        } else {
+            image::Rgba([0, 0, 255, 255])
+        }
+    });
     let mut out = Cursor::new(Vec::new());
     img.write_to(&mut out, image::ImageFormat::Gif).unwrap();
     out.into_inner()
@@ -215,7 +230,9 @@ pub fn pdf(pages: &[&[&str]]) -> Vec<u8> {
     for o in offsets {
         out.extend_from_slice(format!("{o:010} 00000 n \n").as_bytes());
     }
-    out.extend_from_slice(format!("trailer\n<< /Size {} /Root 1 0 R >>\nstartxref\n{xref}\n%%EOF\n", objects.len() + 1).as_bytes());
+    out.extend_from_slice(
+        format!("trailer\n<< /Size {} /Root 1 0 R >>\nstartxref\n{xref}\n%%EOF\n", objects.len() + 1).as_bytes(),
+    );
     out
 }
 

@@ -55,8 +55,12 @@ async fn a_large_photo_is_shrunk_to_the_longest_side_and_decodes_again() {
             id(0)
         )
     );
-    assert!(blocks[1].starts_with(&format!("[image \"logo.png\", 300×200 PNG, ")), "{}", blocks[1]);
-    assert!(blocks[1].ends_with(&format!("saved as media/{}-logo.png; the image is attached]", id(1))), "{}", blocks[1]);
+    assert!(blocks[1].starts_with("[image \"logo.png\", 300×200 PNG, "), "{}", blocks[1]);
+    assert!(
+        blocks[1].ends_with(&format!("saved as media/{}-logo.png; the image is attached]", id(1))),
+        "{}",
+        blocks[1]
+    );
     assert!(blocks[2].starts_with("[photo \"dance.gif\", 64×32 GIF, "), "{}", blocks[2]);
 }
 
@@ -67,7 +71,8 @@ async fn without_vision_the_photo_is_described_and_the_person_told() {
     files.bytes("q", png(20, 10, false));
     let ws = tempfile::tempdir().unwrap();
     let m = media(MediaConfig::default(), source);
-    let atts = [attachment(MediaKind::Image, "p", Some("IMG_1.jpg"), None), attachment(MediaKind::Image, "q", None, None)];
+    let atts =
+        [attachment(MediaKind::Image, "p", Some("IMG_1.jpg"), None), attachment(MediaKind::Image, "q", None, None)];
     let out = prepare(&m, ws.path(), "e1", &atts, false).await;
     assert!(out.images.is_empty());
     let id = crate::media::stable_id("e1", 0);
@@ -111,7 +116,11 @@ async fn broken_and_mislabelled_images_become_notes_never_panics() {
     assert!(out.images.is_empty(), "{}", out.text);
     let blocks: Vec<&str> = out.text.split("\n\n").collect();
     assert!(blocks[0].starts_with("[photo \"x.png\" could not be read: "), "{}", blocks[0]);
-    assert!(blocks[1].starts_with("[file \"y.png\", application/octet-stream, 4.0 KB, saved as "), "not an image: {}", blocks[1]);
+    assert!(
+        blocks[1].starts_with("[file \"y.png\", application/octet-stream, 4.0 KB, saved as "),
+        "not an image: {}",
+        blocks[1]
+    );
     assert!(blocks[1].ends_with("; not read]"), "{}", blocks[1]);
     assert!(blocks[2].starts_with("[file \"photo.jpg\", PDF, 1 page, "), "a PDF named .jpg is a PDF: {}", blocks[2]);
     assert!(blocks[2].contains("not a photo"));
