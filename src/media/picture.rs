@@ -43,7 +43,7 @@ pub async fn dimensions(path: &Path) -> Result<(u32, u32), MediaError> {
     blocking(move || {
         let mut decoder = reader(&path)?.into_decoder().map_err(unreadable)?;
         let (w, h) = decoder.dimensions();
-        let turned = decoder.orientation().map(|o| swaps_sides(o)).unwrap_or(false);
+        let turned = decoder.orientation().map(swaps_sides).unwrap_or(false);
         Ok(if turned { (h, w) } else { (w, h) })
     })
     .await

@@ -18,9 +18,7 @@ pub fn size(bytes: u64) -> String {
         unit += 1;
     }
     let rounded = (value * 10.0).round() / 10.0;
-    let number = if rounded < 10.0 {
-        format!("{rounded:.1}")
-    } else if rounded < 100.0 && rounded.fract() != 0.0 {
+    let number = if rounded < 10.0 || (rounded < 100.0 && rounded.fract() != 0.0) {
         format!("{rounded:.1}")
     } else {
         format!("{}", rounded.round() as u64)
@@ -32,9 +30,9 @@ pub fn size(bytes: u64) -> String {
 pub fn duration(secs: u64) -> String {
     match secs {
         0..60 => format!("{secs} s"),
-        60..3600 if secs % 60 == 0 => format!("{} min", secs / 60),
+        60..3600 if secs.is_multiple_of(60) => format!("{} min", secs / 60),
         60..3600 => format!("{} min {} s", secs / 60, secs % 60),
-        _ if secs % 3600 / 60 == 0 => format!("{} h", secs / 3600),
+        _ if (secs % 3600) < 60 => format!("{} h", secs / 3600),
         _ => format!("{} h {} min", secs / 3600, secs % 3600 / 60),
     }
 }
@@ -44,7 +42,7 @@ pub fn count(n: usize) -> String {
     let digits = n.to_string();
     let mut out = String::with_capacity(digits.len() + digits.len() / 3);
     for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
             out.push(',');
         }
         out.push(c);

@@ -55,7 +55,7 @@ async fn a_large_photo_is_shrunk_to_the_longest_side_and_decodes_again() {
             id(0)
         )
     );
-    assert!(blocks[1].starts_with(&format!("[image \"logo.png\", 300×200 PNG, ")), "{}", blocks[1]);
+    assert!(blocks[1].starts_with("[image \"logo.png\", 300×200 PNG, "), "{}", blocks[1]);
     assert!(
         blocks[1].ends_with(&format!("saved as media/{}-logo.png; the image is attached]", id(1))),
         "{}",

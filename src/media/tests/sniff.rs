@@ -64,7 +64,8 @@ fn magic_numbers() {
 
 #[test]
 fn text_is_refined_by_content_and_name_only() {
-    let table: Vec<(&str, &[u8], bool, Option<&str>, &str)> = vec![
+    type Row<'a> = (&'a str, &'a [u8], bool, Option<&'a str>, &'a str);
+    let table: Vec<Row> = vec![
         ("json parses", b"{\"a\": [1, 2]}", true, None, "application/json"),
         ("json named .txt still json", b"[1, 2, 3]", true, Some("x.txt"), "application/json"),
         ("broken json", b"{\"a\": ", true, None, "text/plain"),
