@@ -229,20 +229,10 @@ fn image(data: &str, shown: usize) -> Result<(Image, usize), String> {
     }
     let bytes =
         base64::engine::general_purpose::STANDARD.decode(data.trim()).map_err(|_| "not valid base64".to_string())?;
-    let mime =
-        sniff(&bytes).ok_or_else(|| format!("{} bytes that are not a PNG, JPEG, GIF or WebP image", bytes.len()))?;
+    let mime = crate::media::sniff(&bytes)
+        .filter(|m| matches!(*m, "image/png" | "image/jpeg" | "image/gif" | "image/webp"))
+        .ok_or_else(|| format!("{} bytes that are not a PNG, JPEG, GIF or WebP image", bytes.len()))?;
     Ok((Image { mime: mime.to_string(), data: data.trim().to_string() }, bytes.len()))
-}
-
-/// The image type of `bytes` by their signature.
-fn sniff(bytes: &[u8]) -> Option<&'static str> {
-    match bytes {
-        [0x89, b'P', b'N', b'G', 0x0d, 0x0a, 0x1a, 0x0a, ..] => Some("image/png"),
-        [0xff, 0xd8, 0xff, ..] => Some("image/jpeg"),
-        [b'G', b'I', b'F', b'8', b'7' | b'9', b'a', ..] => Some("image/gif"),
-        [b'R', b'I', b'F', b'F', _, _, _, _, b'W', b'E', b'B', b'P', ..] => Some("image/webp"),
-        _ => None,
-    }
 }
 
 /// Bytes of base64 `data` once decoded (an estimate from its length).

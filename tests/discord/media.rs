@@ -7,69 +7,15 @@
 
 use crate::support::fake_discord::payloads::UserMessage;
 use crate::support::fake_discord::{FakeDiscord, TOKEN};
+use crate::support::payloads::{blob, pdf, png, read, sha256 as sha};
 use crate::{alice, Rig, DM, GENERAL};
 use butler::channel::limit::Gate;
 use butler::channel::{Attachment, Channel, ChannelError, FileSource, MediaKind, OutFile, Outbound};
 use butler_discord::{Discord, Settings};
 use futures::StreamExt;
 use serde_json::Value;
-use sha2::{Digest, Sha256};
 use std::sync::Arc;
 use std::time::Duration;
-
-fn sha(bytes: &[u8]) -> String {
-    hex::encode(Sha256::digest(bytes))
-}
-
-/// A real PNG, `w` x `h`.
-fn png(w: u32, h: u32) -> Vec<u8> {
-    let img = image::RgbImage::from_fn(w, h, |x, y| image::Rgb([(x * 7) as u8, (y * 3) as u8, 90]));
-    let mut out = std::io::Cursor::new(Vec::new());
-    img.write_to(&mut out, image::ImageFormat::Png).unwrap();
-    out.into_inner()
-}
-
-/// A one-page PDF saying `text`, with a correct cross-reference table.
-fn pdf(text: &str) -> Vec<u8> {
-    let stream = format!("BT /F1 18 Tf 72 720 Td ({text}) Tj ET");
-    let objects = [
-        "<< /Type /Catalog /Pages 2 0 R >>".to_string(),
-        "<< /Type /Pages /Kids [3 0 R] /Count 1 >>".to_string(),
-        "<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R /Resources << /Font << /F1 5 0 R >> >> >>"
-            .to_string(),
-        format!("<< /Length {} >>\nstream\n{stream}\nendstream", stream.len()),
-        "<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>".to_string(),
-    ];
-    let mut out = b"%PDF-1.4\n".to_vec();
-    let mut offsets = Vec::new();
-    for (i, o) in objects.iter().enumerate() {
-        offsets.push(out.len());
-        out.extend_from_slice(format!("{} 0 obj\n{o}\nendobj\n", i + 1).as_bytes());
-    }
-    let xref = out.len();
-    out.extend_from_slice(format!("xref\n0 {}\n0000000000 65535 f \n", objects.len() + 1).as_bytes());
-    for o in offsets {
-        out.extend_from_slice(format!("{o:010} 00000 n \n").as_bytes());
-    }
-    out.extend_from_slice(
-        format!("trailer\n<< /Size {} /Root 1 0 R >>\nstartxref\n{xref}\n%%EOF\n", objects.len() + 1).as_bytes(),
-    );
-    out
-}
-
-/// A deterministic pseudo-random blob of `n` bytes behind `head`.
-fn blob(head: &[u8], n: usize) -> Vec<u8> {
-    let mut out = head.to_vec();
-    let mut x: u64 = 0x2545_f491_4f6c_dd1d;
-    while out.len() < n {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        out.extend_from_slice(&x.to_le_bytes());
-    }
-    out.truncate(n);
-    out
-}
 
 /// Discord's file source as Butler's glue builds and registers it.
 async fn file_source(rig: &Rig) -> Arc<dyn FileSource> {
@@ -77,18 +23,6 @@ async fn file_source(rig: &Rig) -> Arc<dyn FileSource> {
         .await
         .expect("the Discord channel builds");
     built.files.get("discord").cloned().expect("the glue registers Discord's file source under \"discord\"")
-}
-
-/// Reads a download to the end: (bytes, the largest piece read at once, announced size).
-async fn read(source: &dyn FileSource, a: &Attachment) -> Result<(Vec<u8>, usize, Option<u64>), ChannelError> {
-    let mut d = source.open(a).await?;
-    let (mut bytes, mut largest) = (Vec::new(), 0);
-    while let Some(piece) = d.body.next().await {
-        let piece = piece?;
-        largest = largest.max(piece.len());
-        bytes.extend_from_slice(&piece);
-    }
-    Ok((bytes, largest, d.size))
 }
 
 /// The attachment an event would carry for the attachment object `a`.

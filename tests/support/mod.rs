@@ -12,6 +12,7 @@ pub mod fake_slack;
 pub mod fake_stt;
 pub mod fake_telegram;
 pub mod gates;
+pub mod payloads;
 pub mod proc;
 pub mod sse;
 pub mod touch;

@@ -16,11 +16,11 @@ use crate::support::fake_stt::FakeStt;
 use crate::support::fake_telegram::files::FakeFile;
 use crate::support::fake_telegram::updates::{message, new_message, user};
 use crate::support::fake_telegram::{Failure, FakeTelegram};
+use crate::support::payloads::{png, sha256};
 use crate::{settle, telegram, tls, OWNER, TOKEN};
 use base64::Engine;
 use butler::config::{Config, ProviderKind, TranscriptionConfig};
 use serde_json::{json, Value};
-use sha2::{Digest, Sha256};
 
 /// Butler with Telegram and the fake LLM; the data dir outlives restarts.
 struct Rig {
@@ -70,13 +70,6 @@ impl Rig {
     async fn stop(mut self) {
         self.app.take().unwrap().stop().await;
     }
-}
-
-fn png(w: u32, h: u32) -> Vec<u8> {
-    let img = image::RgbImage::from_fn(w, h, |x, y| image::Rgb([(x % 256) as u8, (y % 256) as u8, 90]));
-    let mut out = std::io::Cursor::new(Vec::new());
-    img.write_to(&mut out, image::ImageFormat::Png).unwrap();
-    out.into_inner()
 }
 
 fn photo(file_id: &str, w: u32, h: u32, size: usize, caption: &str) -> Value {
@@ -243,7 +236,7 @@ async fn send_file_sends_a_workspace_file_once_across_a_failed_upload_and_a_rest
     let report: Vec<u8> = (0..300_000u32).map(|i| (i % 253) as u8).collect();
     std::fs::create_dir_all(workspace.join("out")).unwrap();
     std::fs::write(workspace.join("out/q3.pdf"), [b"%PDF-1.4\n".as_slice(), &report].concat()).unwrap();
-    let want = hex::encode(Sha256::digest([b"%PDF-1.4\n".as_slice(), &report].concat()));
+    let want = sha256(&[b"%PDF-1.4\n".as_slice(), &report].concat());
 
     rig.llm.on(
         "send me the report",

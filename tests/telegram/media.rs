@@ -11,58 +11,21 @@
 use crate::support::fake_telegram::files::{FakeFile, SentFile, KEEP_BYTES};
 use crate::support::fake_telegram::updates::{chat, user};
 use crate::support::fake_telegram::{Failure, FakeTelegram, Shown};
+use crate::support::payloads::{pdf, png, sha256};
 use crate::{tls, Tg, OWNER, TOKEN};
 use butler::channel::limit::Gate;
 use butler::channel::{Attachment, Channel, ChannelError, ConversationRef, FileSource, MediaKind, OutFile, Outbound};
 use butler_telegram::{Limits, Mode, Settings, TelegramChannel};
 use futures::StreamExt;
 use serde_json::{json, Value};
-use sha2::{Digest, Sha256};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-
-/// A real PNG (a gradient), `w`×`h`.
-fn png(w: u32, h: u32) -> Vec<u8> {
-    let img = image::RgbImage::from_fn(w, h, |x, y| image::Rgb([(x * 255 / w) as u8, (y * 255 / h) as u8, 128]));
-    let mut out = std::io::Cursor::new(Vec::new());
-    img.write_to(&mut out, image::ImageFormat::Png).unwrap();
-    out.into_inner()
-}
-
-/// A small but well-formed one-page PDF (its xref offsets computed).
-fn pdf() -> Vec<u8> {
-    let objects = [
-        "<< /Type /Catalog /Pages 2 0 R >>",
-        "<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
-        "<< /Type /Page /Parent 2 0 R /MediaBox [0 0 200 100] /Contents 4 0 R >>",
-        "<< /Length 35 >>\nstream\nBT /F1 12 Tf 20 50 Td (Q3) Tj ET\nendstream",
-    ];
-    let mut out = b"%PDF-1.4\n".to_vec();
-    let mut offsets = Vec::new();
-    for (i, o) in objects.iter().enumerate() {
-        offsets.push(out.len());
-        out.extend(format!("{} 0 obj\n{o}\nendobj\n", i + 1).as_bytes());
-    }
-    let xref = out.len();
-    out.extend(format!("xref\n0 {}\n0000000000 65535 f \n", objects.len() + 1).as_bytes());
-    for o in offsets {
-        out.extend(format!("{o:010} 00000 n \n").as_bytes());
-    }
-    out.extend(
-        format!("trailer\n<< /Size {} /Root 1 0 R >>\nstartxref\n{xref}\n%%EOF\n", objects.len() + 1).as_bytes(),
-    );
-    out
-}
 
 /// An Ogg page header and some payload: only the transport matters here.
 fn ogg(len: usize) -> Vec<u8> {
     let mut out = b"OggS\x00\x02".to_vec();
     out.extend((0..len - 6).map(|i| (i * 7 % 256) as u8));
     out
-}
-
-fn sha256(b: &[u8]) -> String {
-    hex::encode(Sha256::digest(b))
 }
 
 /// The adapter on its own against `fake` (limits short, so cases do not wait on each other).
@@ -215,7 +178,7 @@ async fn the_file_source_streams_files_through_get_file_and_the_file_url() {
     let cases = [
         (MediaKind::Image, "photo-1", FakeFile::bytes("photos/file_3.jpg", picture.clone()), Some(picture)),
         (MediaKind::Voice, "voice-1", FakeFile::bytes("voice/file_7.oga", voice.clone()), Some(voice)),
-        (MediaKind::Document, "doc-1", FakeFile::bytes("documents/file_9.pdf", pdf()), Some(pdf())),
+        (MediaKind::Document, "doc-1", FakeFile::bytes("documents/file_9.pdf", pdf("Q3")), Some(pdf("Q3"))),
         (MediaKind::Document, "big-1", big.clone(), None),
     ];
     for (kind, id, file, bytes) in cases {
@@ -298,7 +261,7 @@ async fn photos_and_documents_go_out_with_their_bytes_name_and_caption() {
     let channel = adapter(&fake).await;
     let dir = tempfile::tempdir().unwrap();
     let chart = png(320, 200);
-    let report = pdf();
+    let report = pdf("Q3");
     let big: Vec<u8> = (0..12 * 1024 * 1024u32).map(|i| (i.wrapping_mul(2_654_435_761) >> 11) as u8).collect();
     // (what, chat, file, Markdown text, method, caption as the HTML sent, visible caption)
     let cases = [
@@ -403,12 +366,14 @@ async fn refusals_and_429s_on_uploads() {
 
     // A 429 is waited out and the file still arrives once, whole.
     fake.fail_next("sendDocument", Failure::RetryAfter(1));
-    let msg =
-        Outbound { file: Some(out_file(&dir, "r.pdf", "application/pdf", &pdf(), false)), ..Outbound::text(to(2), "") };
+    let msg = Outbound {
+        file: Some(out_file(&dir, "r.pdf", "application/pdf", &pdf("Q3"), false)),
+        ..Outbound::text(to(2), "")
+    };
     channel.send(&msg).await.unwrap();
     assert_eq!(fake.calls("sendDocument").len(), 3, "the first, the refused one and its retry");
     let shown = fake.chat(2);
-    assert_eq!((shown.len(), file_of(&shown[0]).sha256.clone()), (1, sha256(&pdf())));
+    assert_eq!((shown.len(), file_of(&shown[0]).sha256.clone()), (1, sha256(&pdf("Q3"))));
 
     // A file that is gone before delivery: refused at once, nothing sent, not even the text.
     let mut gone = out_file(&dir, "gone.txt", "text/plain", b"x", false);

@@ -12,6 +12,7 @@ mod channel;
 mod chunk;
 mod clock;
 mod event;
+mod hosts;
 pub mod limit;
 mod media;
 mod outbound;
@@ -23,6 +24,7 @@ pub use channel::{Accepted, Caps, Channel, ChannelError, Ingress, IngressError, 
 pub use chunk::{chunk_text, ChunkLimit};
 pub use clock::now_ms;
 pub use event::{Actor, ConversationKind, ConversationRef, EventBody, EventId, Identity, InboundEvent};
+pub use hosts::FileHosts;
 pub use media::{Attachment, ByteStream, Download, FileSource, MediaKind, OutFile};
 pub use outbound::{Button, ButtonStyle, MessageRef, Outbound, PrivateTo};
 pub use storable::{storable_text, REPLACEMENT};

@@ -8,7 +8,7 @@
 //! This module must never send the bot token with a download, read a file whole into memory,
 //! or fetch from a host that is not Discord's.
 
-use butler_channel::{Attachment, ChannelError, Download, FileSource};
+use butler_channel::{Attachment, ChannelError, Download, FileHosts, FileSource};
 use futures_util::StreamExt;
 use reqwest::header::RETRY_AFTER;
 use reqwest::Url;
@@ -17,36 +17,17 @@ use std::time::Duration;
 /// The hosts Discord serves attachments from.
 pub const CDN_HOSTS: [&str; 2] = ["cdn.discordapp.com", "media.discordapp.net"];
 
-/// scheme, host, port.
-type Origin = (String, String, u16);
-
-fn origin(url: &Url) -> Option<Origin> {
-    Some((url.scheme().to_string(), url.host_str()?.to_ascii_lowercase(), url.port_or_known_default()?))
-}
-
-#[derive(Clone)]
-struct Allowed {
-    api: Option<Origin>,
-}
-
-impl Allowed {
-    fn allows(&self, url: &Url) -> bool {
-        let Some(o) = origin(url) else { return false };
-        (o.0 == "https" && o.2 == 443 && CDN_HOSTS.contains(&o.1.as_str())) || self.api.as_ref() == Some(&o)
-    }
-}
-
 /// Downloads attachments from Discord's CDN.
 #[derive(Clone)]
 pub struct DiscordFiles {
     http: reqwest::Client,
-    allowed: Allowed,
+    allowed: FileHosts,
 }
 
 impl DiscordFiles {
     /// A file source for the Discord that `api_url` names (or stands in for).
     pub fn new(api_url: &str) -> Result<Self, ChannelError> {
-        let allowed = Allowed { api: Url::parse(api_url).ok().as_ref().and_then(origin) };
+        let allowed = FileHosts::new(&CDN_HOSTS, api_url);
         let follow = allowed.clone();
         let policy = reqwest::redirect::Policy::custom(move |attempt| {
             if attempt.previous().len() >= 5 {

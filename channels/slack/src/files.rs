@@ -14,7 +14,7 @@
 //! never send the token to a host that is not Slack's.
 
 use crate::Shared;
-use butler_channel::{Attachment, ChannelError, Download, FileSource};
+use butler_channel::{Attachment, ChannelError, Download, FileHosts, FileSource};
 use futures_util::StreamExt;
 use reqwest::header::{CONTENT_LENGTH, CONTENT_TYPE, RETRY_AFTER};
 use reqwest::{StatusCode, Url};
@@ -29,31 +29,11 @@ pub const FILES_READ_FIX: &str = "Slack answered its login page instead of the f
      files:read scope; add the files:read scope under OAuth & Permissions (deploy/slack-manifest.yaml lists it) \
      and reinstall the app";
 
-/// scheme, host, port.
-type Origin = (String, String, u16);
-
-fn origin(url: &Url) -> Option<Origin> {
-    Some((url.scheme().to_string(), url.host_str()?.to_ascii_lowercase(), url.port_or_known_default()?))
-}
-
-/// Where the bot token may go.
-#[derive(Clone)]
-struct Trusted {
-    api: Option<Origin>,
-}
-
-impl Trusted {
-    fn allows(&self, url: &Url) -> bool {
-        let Some(o) = origin(url) else { return false };
-        (o.0 == "https" && o.1 == FILE_HOST && o.2 == 443) || self.api.as_ref() == Some(&o)
-    }
-}
-
 /// The HTTP side of files: one client, the token, and where the token may go.
 pub struct Transfer {
     http: reqwest::Client,
     token: String,
-    trusted: Trusted,
+    trusted: FileHosts,
 }
 
 fn failed(what: &str, e: reqwest::Error) -> ChannelError {
@@ -88,7 +68,7 @@ fn retry_after(resp: &reqwest::Response) -> Option<u64> {
 impl Transfer {
     /// A client for `api_url`'s Slack with the bot token, on `tls` (the Web API client's).
     pub fn new(api_url: &str, token: &str, tls: &rustls::ClientConfig) -> Result<Self, ChannelError> {
-        let trusted = Trusted { api: Url::parse(api_url).ok().as_ref().and_then(origin) };
+        let trusted = FileHosts::new(&[FILE_HOST], api_url);
         let follow = trusted.clone();
         let policy = reqwest::redirect::Policy::custom(move |attempt| {
             if attempt.previous().len() >= 5 {
