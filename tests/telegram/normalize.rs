@@ -3,6 +3,7 @@
 //! supergroup answered), forum topics answered in their topic, `/cmd@bot` understood, a photo's
 //! caption reaching the agent, edits not answered again.
 
+use crate::support::fake_telegram::files::FakeFile;
 use crate::support::fake_telegram::updates::{dm, edited, group, topic, user};
 use crate::support::fake_telegram::BOT_USERNAME;
 use crate::{settle, Tg, ALICE, GROUP, OWNER};
@@ -69,8 +70,9 @@ async fn groups_topics_commands_media_and_edits() {
     assert_eq!(shown[2].thread, Some(42));
     assert!(shown[2].text.ends_with("in the topic"));
 
-    // A photo with a caption in a DM: the caption is the text (the photo is an attachment,
-    // see media.rs).
+    // A photo with a caption in a DM: the caption is the text, the photo goes to the model as
+    // an image (see media.rs and attachments.rs), never as a bracket description.
+    tg.fake.add_file("b", FakeFile::bytes("photos/file_b.png", crate::support::payloads::png(1280, 853)));
     let photo = json!({"message": {"message_id": 20, "date": 1700000000, "from": user(OWNER, "Owner"),
         "chat": {"id": OWNER, "type": "private", "first_name": "Owner"},
         "photo": [{"file_id": "a", "file_unique_id": "a", "width": 90, "height": 60, "file_size": 1000},
@@ -79,7 +81,11 @@ async fn groups_topics_commands_media_and_edits() {
     tg.fake.push(photo);
     tg.texts(OWNER, 1).await;
     let asked = tg.llm.last_request().unwrap().last_user_text();
-    assert!(asked.contains("what bird is this?") && !asked.contains("[photo"), "{asked}");
+    // The old description (`[photo 1280×853, 200 KB]`) is gone; the media block says the image
+    // is attached.
+    assert!(asked.contains("what bird is this?") && !asked.contains("[photo 1280×853"), "{asked}");
+    assert!(asked.contains("the image is attached"), "{asked}");
+    assert_eq!(tg.llm.last_request().unwrap().images().len(), 1, "the photo itself reaches the model");
 
     // An edit of a message already answered is not answered again (documented policy).
     let n = tg.llm.request_count();
