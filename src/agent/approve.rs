@@ -134,6 +134,7 @@ impl ToolRound<'_> {
                     ("allowed", reason)
                 }
                 Permission::Deny(reason) => {
+                    crate::metrics::METRICS.tool_calls.inc(&[&spec.name, "denied"]);
                     immediate.push((i, refuse(format!("denied by policy: {reason}"))));
                     ("denied", reason)
                 }
@@ -264,9 +265,11 @@ impl ToolRound<'_> {
                 Ok((result, next(pending_left)))
             }
             ApprovalStatus::Expired => {
+                crate::metrics::METRICS.tool_calls.inc(&[&call.name, "expired"]);
                 Ok((vec![refuse("not run: nobody approved it in time (expired)".into())], next(pending_left)))
             }
             ApprovalStatus::Denied | ApprovalStatus::Pending => {
+                crate::metrics::METRICS.tool_calls.inc(&[&call.name, "denied"]);
                 Ok((vec![refuse(format!("not run: {by} denied it"))], next(pending_left)))
             }
         }

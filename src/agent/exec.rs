@@ -4,6 +4,7 @@
 //! Nothing here may outlive the turn: the tasks live in a JoinSet dropped with it.
 
 use crate::llm::{Image, ToolCall};
+use crate::metrics::METRICS;
 use crate::tools::{validate_args, Tool, ToolCtx, ToolError, ToolOutput, Tools};
 use serde_json::Value;
 use std::sync::Arc;
@@ -72,10 +73,15 @@ pub(super) async fn run_calls(
         let span = info_span!("tool", tool = %ready.call.name, call_id = %ready.call.id);
         let handle = set.spawn(
             async move {
-                let outcome = match tokio::time::timeout(timeout, ready.tool.call_rich(&ctx, ready.args)).await {
-                    Ok(r) => r,
-                    Err(_) => Err(ToolError::Failed(format!("timed out after {}s", timeout.as_secs()))),
+                let (outcome, label) = match tokio::time::timeout(timeout, ready.tool.call_rich(&ctx, ready.args)).await
+                {
+                    Ok(r) => {
+                        let label = if r.is_ok() { "ok" } else { "error" };
+                        (r, label)
+                    }
+                    Err(_) => (Err(ToolError::Failed(format!("timed out after {}s", timeout.as_secs()))), "timeout"),
                 };
+                METRICS.tool_calls.inc(&[&ready.call.name, label]);
                 if let Err(e) = &outcome {
                     tracing::info!(error = %e, "tool call failed");
                 }
@@ -103,6 +109,7 @@ pub(super) async fn run_calls(
                 // The task died (a panic): its call still gets a result naming the failure.
                 if let Some(&i) = index_of.get(&e.id()) {
                     let call = &calls[i].call;
+                    METRICS.tool_calls.inc(&[&call.name, "crashed"]);
                     let content = format!("tool `{}` {}", call.name, panic_message(e));
                     results[i] = Some(ToolResult::error(call.id.clone(), content));
                 }

@@ -134,7 +134,7 @@ impl App {
         let gate = cluster.link().map_or_else(Gate::local, |link| Gate::shared(Arc::new(RedisGate::for_link(link))));
         let (web_out, web_rx) = tokio::sync::mpsc::channel(1024);
         let relay = cluster.shared().then_some(web_out);
-        let ChannelSet { out: channels, names, routes, hub, files } =
+        let ChannelSet { out: channels, names, routes, hub, uploads, files } =
             build_channels(&cfg, &store, &ingress, opts.http, opts.extra_channels, relay, &gate).await?;
 
         let claims: Option<Arc<dyn store::ReplicaStore>> = cluster.shared().then(|| store.clone() as _);
@@ -170,8 +170,9 @@ impl App {
         let ready = Arc::new(AtomicBool::new(false));
         let mut addr = None;
         if opts.http {
-            let extra = http_routes(&cfg, &store, &llm, &ingress, hub, routes, &intake.cancel);
-            addr = serve_http(&cfg, &store, &cluster, extra, &ready, &intake).await?;
+            let web = hub.zip(uploads);
+            let (extra, streamed) = http_routes(&cfg, &store, &llm, &ingress, web, routes, &intake.cancel);
+            addr = serve_http(&cfg, &store, &cluster, extra, streamed, &ready, &intake).await?;
         }
         ready.store(true, Ordering::Release);
         Ok(Self {
@@ -248,6 +249,8 @@ struct ChannelSet {
     routes: axum::Router,
     /// The web chat's open pages, when the web chat is on.
     hub: Option<Arc<web::WebHub>>,
+    /// The web chat's files (uploads, files Butler sent), when the web chat is on.
+    uploads: Option<Arc<web::Uploads>>,
     /// How each channel fetches the files people attach.
     files: std::collections::BTreeMap<String, Arc<dyn butler_channel::FileSource>>,
 }
@@ -273,8 +276,11 @@ async fn build_channels(
         })
     });
     let mut out = Channels::default();
-    if let Some(hub) = &hub {
-        out.add(Arc::new(web::WebChannel::new(store.clone(), hub.clone())));
+    let mut files = platforms.files;
+    let uploads = hub.as_ref().map(|_| Arc::new(web::Uploads::from_config(cfg)));
+    if let (Some(hub), Some(uploads)) = (&hub, &uploads) {
+        out.add(Arc::new(web::WebChannel::new(store.clone(), hub.clone(), uploads.clone())));
+        files.insert(crate::ids::WEB_CHANNEL.to_string(), uploads.clone() as Arc<dyn butler_channel::FileSource>);
     }
     for ch in platforms.channels.into_iter().chain(extra) {
         out.add(ch);
@@ -298,7 +304,7 @@ async fn build_channels(
         platforms.routes.merge(butler_webhook::routes(webhook_sources(&cfg.triggers), ingress.clone(), gate.clone()));
     #[cfg(not(feature = "webhook"))]
     let routes = platforms.routes;
-    Ok(ChannelSet { out, names, routes, hub, files: platforms.files })
+    Ok(ChannelSet { out, names, routes, hub, uploads, files })
 }
 
 /// The agent: the built-in tools the config turns on, the `skill` tool and the extra ones, the
@@ -480,29 +486,29 @@ fn start_intake(
 }
 
 /// The routes served besides health and metrics: the web chat (when on) and the channels'
-/// endpoints (webhooks, the platforms').
+/// endpoints (webhooks, the platforms'); then the routes that stream their bodies (uploads).
 fn http_routes(
     cfg: &Config,
     store: &Arc<dyn Store>,
     llm: &Arc<dyn Provider>,
     ingress: &Arc<dyn Ingress>,
-    hub: Option<Arc<web::WebHub>>,
+    web: Option<(Arc<web::WebHub>, Arc<web::Uploads>)>,
     platform_routes: axum::Router,
     shutdown: &CancellationToken,
-) -> axum::Router {
-    let extra = if let Some(hub) = hub {
+) -> (axum::Router, axum::Router) {
+    let (extra, streamed) = if let Some((hub, uploads)) = web {
         let info = web::PageInfo {
             llm_configured: !cfg.llm.model.is_empty(),
             provider: llm.name().to_string(),
             model: llm.model().to_string(),
         };
         let auth = web::WebAuth::from_config(&cfg.channels.web);
-        let state = web::WebState::new(store.clone(), ingress.clone(), hub, auth, info, shutdown.clone());
-        web::routes(state.clone()).merge(web::openai_routes(state))
+        let state = web::WebState::new(store.clone(), ingress.clone(), hub, auth, info, shutdown.clone(), uploads);
+        (web::routes(state.clone()).merge(web::openai_routes(state.clone())), web::upload_routes(state))
     } else {
-        axum::Router::new()
+        (axum::Router::new(), axum::Router::new())
     };
-    extra.merge(platform_routes)
+    (extra.merge(platform_routes), streamed)
 }
 
 /// Binds `[server] listen` and serves HTTP (health, metrics and `extra`) as an intake task;
@@ -512,6 +518,7 @@ async fn serve_http(
     store: &Arc<dyn Store>,
     cluster: &Arc<Cluster>,
     extra: axum::Router,
+    streamed: axum::Router,
     ready: &Arc<AtomicBool>,
     intake: &Tasks,
 ) -> Result<Option<SocketAddr>, AppError> {
@@ -520,7 +527,7 @@ async fn serve_http(
         .map_err(|source| AppError::Bind { addr: cfg.server.listen.clone(), source })?;
     let addr = listener.local_addr().ok();
     let health = Health::new(store.clone(), cluster.clone(), ready.clone());
-    let router = http::router(health, extra, &cfg.server);
+    let router = http::router(health, extra, streamed, &cfg.server);
     let limits = http::ServeLimits::from_config(&cfg.server);
     intake.tracker.spawn(http::serve(listener, router, limits, intake.cancel.clone()));
     Ok(addr)

@@ -40,8 +40,9 @@ impl Health {
 }
 
 /// The full router: health + metrics + whatever the channels mount (`extra`), behind the body
-/// limits of `[server]` and the layer that makes every error response JSON.
-pub(crate) fn router(health: Health, extra: Router, server: &ServerConfig) -> Router {
+/// limits of `[server]`; `streamed`: routes that read their bodies as streams under their own
+/// caps (file uploads), outside those limits. Every error response is JSON.
+pub(crate) fn router(health: Health, extra: Router, streamed: Router, server: &ServerConfig) -> Router {
     let body = limits::BodyLimits {
         max_bytes: server.max_body_bytes,
         timeout: std::time::Duration::from_secs(server.body_timeout_secs),
@@ -56,6 +57,7 @@ pub(crate) fn router(health: Health, extra: Router, server: &ServerConfig) -> Ro
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(server.max_body_bytes))
         .layer(axum::middleware::from_fn_with_state(body, limits::body_limits))
+        .merge(streamed.layer(DefaultBodyLimit::disable()))
         .layer(axum::middleware::map_response(limits::json_errors))
 }
 
@@ -90,8 +92,23 @@ async fn readyz(State(h): State<Health>) -> impl IntoResponse {
     }
 }
 
-async fn metrics() -> impl IntoResponse {
-    ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], METRICS.render())
+/// Most pending approvals counted for the `butler_approvals_waiting` gauge.
+const APPROVALS_COUNTED: usize = 10_000;
+
+async fn metrics(State(h): State<Health>) -> impl IntoResponse {
+    let mut text = METRICS.render();
+    // Read from the database at scrape time, so every replica reports the shared truth.
+    let pending = h.store.inbox_count(crate::store::InboxStatus::Pending).await.ok();
+    crate::metrics::render_gauge(&mut text, "butler_inbox_pending", "Inbound events waiting to be handled", pending);
+    // Every pending approval is due by the end of time: the ones waiting for a person.
+    let waiting = h.store.approvals_due(i64::MAX, APPROVALS_COUNTED).await.ok().map(|v| v.len() as i64);
+    crate::metrics::render_gauge(
+        &mut text,
+        "butler_approvals_waiting",
+        "Approvals and questions waiting for a person",
+        waiting,
+    );
+    ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], text)
 }
 
 async fn method_not_allowed() -> ApiError {

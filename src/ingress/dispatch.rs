@@ -65,6 +65,7 @@ impl Dispatcher {
         // A claim that failed may have committed anyway (the answer lost with the connection):
         // when it was tried, so its events go back before the next claim.
         let mut unsure_since: Option<i64> = None;
+        let mut last_claim_ms = 0;
         loop {
             if let Some(since) = unsure_since {
                 match self.store.inbox_unclaim(self.cluster.worker(), since).await {
@@ -82,9 +83,17 @@ impl Dispatcher {
                     }
                 }
             }
+            // Rows are stamped in milliseconds: a claim starts in a later millisecond than the
+            // last one ended, so undoing it from `tried` never undoes the earlier claim's rows.
+            if now_ms() <= last_claim_ms {
+                tokio::time::sleep(Duration::from_millis(1)).await;
+            }
             let tried = now_ms();
             let claimed = match self.store.inbox_claim(&self.channels, self.cluster.worker(), BATCH).await {
-                Ok(rows) => rows,
+                Ok(rows) => {
+                    last_claim_ms = now_ms();
+                    rows
+                }
                 Err(e) => {
                     tracing::warn!(error = %e, "inbox claim failed");
                     unsure_since = Some(tried);

@@ -87,12 +87,13 @@ fn endpoint(
     let shown = display_url(base);
     let api_key = api_key.filter(|k| !k.expose().trim().is_empty()).cloned();
     tracing::debug!(provider = ?kind, base_url = %shown, model = %transport.model(), has_key = api_key.is_some(), "llm endpoint");
-    match kind {
+    let provider: Arc<dyn Provider> = match kind {
         ProviderKind::Openai => Arc::new(OpenAi::new(transport.at("openai", shown, api_key), base, max_tokens)),
         ProviderKind::Anthropic => {
             Arc::new(Anthropic::new(transport.at("anthropic", shown, api_key), base, max_tokens))
         }
-    }
+    };
+    super::measured::Measured::wrap(provider)
 }
 
 /// A provider that fails every request with the same error.

@@ -11,6 +11,7 @@ mod build;
 pub mod decode;
 mod errors;
 mod http;
+mod measured;
 mod models;
 mod openai;
 mod prices;
@@ -85,6 +86,22 @@ fn retry_hint(d: &Option<Duration>) -> String {
 }
 
 impl LlmError {
+    /// A short name of the kind of failure, for metrics and logs.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Self::NotConfigured | Self::MissingModel(_) => "not_configured",
+            Self::Auth(_) => "auth",
+            Self::UnknownModel(_) => "unknown_model",
+            Self::ContextTooLong(_) => "context_too_long",
+            Self::Timeout(_) => "timeout",
+            Self::RateLimited { .. } => "rate_limited",
+            Self::Server { .. } => "server",
+            Self::BadRequest(_) => "bad_request",
+            Self::Unreachable(_) => "unreachable",
+            Self::Protocol(_) => "protocol",
+        }
+    }
+
     /// Whether the same request may succeed later (used by retries and fallbacks).
     pub fn is_transient(&self) -> bool {
         matches!(self, Self::RateLimited { .. } | Self::Server { .. } | Self::Timeout(_) | Self::Unreachable(_))

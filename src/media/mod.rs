@@ -26,6 +26,7 @@ pub use config::check_config;
 pub use error::MediaError;
 pub use fetch::{safe_name, stable_id};
 pub use sniff::{extension, label, sniff, sniff_file, OCTET_STREAM, SAMPLE};
+pub use words::size as human_size;
 
 use crate::config::{AudioConvert, MediaConfig};
 use crate::llm::Image;

@@ -236,10 +236,12 @@ impl Deliverer {
         let mark = match self.send_row(&row).await {
             Ok(platform_ids) => {
                 METRICS.outbox_sent.inc();
+                METRICS.deliveries.inc(&[&row.channel, "sent"]);
                 OutboxMark::Sent { platform_ids, text: row.text.clone() }
             }
             Err(ChannelError::RateLimited { retry_after }) => {
                 METRICS.outbox_retried.inc();
+                METRICS.deliveries.inc(&[&row.channel, "retried"]);
                 OutboxMark::Retry {
                     next_attempt_ms: now_ms() + retry_after.as_millis() as i64,
                     error: "rate limited".into(),
@@ -248,6 +250,7 @@ impl Deliverer {
             }
             Err(e) if e.is_retryable() && row.attempts + 1 < self.cfg.max_attempts => {
                 METRICS.outbox_retried.inc();
+                METRICS.deliveries.inc(&[&row.channel, "retried"]);
                 let backoff = 1000i64 << row.attempts.clamp(0, 8);
                 let jitter = rand::random::<u64>() % 500;
                 tracing::info!(error = %e, attempt = row.attempts + 1, "delivery failed; will retry");
@@ -259,6 +262,7 @@ impl Deliverer {
             }
             Err(e) => {
                 METRICS.outbox_failed.inc();
+                METRICS.deliveries.inc(&[&row.channel, "failed"]);
                 tracing::error!(error = %e, "delivery failed for good");
                 OutboxMark::Failed { error: e.to_string() }
             }

@@ -14,8 +14,8 @@ use axum::response::{Html, IntoResponse, Response};
 use axum::routing::{get, patch, post};
 use axum::{Json, Router};
 use butler_channel::{
-    Accepted, Actor, ConversationKind, ConversationRef, EventBody, EventId, Identity, InboundEvent, Ingress,
-    IngressError,
+    Accepted, Actor, Attachment, ConversationKind, ConversationRef, EventBody, EventId, Identity, InboundEvent,
+    Ingress, IngressError, MediaKind,
 };
 use futures::Stream;
 use futures::StreamExt;
@@ -27,6 +27,8 @@ use tokio_stream::wrappers::errors::BroadcastStreamRecvError;
 use tokio_util::sync::CancellationToken;
 
 const MAX_TEXT_CHARS: usize = 32_000;
+/// Most files one message may carry.
+const MAX_FILES: usize = 10;
 
 /// What the page shows about the model.
 #[derive(Clone, Debug)]
@@ -67,6 +69,8 @@ pub(crate) struct WebState {
     /// Ends open event streams on shutdown.
     pub(super) shutdown: CancellationToken,
     owners: Arc<OwnerCache>,
+    /// Files people upload and files Butler sends here.
+    pub(super) uploads: Arc<super::Uploads>,
 }
 
 impl WebState {
@@ -78,16 +82,19 @@ impl WebState {
         auth: WebAuth,
         info: PageInfo,
         shutdown: CancellationToken,
+        uploads: Arc<super::Uploads>,
     ) -> Self {
-        Self { store, ingress, hub, auth, info, shutdown, owners: Default::default() }
+        Self { store, ingress, hub, auth, info, shutdown, owners: Default::default(), uploads }
     }
 }
 
 pub(crate) fn routes(state: WebState) -> Router {
+    let files = super::files_api::download_routes(state.clone());
     Router::new()
         .route("/", get(page))
         .route("/assets/app.js", get(app_js))
         .route("/assets/markdown.js", get(markdown_js))
+        .route("/assets/files.js", get(files_js))
         .route("/assets/style.css", get(style_css))
         .route("/api/v1/info", get(info))
         .route("/api/v1/messages", post(post_message))
@@ -97,6 +104,7 @@ pub(crate) fn routes(state: WebState) -> Router {
         .route("/api/v1/conversations/{id}/messages", get(list_messages))
         .route("/api/v1/conversations/{id}/stream", get(stream))
         .with_state(state)
+        .merge(files)
 }
 
 async fn page() -> impl IntoResponse {
@@ -117,6 +125,10 @@ async fn markdown_js() -> impl IntoResponse {
     ([(header::CONTENT_TYPE, "text/javascript; charset=utf-8")], include_str!("assets/markdown.js"))
 }
 
+async fn files_js() -> impl IntoResponse {
+    ([(header::CONTENT_TYPE, "text/javascript; charset=utf-8")], include_str!("assets/files.js"))
+}
+
 async fn style_css() -> impl IntoResponse {
     ([(header::CONTENT_TYPE, "text/css; charset=utf-8")], include_str!("assets/style.css"))
 }
@@ -131,6 +143,7 @@ async fn info(State(s): State<WebState>) -> impl IntoResponse {
         "llm": {"configured": s.info.llm_configured, "provider": s.info.provider, "model": s.info.model, "hint": hint},
         "auth": if s.auth.is_local() { "local" } else { "token" },
         "user": if s.auth.is_local() { Some(super::LOCAL_USER) } else { None },
+        "files": {"max_bytes": s.uploads.max_bytes(), "max_per_message": MAX_FILES},
     }))
 }
 
@@ -161,9 +174,13 @@ pub(super) fn conversation_id(raw: &str) -> Result<String, ApiError> {
 struct PostMessage {
     conversation: String,
     user: Option<String>,
+    #[serde(default)]
     text: String,
     /// Client-chosen id: a retried POST with the same id is stored once.
     id: Option<String>,
+    /// Ids of files uploaded with POST /api/v1/files, attached to the message.
+    #[serde(default)]
+    files: Vec<String>,
 }
 
 #[derive(Deserialize)]
@@ -208,7 +225,7 @@ async fn authorize(
     }
 }
 
-fn event(conv: &str, user: &str, id: String, body: EventBody) -> InboundEvent {
+fn event(conv: &str, user: &str, id: String, body: EventBody, attachments: Vec<Attachment>) -> InboundEvent {
     InboundEvent {
         id: EventId(id),
         actor: Actor::new(Identity::new(CHANNEL, user)),
@@ -219,7 +236,7 @@ fn event(conv: &str, user: &str, id: String, body: EventBody) -> InboundEvent {
         message_id: None,
         body,
         at_ms: now_ms(),
-        attachments: Vec::new(),
+        attachments,
     }
 }
 
@@ -242,13 +259,14 @@ async fn post_message(
 ) -> Result<Response, ApiError> {
     let conv = conversation_id(&body.conversation)?;
     let (event_id, outcome) =
-        submit_message(&s, &headers, &conv, body.user.as_deref(), &body.text, body.id.as_deref()).await?;
+        submit_message(&s, &headers, &conv, body.user.as_deref(), &body.text, body.id.as_deref(), &body.files).await?;
     Ok(accepted(&event_id, outcome))
 }
 
 /// Checks and stores a user's message in web conversation `conv` (creating it for them) and
 /// hands it to the ingress: POST /api/v1/messages and the OpenAI API's chat completions.
-/// Returns the event id and whether it was new.
+/// `files`: ids of the user's own uploads, attached to the message. Returns the event id and
+/// whether it was new.
 pub(super) async fn submit_message(
     s: &WebState,
     headers: &HeaderMap,
@@ -256,13 +274,21 @@ pub(super) async fn submit_message(
     claimed: Option<&str>,
     text: &str,
     client_id: Option<&str>,
+    files: &[String],
 ) -> Result<(String, Accepted), ApiError> {
     // Made storable before any check or write, exactly as ingress does, so the page's log and
     // the inbox hold the same text on every backend.
     let text = butler_channel::storable_text(text);
     let text = text.trim();
-    if text.is_empty() {
+    if text.is_empty() && files.is_empty() {
         return Err(ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "empty_text", "`text` is empty"));
+    }
+    if files.len() > MAX_FILES {
+        return Err(ApiError::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "too_many_files",
+            format!("a message carries at most {MAX_FILES} files"),
+        ));
     }
     if text.chars().count() > MAX_TEXT_CHARS {
         return Err(ApiError::new(
@@ -276,6 +302,7 @@ pub(super) async fn submit_message(
     }
     let (user, exists) = authorize(s, headers, claimed, conv).await?;
     let identity = format!("{CHANNEL}:{user}");
+    let attachments = attachments(s, &identity, files).await?;
     if !exists {
         super::openai::may_create(conv, &user)?;
         let row = ConversationRow {
@@ -301,16 +328,59 @@ pub(super) async fn submit_message(
         key: event_id.clone(),
         role: "user".into(),
         author: user.clone(),
-        text: text.to_string(),
+        text: shown_text(text, &attachments),
         buttons: vec![],
     };
     let row = s.store.web_insert(&shown).await.map_err(ApiError::unavailable)?;
-    let ev = event(conv, &user, event_id.clone(), EventBody::Message { text: text.to_string() });
+    let ev = event(conv, &user, event_id.clone(), EventBody::Message { text: text.to_string() }, attachments);
     let outcome = s.ingress.accept(ev).await.map_err(ingress_error)?;
     if outcome == Accepted::New {
         s.hub.publish(&shown.conversation, "created", message_json(&row));
     }
     Ok((event_id, outcome))
+}
+
+/// The attachments for upload ids `files`: each must be an upload of `identity`.
+async fn attachments(s: &WebState, identity: &str, files: &[String]) -> Result<Vec<Attachment>, ApiError> {
+    let mut out = Vec::with_capacity(files.len());
+    for id in files {
+        let meta = s.uploads.get(id).await.filter(|m| m.owner.as_deref() == Some(identity)).ok_or_else(|| {
+            ApiError::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "unknown_file",
+                "`files` names a file that is not one of your uploads (upload it with POST /api/v1/files first)",
+            )
+        })?;
+        let mut a = Attachment::new(kind_of(&meta.mime), meta.id.clone());
+        a.mime = Some(meta.mime.clone());
+        a.size = Some(meta.size);
+        a.name = Some(meta.name.clone());
+        out.push(a);
+    }
+    Ok(out)
+}
+
+/// The kind of an upload, from the type the browser gave (the media component sniffs again).
+fn kind_of(mime: &str) -> MediaKind {
+    match mime.split('/').next().unwrap_or("") {
+        "image" => MediaKind::Image,
+        "audio" => MediaKind::Audio,
+        "video" => MediaKind::Video,
+        _ => MediaKind::Document,
+    }
+}
+
+/// The user's message as the page shows it: the text, then a `📎` line per file.
+fn shown_text(text: &str, files: &[Attachment]) -> String {
+    let mut out = text.to_string();
+    for a in files {
+        if !out.is_empty() {
+            out.push('\n');
+        }
+        let size = crate::media::human_size(a.size.unwrap_or(0));
+        out.push_str(&format!("📎 {} ({size})", a.name.as_deref().unwrap_or("file")));
+    }
+    out
 }
 
 async fn post_action(
@@ -343,6 +413,7 @@ async fn post_action(
         &user,
         event_id.clone(),
         EventBody::Action { action: body.action, message: None, interaction: None },
+        Vec::new(),
     );
     let outcome = s.ingress.accept(ev).await.map_err(ingress_error)?;
     Ok(accepted(&event_id, outcome))

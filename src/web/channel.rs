@@ -2,9 +2,11 @@
 //! it to open pages; editing a draft only pushes (streaming is not written to disk); the final
 //! edit is written. Sends are idempotent on the outbox key, so a re-send after a crash shows
 //! one message, not two. A message that answers no web event (a scheduled briefing, an alert,
-//! a background result) marks its conversation as written to by Butler on its own.
+//! a background result) marks its conversation as written to by Butler on its own. A file is
+//! shown as a `📎` link under its caption (the bytes stay in the outbox's copy).
 
 use super::hub::WebHub;
+use super::uploads::Uploads;
 use crate::store::{NewWebMessage, Store, WebConversationStore, WebMessage, WebStore};
 use async_trait::async_trait;
 use butler_channel::{Caps, Channel, ChannelError, MessageRef, Outbound, TextFormat};
@@ -16,11 +18,30 @@ pub(crate) struct WebChannel {
     store: Arc<dyn WebStore>,
     marks: Arc<dyn WebConversationStore>,
     hub: Arc<WebHub>,
+    /// Where files Butler sends are registered, so the page can fetch them.
+    uploads: Arc<Uploads>,
 }
 
 impl WebChannel {
-    pub(crate) fn new(store: Arc<dyn Store>, hub: Arc<WebHub>) -> Self {
-        Self { store: store.clone(), marks: store, hub }
+    pub(crate) fn new(store: Arc<dyn Store>, hub: Arc<WebHub>, uploads: Arc<Uploads>) -> Self {
+        Self { store: store.clone(), marks: store, hub, uploads }
+    }
+
+    /// The text shown for `msg`: with a file, its caption and then a `📎` link to the file.
+    async fn text_of(&self, msg: &Outbound, key: &str) -> Result<String, ChannelError> {
+        let Some(file) = &msg.file else { return Ok(msg.text.clone()) };
+        let meta = self
+            .uploads
+            .record_sent(&msg.conversation.to_string(), key, file)
+            .await
+            .map_err(|e| ChannelError::Transient(format!("registering the file failed: {e}")))?;
+        let link = format!(
+            "📎 [{}](/api/v1/files/{}) ({})",
+            meta.name.replace(['[', ']'], ""),
+            meta.id,
+            crate::media::human_size(meta.size)
+        );
+        Ok(if msg.text.is_empty() { link } else { format!("{}\n\n{link}", msg.text) })
     }
 }
 
@@ -73,21 +94,22 @@ impl Channel for WebChannel {
         }
         let conversation = msg.conversation.to_string();
         let key = msg.key.clone().unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
+        let text = self.text_of(msg, &key).await?;
         let new = NewWebMessage {
             conversation: conversation.clone(),
             key,
             role: "assistant".into(),
             author: "butler".into(),
-            text: msg.text.clone(),
+            text: text.clone(),
             buttons: msg.buttons.clone(),
         };
         let mut row = self.store.web_insert(&new).await.map_err(transient)?;
         if unprompted(msg.key.as_deref()) {
             self.marks.web_mark_unprompted(&conversation, row.created_ms).await.map_err(transient)?;
         }
-        if row.text != msg.text || row.buttons != msg.buttons {
+        if row.text != text || row.buttons != msg.buttons {
             // Sent before (e.g. as a draft, before a crash): bring it up to date.
-            row = self.store.web_update(row.id, &msg.text, &msg.buttons).await.map_err(transient)?.unwrap_or(row);
+            row = self.store.web_update(row.id, &text, &msg.buttons).await.map_err(transient)?.unwrap_or(row);
         }
         self.hub.publish(&conversation, "created", message_json(&row));
         Ok(MessageRef { conversation: msg.conversation.clone(), id: row.id.to_string() })

@@ -1,7 +1,8 @@
 //! The built-in web chat: a channel whose "platform" is Butler's own store and a page served
 //! from the binary. Messages posted to the API go through the same ingress, triage and sessions
 //! as every other channel; replies come back through the outbox and are pushed to open pages
-//! over server-sent events.
+//! over server-sent events. Files people attach are uploaded first (`files_api`, kept by
+//! `uploads`) and named by id in the message; files Butler sends are served back from there.
 //!
 //! Without a configured token the API trusts the `user` field, so the server must only listen
 //! on loopback then (config validation enforces it). Nothing here may render model output as
@@ -11,14 +12,18 @@ mod api;
 mod auth;
 mod channel;
 mod conversations;
+mod files_api;
 mod hub;
 mod openai;
+mod uploads;
 
 pub(crate) use api::{routes, PageInfo, WebState};
 pub(crate) use auth::WebAuth;
 pub(crate) use channel::WebChannel;
+pub(crate) use files_api::upload_routes;
 pub(crate) use hub::WebHub;
 pub(crate) use openai::routes as openai_routes;
+pub(crate) use uploads::Uploads;
 
 /// The identity a tokenless local page speaks as.
 pub(crate) const LOCAL_USER: &str = "local";

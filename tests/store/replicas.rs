@@ -125,6 +125,9 @@ pub async fn a_claim_whose_answer_was_lost_is_undone(store: Arc<dyn Store>) {
     let chans = vec!["web".to_string()];
     store.inbox_insert(&event("u1", "web", "u1")).await.unwrap();
     assert_eq!(store.inbox_claim(&chans, "w", 10).await.unwrap().len(), 1);
+    // Claims are stamped in milliseconds: step past the first claim's millisecond before
+    // taking `since`, and past `since` before the second claim.
+    tokio::time::sleep(std::time::Duration::from_millis(5)).await;
     let since = butler::store::now_ms();
     tokio::time::sleep(std::time::Duration::from_millis(5)).await;
     for id in ["u2", "u3"] {

@@ -13,6 +13,7 @@
 
 mod conversations;
 mod driver;
+mod files;
 mod rendering;
 mod stop;
 

@@ -12,6 +12,7 @@ mod browser;
 mod conversations;
 mod error_shapes;
 mod limits;
+mod media;
 mod openai;
 mod poison;
 mod sessions;

@@ -696,7 +696,12 @@
 
   async function send() {
     const text = ui.input.value.trim();
-    if (!text || state.sending) return;
+    const files = window.ButlerFiles.ready();
+    if (files === null) {
+      showStatus("A file is still uploading; send when it is done.");
+      return;
+    }
+    if ((!text && !files.length) || state.sending) return;
     if (state.auth === "token" && !state.token) {
       askForToken();
       return;
@@ -706,8 +711,10 @@
     const id = `m-${randomHex(8)}`;
     setSending(true);
     try {
-      await postWithRetry("/api/v1/messages", withUser({ conversation, text, id }));
+      const body = files.length ? { conversation, text, id, files } : { conversation, text, id };
+      await postWithRetry("/api/v1/messages", withUser(body));
       hideStatus();
+      window.ButlerFiles.clear();
       if (conversation === state.conversation) {
         ui.input.value = "";
         autosize();
@@ -781,6 +788,7 @@
   function applyInfo(info) {
     state.auth = info.auth === "token" ? "token" : "local";
     state.user = info.user || null;
+    window.ButlerFiles.configure(info.files);
     const llm = info.llm || {};
     ui.model.textContent = llm.configured ? llm.model || llm.provider || "" : "no model configured";
     if (!llm.configured) {
@@ -830,6 +838,7 @@
       if (!document.hidden) loadConversations();
     }, 30000);
     ui.tokenForm.addEventListener("submit", submitToken);
+    window.ButlerFiles.bind({ headers: authHeaders, userQuery });
   }
 
   async function start() {

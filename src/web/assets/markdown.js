@@ -464,11 +464,12 @@
     return null;
   }
 
-  /** The href for a link target if its protocol is allowed, else null. */
+  /** The href for a link target if its protocol is allowed, else null. A file Butler sent
+   * (`/api/v1/files/<id>`) is the one relative target kept. */
   function safeHref(raw) {
     let url;
     try {
-      url = new URL(raw);
+      url = /^\/api\/v1\/files\/[0-9a-f]{32}$/.test(raw) ? new URL(raw, window.location.origin) : new URL(raw);
     } catch {
       return null; // relative or malformed
     }

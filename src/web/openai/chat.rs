@@ -44,7 +44,7 @@ pub(super) async fn completions(
     let started_ms = now_ms();
     // Listen before the message goes in, so not one draft of the answer is missed.
     let sub = s.hub.subscribe(&format!("{WEB_CHANNEL}:{conv}"));
-    let (event_id, _) = submit_message(&s, &headers, &conv, req.user.as_deref(), &req.text, None).await?;
+    let (event_id, _) = submit_message(&s, &headers, &conv, req.user.as_deref(), &req.text, None, &[]).await?;
     tracing::info!(event = %event_id, conversation = %conv, stream = req.stream, "openai api: message taken");
     let target = Target { event_id, user, started_ms };
     let watch = Watch::new(s.store.clone(), sub, target, REPLY_TIMEOUT, s.shutdown.clone());

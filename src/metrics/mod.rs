@@ -1,8 +1,16 @@
 //! Process metrics in Prometheus text format, served at `GET /metrics`.
 //!
-//! Plain atomics in one static: cheap enough for hot paths, no registry to thread through.
-//! Metrics must never carry user content or identities as labels (cardinality and privacy).
+//! Plain atomics in one static: cheap enough for hot paths, no registry to thread through;
+//! labelled families (`family.rs`) for what is counted per provider, tool or channel. Names
+//! follow Prometheus' conventions: the `butler_` prefix, base units (`_seconds`), `_total` on
+//! counters. Metrics must never carry user content or identities as labels (cardinality and
+//! privacy).
 
+mod family;
+
+pub use family::{CounterVec, HistogramVec};
+
+use family::BOUNDS;
 use std::fmt::Write;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 
@@ -55,8 +63,6 @@ pub struct Histogram {
     sum_micros: AtomicU64,
 }
 
-const BOUNDS: [f64; 10] = [0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0];
-
 impl Histogram {
     pub const fn new() -> Self {
         Self { buckets: [const { AtomicU64::new(0) }; 10], count: AtomicU64::new(0), sum_micros: AtomicU64::new(0) }
@@ -104,6 +110,14 @@ pub struct Metrics {
     pub takeovers: Counter,
     /// Commits refused because another replica had taken the session over.
     pub fencing_refusals: Counter,
+    /// Model requests, by provider: time to the end of the answer.
+    pub llm_seconds: HistogramVec,
+    /// Model requests that failed, by provider and kind (`rate_limited`, `timeout`, ...).
+    pub llm_errors: CounterVec,
+    /// Tool calls, by tool and outcome (`ok`, `error`, `denied`, `timeout`, ...).
+    pub tool_calls: CounterVec,
+    /// Delivery attempts, by channel and outcome (`sent`, `retried`, `failed`).
+    pub deliveries: CounterVec,
 }
 
 pub static METRICS: Metrics = Metrics {
@@ -125,7 +139,23 @@ pub static METRICS: Metrics = Metrics {
     leader_acquired: Counter::new(),
     takeovers: Counter::new(),
     fencing_refusals: Counter::new(),
+    llm_seconds: HistogramVec::new(),
+    llm_errors: CounterVec::new(),
+    tool_calls: CounterVec::new(),
+    deliveries: CounterVec::new(),
 };
+
+/// Appends a gauge read at scrape time (from the database): nothing when it could not be read.
+pub fn render_gauge(out: &mut String, name: &str, help: &str, value: Option<i64>) {
+    if let Some(v) = value {
+        let _ = writeln!(
+            out,
+            "# HELP {name} {help}
+# TYPE {name} gauge
+{name} {v}"
+        );
+    }
+}
 
 impl Metrics {
     /// The Prometheus text exposition of every metric.
@@ -187,6 +217,15 @@ impl Metrics {
         let _ = writeln!(out, "butler_turn_seconds_bucket{{le=\"+Inf\"}} {count}");
         let _ = writeln!(out, "butler_turn_seconds_sum {}", h.sum_micros.load(Ordering::Relaxed) as f64 / 1e6);
         let _ = writeln!(out, "butler_turn_seconds_count {count}");
+        self.llm_seconds.render(&mut out, "butler_llm_request_seconds", "Model request duration", "provider");
+        self.llm_errors.render(
+            &mut out,
+            "butler_llm_errors_total",
+            "Model requests that failed",
+            &["provider", "kind"],
+        );
+        self.tool_calls.render(&mut out, "butler_tool_calls_total", "Tool calls", &["tool", "outcome"]);
+        self.deliveries.render(&mut out, "butler_deliveries_total", "Delivery attempts", &["channel", "outcome"]);
         out
     }
 }
