@@ -36,7 +36,7 @@ fn body(i: usize, size: usize) -> reqwest::Body {
     let line = format!("row {i},some,comma,separated,values,for,the,bench\n").into_bytes();
     let pieces = (0..size.div_ceil(PIECE)).map(move |n| {
         let len = PIECE.min(size - n * PIECE);
-        let piece: Vec<u8> = if i % 2 == 0 {
+        let piece: Vec<u8> = if i.is_multiple_of(2) {
             line.iter().copied().cycle().take(len).collect()
         } else {
             (0..len).map(|k| ((k * 7 + n * 13 + i) % 251) as u8 | 0x80).collect()
@@ -48,10 +48,10 @@ fn body(i: usize, size: usize) -> reqwest::Body {
 
 /// One person: uploads the file, sends it, waits for the answer.
 async fn one(client: reqwest::Client, base: String, i: usize, size: usize) {
-    let name = if i % 2 == 0 { format!("table-{i}.csv") } else { format!("archive-{i}.bin") };
+    let name = if i.is_multiple_of(2) { format!("table-{i}.csv") } else { format!("archive-{i}.bin") };
     let r = client
         .post(format!("{base}/api/v1/files?user=local&name={name}"))
-        .header("content-type", if i % 2 == 0 { "text/csv" } else { "application/octet-stream" })
+        .header("content-type", if i.is_multiple_of(2) { "text/csv" } else { "application/octet-stream" })
         .body(body(i, size))
         .send()
         .await

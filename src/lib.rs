@@ -11,7 +11,8 @@
 //!   files people send (downloads under a cap, images, transcripts, documents).
 //! - [`outbox`]: persisted replies, delivery, streaming by editing in place.
 //! - [`store`]: the one `Store` trait over SQLite and Postgres.
-//! - [`config`], [`http`], [`metrics`], [`app`] (the composition root), [`cli`].
+//! - [`config`], [`http`], [`metrics`], [`telemetry`] (logs and traces), [`app`] (the composition
+//!   root), [`cli`].
 //! - [`clock`] (`now_ms`) and [`ids`] (Butler's own channel and source names): the bottom.
 //!
 //! Channel adapters live in their own crates (`channels/*`) and meet the core only through
@@ -40,6 +41,7 @@ pub mod schedule;
 pub mod session;
 pub mod skills;
 pub mod store;
+pub mod telemetry;
 pub mod tools;
 pub mod triage;
 pub mod web;

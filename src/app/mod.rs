@@ -63,6 +63,7 @@ pub const CONFIG_CHECKS: crate::config::OwnerChecks = crate::config::OwnerChecks
     skills: crate::skills::check_config,
     delegation: crate::delegate::check_config,
     media: crate::media::check_config,
+    log: crate::telemetry::check_config,
 };
 
 /// Every check of `cfg`: config's own sections and the components' (`[permissions]`, `[tools]`,
@@ -504,7 +505,8 @@ fn http_routes(
         };
         let auth = web::WebAuth::from_config(&cfg.channels.web);
         let state = web::WebState::new(store.clone(), ingress.clone(), hub, auth, info, shutdown.clone(), uploads);
-        (web::routes(state.clone()).merge(web::openai_routes(state.clone())), web::upload_routes(state))
+        let routes = web::routes(state.clone()).merge(web::download_routes(state.clone()));
+        (routes.merge(web::openai_routes(state.clone())), web::upload_routes(state))
     } else {
         (axum::Router::new(), axum::Router::new())
     };

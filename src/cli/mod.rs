@@ -5,6 +5,7 @@
 //! `main` may print to the terminal.
 
 mod audit;
+mod backup;
 mod chat;
 mod doctor;
 mod exit;
@@ -45,6 +46,16 @@ pub enum Command {
     Chat,
     /// Apply database migrations and exit
     Migrate,
+    /// Copy the SQLite database to PATH while Butler runs (Postgres: prints the pg_dump command)
+    Backup {
+        /// The new file to write
+        path: PathBuf,
+    },
+    /// Put a backup from `butler backup` in place (stop Butler first) and migrate it forward
+    Restore {
+        /// The backup file
+        path: PathBuf,
+    },
     /// Check the config, the database, the model endpoint and each channel; exit 0 only if all pass
     Doctor,
     /// Configuration commands
@@ -94,10 +105,13 @@ pub enum ConfigCommand {
 /// Parses arguments, runs the command, returns the process exit code.
 pub async fn main() -> ExitCode {
     let cli = Cli::parse();
-    // The terminal chat logs to a file once its config (and so its data dir) is known.
-    if !matches!(cli.command, Command::Chat | Command::Init) {
-        init_tracing(None);
-    }
+    // The terminal chat logs to a file once its config (and so its data dir) is known; serve
+    // once its `[log]` section is.
+    let _telemetry = if matches!(cli.command, Command::Chat | Command::Init | Command::Serve) {
+        None
+    } else {
+        Some(init_tracing(&config::LogConfig::default(), None))
+    };
     match run(cli).await {
         Ok(code) => code,
         Err(code) => code,
@@ -109,16 +123,16 @@ fn colour(is_terminal: bool) -> bool {
     is_terminal && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
 }
 
-/// Logs to stderr, or to `file` (the terminal chat, which keeps stderr for the conversation).
-fn init_tracing(file: Option<std::fs::File>) {
+/// Logs to stderr, or to `file` (the terminal chat, which keeps stderr for the conversation),
+/// as `[log]` says.
+fn init_tracing(cfg: &config::LogConfig, file: Option<std::fs::File>) -> crate::telemetry::Telemetry {
+    use crate::telemetry::Sink;
     use std::io::IsTerminal;
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,sqlx=warn,hyper=warn"));
-    let builder = tracing_subscriber::fmt().with_env_filter(filter);
-    let _ = match file {
-        Some(file) => builder.with_ansi(false).with_writer(std::sync::Mutex::new(file)).try_init(),
-        None => builder.with_ansi(colour(std::io::stderr().is_terminal())).with_writer(std::io::stderr).try_init(),
+    let sink = match file {
+        Some(file) => Sink::File(file),
+        None => Sink::Stderr { colour: colour(std::io::stderr().is_terminal()) },
     };
+    crate::telemetry::init(cfg, sink)
 }
 
 /// `<data dir>/logs/chat.log`, opened for appending, for the terminal chat's log lines.
@@ -153,18 +167,27 @@ async fn run(cli: Cli) -> Result<ExitCode, ExitCode> {
             let ok = doctor::run(cli.config.as_deref()).await;
             Ok(if ok { ExitCode::SUCCESS } else { ExitCode::from(1) })
         }
-        Command::Serve => serve(load_config(cli.config.as_deref())?).await,
+        Command::Serve => {
+            let loaded = load_config(cli.config.as_deref())?;
+            let mut telemetry = init_tracing(&loaded.config.log, None);
+            let code = serve(loaded).await;
+            telemetry.flush();
+            code
+        }
         Command::Inbox { command } => inbox::run(load_config(cli.config.as_deref())?.config, command).await,
         Command::Pair { command } => pair::run(load_config(cli.config.as_deref())?.config, command).await,
         Command::Schedule { command } => schedule::run(cli.config.as_deref(), command).await,
         Command::Skills { command } => skills::run(load_config(cli.config.as_deref())?.config, command),
         Command::Memory { command } => memory::run(load_config(cli.config.as_deref())?.config, command).await,
+        Command::Backup { path } => backup::backup(load_config(cli.config.as_deref())?.config, &path).await,
+        Command::Restore { path } => backup::restore(load_config(cli.config.as_deref())?.config, &path).await,
         Command::Audit { limit } => audit::run(load_config(cli.config.as_deref())?.config, limit).await,
         Command::Chat => {
             let loaded = load_config(cli.config.as_deref())?;
+            let mut _telemetry = None;
             let log = match chat_log(&loaded.config) {
                 Some((path, file)) => {
-                    init_tracing(Some(file));
+                    _telemetry = Some(init_tracing(&loaded.config.log, Some(file)));
                     Some(path)
                 }
                 None => None,

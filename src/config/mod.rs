@@ -10,6 +10,7 @@ mod error;
 mod hooks;
 mod llm;
 mod load;
+mod log;
 mod masked;
 mod mcp;
 mod media;
@@ -33,6 +34,7 @@ pub use load::{
     data_dir, load, load_from, parse_str, select_file, user_config_file, Env, Loaded, DEFAULT_ANTHROPIC_MODEL,
     DEFAULT_OPENAI_MODEL, DEFAULT_PATH, NO_FILE,
 };
+pub use log::{LogConfig, LogFormat};
 pub use mcp::{McpConfig, McpServerConfig};
 pub use media::{AudioConvert, MediaConfig, TranscriptionConfig};
 pub use permissions::{ContextKind, Mode, PermissionContext, PermissionsConfig};

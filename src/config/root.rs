@@ -8,9 +8,9 @@
 use super::error::ConfigError;
 use super::validate::{self, Problems};
 use super::{
-    AccessConfig, AgentConfig, ChannelsConfig, DatabaseConfig, HookConfig, LimitsConfig, LlmConfig, McpConfig,
-    MediaConfig, MemoryConfig, PermissionsConfig, RedisConfig, ScheduleConfig, ServerConfig, SkillsConfig, ToolsConfig,
-    TriggerConfig,
+    AccessConfig, AgentConfig, ChannelsConfig, DatabaseConfig, HookConfig, LimitsConfig, LlmConfig, LogConfig,
+    McpConfig, MediaConfig, MemoryConfig, PermissionsConfig, RedisConfig, ScheduleConfig, ServerConfig, SkillsConfig,
+    ToolsConfig, TriggerConfig,
 };
 use serde::{Deserialize, Serialize};
 
@@ -44,6 +44,8 @@ pub struct Config {
     pub skills: SkillsConfig,
     /// Files people send (`[media]`, `[media.transcription]`); checked by `crate::media`.
     pub media: MediaConfig,
+    /// Log format and traces (`[log]`); checked by `crate::telemetry`.
+    pub log: LogConfig,
 }
 
 impl Config {
@@ -75,6 +77,7 @@ impl Config {
         (owners.mcp)(self, &mut p);
         (owners.skills)(self, &mut p);
         (owners.media)(self, &mut p);
+        (owners.log)(self, &mut p);
         p.into_result()
     }
 
@@ -106,6 +109,8 @@ pub struct OwnerChecks {
     pub delegation: SectionCheck,
     /// `[media]` and `[media.transcription]` (`crate::media`).
     pub media: SectionCheck,
+    /// `[log]` (`crate::telemetry`).
+    pub log: SectionCheck,
 }
 
 impl OwnerChecks {
@@ -118,6 +123,7 @@ impl OwnerChecks {
         skills: skip,
         delegation: skip,
         media: skip,
+        log: skip,
     };
 }
 

@@ -6,6 +6,7 @@
 //! never call out to the network other than its database, and never log secrets (the URL's
 //! password included).
 
+pub mod backup;
 mod connect;
 mod delegation_records;
 mod records;

@@ -89,7 +89,6 @@ impl WebState {
 }
 
 pub(crate) fn routes(state: WebState) -> Router {
-    let files = super::files_api::download_routes(state.clone());
     Router::new()
         .route("/", get(page))
         .route("/assets/app.js", get(app_js))
@@ -104,7 +103,6 @@ pub(crate) fn routes(state: WebState) -> Router {
         .route("/api/v1/conversations/{id}/messages", get(list_messages))
         .route("/api/v1/conversations/{id}/stream", get(stream))
         .with_state(state)
-        .merge(files)
 }
 
 async fn page() -> impl IntoResponse {
@@ -174,7 +172,7 @@ pub(super) fn conversation_id(raw: &str) -> Result<String, ApiError> {
 struct PostMessage {
     conversation: String,
     user: Option<String>,
-    #[serde(default)]
+    /// Required (may be empty when `files` is not).
     text: String,
     /// Client-chosen id: a retried POST with the same id is stored once.
     id: Option<String>,

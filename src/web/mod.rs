@@ -20,7 +20,7 @@ mod uploads;
 pub(crate) use api::{routes, PageInfo, WebState};
 pub(crate) use auth::WebAuth;
 pub(crate) use channel::WebChannel;
-pub(crate) use files_api::upload_routes;
+pub(crate) use files_api::{download_routes, upload_routes};
 pub(crate) use hub::WebHub;
 pub(crate) use openai::routes as openai_routes;
 pub(crate) use uploads::Uploads;

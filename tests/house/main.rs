@@ -51,6 +51,7 @@ pub const LAYERS: &[(&str, u8, &str)] = &[
     ("ids", 0, "channel names (system, hook, web), event id and reply key formats"),
     ("llm", 1, "model providers, chat types, prices"),
     ("cluster", 1, "leases, the bus and leader loops over Redis; one process without it"),
+    ("telemetry", 1, "the tracing subscriber: text or JSON lines, OTLP traces with the otel feature"),
     ("store", 2, "the Store traits, rows, SQLite and Postgres"),
     ("media", 3, "attachments: downloads under a cap, sniffing, images, transcripts, document text"),
     ("schedule", 3, "fire times, missed-run plans, claims; hands events to the ingress"),

@@ -6,6 +6,7 @@
 mod support;
 
 mod approvals;
+mod backup;
 mod chat;
 mod cli;
 mod crash;
@@ -21,6 +22,7 @@ mod replicas_failure;
 mod secrets;
 mod skills;
 mod streams;
+mod telemetry;
 
 use serde_json::{json, Value};
 use std::time::{Duration, Instant};

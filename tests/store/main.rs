@@ -23,6 +23,7 @@ mod replicas;
 mod schedules;
 mod sessions;
 mod turn;
+mod upgrade;
 mod users;
 mod web;
 

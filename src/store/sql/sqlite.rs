@@ -69,6 +69,18 @@ impl SqliteStore {
 
     const BACKEND: Backend = Backend::Sqlite;
 
+    /// The schema versions this build knows (its migrations), oldest first.
+    pub fn known_versions() -> Vec<i64> {
+        MIGRATOR.iter().map(|m| m.version).collect()
+    }
+
+    /// A consistent copy of the whole database at `dest` (which must not exist), taken while
+    /// others read and write: `VACUUM INTO` runs in one read transaction.
+    pub async fn copy_to(&self, dest: &std::path::Path) -> Result<()> {
+        sqlx::query("VACUUM INTO $1").bind(dest.display().to_string()).execute(&self.reader).await.map_err(db_err)?;
+        Ok(())
+    }
+
     fn migrator() -> &'static Migrator {
         &MIGRATOR
     }
