@@ -26,7 +26,6 @@ use std::collections::{HashMap, HashSet};
 use std::time::{Duration, Instant};
 use support::bench::{percentile_ms as percentile, proc_mib, Serve};
 use support::fake_llm::{FakeLlm, Reply};
-use support::proc::free_port;
 
 /// Turns per kind before measuring the round trip (connections, caches, SQLite pages).
 const WARMUP_TURNS: usize = 20;
@@ -39,21 +38,7 @@ fn env_usize(name: &str, default: usize) -> usize {
 
 /// Starts `butler serve` on SQLite allowing `max_background` background tasks at once.
 async fn serve(llm_url: &str, max_background: usize) -> Serve {
-    let dir = tempfile::tempdir().unwrap();
-    let port = free_port();
-    let config = dir.path().join("butler.toml");
-    std::fs::write(
-        &config,
-        format!(
-            "[server]\nlisten = \"127.0.0.1:{port}\"\n[database]\nurl = \"sqlite://{db}\"\nmax_connections = 8\n\
-             [llm]\nprovider = \"openai\"\nbase_url = \"{llm_url}\"\nmodel = \"bench\"\nmax_retries = 0\n\
-             [memory]\narchivist = false\n\
-             [agent.delegation]\nmax_background = {max_background}\n",
-            db = dir.path().join("butler.db").display(),
-        ),
-    )
-    .unwrap();
-    Serve::start(dir, &config, port).await.0
+    Serve::sqlite(llm_url, &format!("[agent.delegation]\nmax_background = {max_background}")).await
 }
 
 async fn post(client: &reqwest::Client, base: &str, conversation: &str, text: &str) {

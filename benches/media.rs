@@ -20,7 +20,6 @@ use serde_json::{json, Value};
 use std::time::{Duration, Instant};
 use support::bench::{proc_mib, Serve};
 use support::fake_llm::{FakeLlm, Reply};
-use support::proc::free_port;
 
 /// The most the resident memory may grow while the uploads run, in MiB.
 const ALLOWED_GROWTH_MB: f64 = 100.0;
@@ -82,22 +81,8 @@ async fn main() {
     let size = env_usize("BENCH_MEDIA_MB", 20) * 1024 * 1024;
     let llm = FakeLlm::start().await;
     llm.set_default(Reply::text("A file."));
-    let dir = tempfile::tempdir().unwrap();
-    let port = free_port();
-    let config = dir.path().join("butler.toml");
-    std::fs::write(
-        &config,
-        format!(
-            "[server]\nlisten = \"127.0.0.1:{port}\"\n[database]\nurl = \"sqlite://{db}\"\n\
-             [llm]\nprovider = \"openai\"\nbase_url = \"{url}\"\nmodel = \"bench\"\nmax_retries = 0\n\
-             [memory]\narchivist = false\n[tools]\nworkspace_dir = \"{ws}\"\n[media]\nmax_bytes = {size}\n",
-            db = dir.path().join("butler.db").display(),
-            url = llm.openai_url(),
-            ws = dir.path().join("ws").display(),
-        ),
-    )
-    .unwrap();
-    let (serve, _) = Serve::start(dir, &config, port).await;
+    let extra = format!("[tools]\nworkspace_dir = \"{{dir}}/ws\"\n[media]\nmax_bytes = {size}");
+    let serve = Serve::sqlite(&llm.openai_url(), &extra).await;
     let pid = serve.child.id();
     let client = reqwest::Client::new();
     // Warm up: one small upload and turn, so start-up allocations are not counted as growth.

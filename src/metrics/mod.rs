@@ -184,21 +184,14 @@ impl Metrics {
         for (name, help, c) in counters {
             let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} counter\n{name} {}", c.get());
         }
-        let _ = writeln!(
-            out,
-            "# HELP butler_sessions_live Session actors in memory\n# TYPE butler_sessions_live gauge\nbutler_sessions_live {}",
-            self.sessions_live.get()
-        );
-        let _ = writeln!(
-            out,
-            "# HELP butler_leases_held Leases this replica holds\n# TYPE butler_leases_held gauge\nbutler_leases_held {}",
-            self.leases_held.get()
-        );
-        let _ = writeln!(
-            out,
-            "# HELP butler_web_stream_conversations Web conversations with an open event stream\n\
-             # TYPE butler_web_stream_conversations gauge\nbutler_web_stream_conversations {}",
-            self.web_streams.get()
+        render_gauge(&mut out, "butler_sessions_live", "Session actors in memory", Some(self.sessions_live.get()));
+        render_gauge(&mut out, "butler_leases_held", "Leases this replica holds", Some(self.leases_held.get()));
+        let streams = Some(self.web_streams.get());
+        render_gauge(
+            &mut out,
+            "butler_web_stream_conversations",
+            "Web conversations with an open event stream",
+            streams,
         );
         let _ = writeln!(
             out,

@@ -481,7 +481,7 @@ async fn stream(
 }
 
 /// The caller's web identity (`web:<user>`): the token's, or locally `claimed` (default `local`).
-fn web_caller(s: &WebState, headers: &HeaderMap, claimed: Option<&str>) -> Result<String, ApiError> {
+pub(super) fn web_caller(s: &WebState, headers: &HeaderMap, claimed: Option<&str>) -> Result<String, ApiError> {
     if let Some(u) = claimed {
         check_name("user", u.strip_prefix("web:").unwrap_or(u), 64)?;
     }

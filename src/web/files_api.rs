@@ -7,10 +7,9 @@
 //! never buffers). A file is never served in a way the browser could run: everything but
 //! common images is an attachment, with `nosniff` and a sandboxing CSP.
 
-use super::api::{check_name, WebState};
+use super::api::{web_caller, WebState};
 use super::uploads::{valid_id, FileMeta, UploadError};
 use crate::http::{ApiError, ApiPath, ApiQuery};
-use crate::ids::WEB_CHANNEL as CHANNEL;
 use axum::body::Body;
 use axum::extract::{Request, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
@@ -72,10 +71,7 @@ async fn upload(
     req: Request,
 ) -> Result<Response, ApiError> {
     let headers = req.headers().clone();
-    if let Some(u) = &q.user {
-        check_name("user", u.strip_prefix("web:").unwrap_or(u), 64)?;
-    }
-    let user = s.auth.user(&headers, q.user.as_deref())?;
+    let owner = web_caller(&s, &headers, q.user.as_deref())?;
     let name = q.name.as_deref().unwrap_or("file");
     if name.chars().count() > 255 {
         return Err(ApiError::new(
@@ -88,7 +84,6 @@ async fn upload(
     let declared =
         headers.get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()).and_then(|v| v.trim().parse().ok());
     let body = req.into_body().into_data_stream();
-    let owner = format!("{CHANNEL}:{user}");
     match s.uploads.save(&owner, name, mime, declared, body).await {
         Ok(meta) => {
             tracing::info!(file = %meta.id, size = meta.size, "web upload stored");
@@ -114,10 +109,7 @@ async fn download(
         return Err(missing());
     }
     let meta = s.uploads.get(&id).await.ok_or_else(missing)?;
-    if let Some(u) = &q.user {
-        check_name("user", u.strip_prefix("web:").unwrap_or(u), 64)?;
-    }
-    let caller = format!("{CHANNEL}:{}", s.auth.user(&headers, q.user.as_deref())?);
+    let caller = web_caller(&s, &headers, q.user.as_deref())?;
     // Locally the machine reads everything (as with conversations); with tokens only the
     // uploader, or the owner of the conversation a sent file is in.
     if !s.auth.is_local() {

@@ -16,6 +16,24 @@ pub struct Serve {
 }
 
 impl Serve {
+    /// Starts `butler serve` on a fresh SQLite database in its own temp dir, with the OpenAI
+    /// protocol at `llm_url`, the archivist off, and `extra` TOML appended (`{dir}` in it is
+    /// the temp dir).
+    pub async fn sqlite(llm_url: &str, extra: &str) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let port = super::proc::free_port();
+        let config = dir.path().join("butler.toml");
+        let text = format!(
+            "[server]\nlisten = \"127.0.0.1:{port}\"\n[database]\nurl = \"sqlite://{db}\"\nmax_connections = 8\n\
+             [llm]\nprovider = \"openai\"\nbase_url = \"{llm_url}\"\nmodel = \"bench\"\nmax_retries = 0\n\
+             [memory]\narchivist = false\n{extra}\n",
+            db = dir.path().join("butler.db").display(),
+            extra = extra.replace("{dir}", &dir.path().display().to_string()),
+        );
+        std::fs::write(&config, text).unwrap();
+        Self::start(dir, &config, port).await.0
+    }
+
     /// Starts `butler serve --config <config>` (inside `dir`, which it keeps) listening on
     /// `port`; returns it and the time from spawn to ready.
     pub async fn start(dir: tempfile::TempDir, config: &Path, port: u16) -> (Self, Duration) {
