@@ -243,12 +243,21 @@ impl Uploads {
         }
     }
 
-    /// Deletes uploads created before `before_ms`; returns how many went.
+    /// Deletes uploads created before `before_ms`, and parts of uploads a crash cut short last
+    /// written before it; returns how many uploads went.
     pub(crate) async fn sweep(&self, before_ms: i64) -> std::io::Result<usize> {
         let mut deleted = 0;
         let mut entries = tokio::fs::read_dir(&self.dir).await?;
         while let Some(entry) = entries.next_entry().await? {
             let name = entry.file_name().to_string_lossy().into_owned();
+            if name.ends_with(".part") {
+                let modified = entry.metadata().await?.modified()?;
+                let age = modified.duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64);
+                if age < before_ms {
+                    tokio::fs::remove_file(entry.path()).await?;
+                }
+                continue;
+            }
             let Some(id) = name.strip_suffix(".json").filter(|id| valid_id(id)) else {
                 continue;
             };
@@ -367,7 +376,13 @@ mod tests {
         // Only the stored upload and its description are left: no parts.
         let left = std::fs::read_dir(dir.path().join("files")).unwrap().count();
         assert_eq!(left, 2);
+        // A part left by a crash mid-upload, last written two days ago.
+        let crashed = dir.path().join("files/0123456789abcdef0123456789abcdef.part");
+        let f = std::fs::File::create(&crashed).unwrap();
+        f.set_modified(std::time::SystemTime::now() - std::time::Duration::from_secs(2 * 86_400)).unwrap();
+        drop(f);
         assert_eq!(up.sweep(now_ms() - 60_000).await.unwrap(), 0, "a fresh upload stays");
+        assert!(!crashed.exists(), "the old part is gone");
         assert_eq!(up.sweep(now_ms() + 1).await.unwrap(), 1);
         assert_eq!(std::fs::read_dir(dir.path().join("files")).unwrap().count(), 0);
     }
