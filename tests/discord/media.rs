@@ -7,10 +7,10 @@
 
 use crate::support::fake_discord::payloads::UserMessage;
 use crate::support::fake_discord::{FakeDiscord, TOKEN};
-use crate::support::payloads::{blob, pdf, png, read, sha256 as sha};
+use crate::support::payloads::{blob, out_file, pdf, png, read, sha256 as sha};
 use crate::{alice, Rig, DM, GENERAL};
 use butler::channel::limit::Gate;
-use butler::channel::{Attachment, Channel, ChannelError, FileSource, MediaKind, OutFile, Outbound};
+use butler::channel::{Attachment, Channel, ChannelError, FileSource, MediaKind, Outbound};
 use butler_discord::{Discord, Settings};
 use futures::StreamExt;
 use serde_json::Value;
@@ -141,18 +141,6 @@ async fn downloads_stream_from_discords_cdn_only_and_carry_no_token() {
     rig.stop().await;
 }
 
-fn out_file(dir: &std::path::Path, name: &str, mime: &str, bytes: &[u8]) -> OutFile {
-    let path = dir.join(format!("stored-{name}"));
-    std::fs::write(&path, bytes).unwrap();
-    OutFile {
-        path: path.display().to_string(),
-        name: name.into(),
-        mime: mime.into(),
-        size: bytes.len() as u64,
-        photo: mime.starts_with("image/"),
-    }
-}
-
 #[tokio::test]
 async fn files_are_sent_as_multipart_messages_with_their_caption_and_nonce() {
     let _ = rustls::crypto::ring::default_provider().install_default();
@@ -181,7 +169,7 @@ async fn files_are_sent_as_multipart_messages_with_their_caption_and_nonce() {
     ];
     for (i, (channel, text, name, mime, bytes, reply_to, want_content)) in cases.into_iter().enumerate() {
         let mut msg = Outbound::text(format!("discord:{channel}").parse().unwrap(), text);
-        msg.file = Some(out_file(dir.path(), name, mime, bytes));
+        msg.file = Some(out_file(dir.path(), name, mime, bytes, mime.starts_with("image/")));
         msg.key = Some(format!("reply:discord:message:1#{i}"));
         msg.reply_to = reply_to.map(str::to_string);
         let sent = discord.send(&msg).await.unwrap_or_else(|e| panic!("{name}: {e}"));
@@ -211,7 +199,7 @@ async fn files_are_sent_as_multipart_messages_with_their_caption_and_nonce() {
     assert_eq!(creates.count(), 6);
     // Over Discord's upload limit: refused for good, with Discord's reason.
     let mut msg = Outbound::text(format!("discord:{DM}").parse().unwrap(), "too big");
-    msg.file = Some(out_file(dir.path(), "huge.bin", "application/octet-stream", &blob(b"", 11 * 1024 * 1024)));
+    msg.file = Some(out_file(dir.path(), "huge.bin", "application/octet-stream", &blob(b"", 11 * 1024 * 1024), false));
     match discord.send(&msg).await {
         Err(ChannelError::Rejected(m)) => assert!(m.contains("Request entity too large"), "{m}"),
         other => panic!("{other:?}"),

@@ -6,10 +6,10 @@
 //! voice blob, a 15 MB blob; compared by SHA-256.
 
 use crate::support::fake_slack::{payloads as p, FakeSlack, BOT_TOKEN};
-use crate::support::payloads::{blob, pdf, png, read, sha256 as sha};
+use crate::support::payloads::{blob, out_file, pdf, png, read, sha256 as sha};
 use crate::{start, Rig, Setup, ALICE};
 use butler::channel::limit::Gate;
-use butler::channel::{Attachment, Channel, ChannelError, FileSource, MediaKind, MessageRef, OutFile, Outbound};
+use butler::channel::{Attachment, Channel, ChannelError, FileSource, MediaKind, MessageRef, Outbound};
 use butler_slack::{SlackChannel, SlackSettings};
 use serde_json::{json, Value};
 use std::sync::Arc;
@@ -181,18 +181,6 @@ async fn adapter(slack: &FakeSlack) -> SlackChannel {
     .expect("auth.test")
 }
 
-fn out_file(dir: &std::path::Path, name: &str, mime: &str, bytes: &[u8]) -> OutFile {
-    let path = dir.join(name);
-    std::fs::write(&path, bytes).unwrap();
-    OutFile {
-        path: path.display().to_string(),
-        name: name.into(),
-        mime: mime.into(),
-        size: bytes.len() as u64,
-        photo: mime.starts_with("image/"),
-    }
-}
-
 #[tokio::test]
 async fn files_are_sent_with_the_external_upload_flow() {
     let slack = FakeSlack::start().await;
@@ -227,7 +215,7 @@ async fn files_are_sent_with_the_external_upload_flow() {
     ];
     for (conv, text, name, mime, bytes, want_channel, want_thread, want_comment) in cases {
         let mut msg = Outbound::text(conv.parse().unwrap(), text);
-        msg.file = Some(out_file(dir.path(), name, mime, bytes));
+        msg.file = Some(out_file(dir.path(), name, mime, bytes, mime.starts_with("image/")));
         let sent = channel.send(&msg).await.unwrap_or_else(|e| panic!("{name}: {e}"));
         let shared = slack.shared_files().pop().expect("a completed upload");
         assert_eq!(shared.channel, want_channel, "{name}");
@@ -258,7 +246,7 @@ async fn a_rate_limited_upload_holds_its_method_and_uploads_nothing() {
     let dir = tempfile::tempdir().unwrap();
     slack.rate_limit_next("files.getUploadURLExternal", 1, 30);
     let mut msg = Outbound::text("slack:CGENERAL/1700000000.000100".parse().unwrap(), "a photo");
-    msg.file = Some(out_file(dir.path(), "a.png", "image/png", &png(8, 8)));
+    msg.file = Some(out_file(dir.path(), "a.png", "image/png", &png(8, 8), true));
     for attempt in 0..2 {
         match channel.send(&msg).await {
             Err(ChannelError::RateLimited { retry_after }) => {

@@ -1,7 +1,7 @@
 //! Real file payloads made in tests (a PNG, a PDF with text, a deterministic blob behind any
-//! magic bytes), their SHA-256, and reading a channel's download to the end.
+//! magic bytes), their SHA-256, reading a channel's download to the end, and a file to send.
 
-use butler::channel::{Attachment, ChannelError, FileSource};
+use butler::channel::{Attachment, ChannelError, FileSource, OutFile};
 use futures::StreamExt;
 use sha2::{Digest, Sha256};
 
@@ -70,4 +70,12 @@ pub async fn read(source: &dyn FileSource, a: &Attachment) -> Result<(Vec<u8>, u
         bytes.extend_from_slice(&piece);
     }
     Ok((bytes, largest, d.size))
+}
+
+/// Writes `bytes` to `out-<name>` in `dir` (a stored name unlike the one shown); the `OutFile`
+/// a message carries for it.
+pub fn out_file(dir: &std::path::Path, name: &str, mime: &str, bytes: &[u8], photo: bool) -> OutFile {
+    let path = dir.join(format!("out-{name}"));
+    std::fs::write(&path, bytes).unwrap();
+    OutFile { path: path.display().to_string(), name: name.into(), mime: mime.into(), size: bytes.len() as u64, photo }
 }

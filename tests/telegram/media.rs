@@ -11,10 +11,10 @@
 use crate::support::fake_telegram::files::{FakeFile, SentFile, KEEP_BYTES};
 use crate::support::fake_telegram::updates::{chat, user};
 use crate::support::fake_telegram::{Failure, FakeTelegram, Shown};
-use crate::support::payloads::{pdf, png, sha256};
+use crate::support::payloads::{out_file, pdf, png, sha256};
 use crate::{tls, Tg, OWNER, TOKEN};
 use butler::channel::limit::Gate;
-use butler::channel::{Attachment, Channel, ChannelError, ConversationRef, FileSource, MediaKind, OutFile, Outbound};
+use butler::channel::{Attachment, Channel, ChannelError, ConversationRef, FileSource, MediaKind, Outbound};
 use butler_telegram::{Limits, Mode, Settings, TelegramChannel};
 use futures::StreamExt;
 use serde_json::{json, Value};
@@ -244,13 +244,6 @@ fn to(chat: i64) -> ConversationRef {
     ConversationRef::new("telegram", chat.to_string())
 }
 
-/// Writes `bytes` to a file in `dir`; the `OutFile` for it.
-fn out_file(dir: &tempfile::TempDir, name: &str, mime: &str, bytes: &[u8], photo: bool) -> OutFile {
-    let path = dir.path().join(format!("out-{name}"));
-    std::fs::write(&path, bytes).unwrap();
-    OutFile { path: path.display().to_string(), name: name.into(), mime: mime.into(), size: bytes.len() as u64, photo }
-}
-
 fn file_of(m: &Shown) -> &SentFile {
     m.file.as_ref().unwrap_or_else(|| panic!("message {} carries no file", m.id))
 }
@@ -267,7 +260,7 @@ async fn photos_and_documents_go_out_with_their_bytes_name_and_caption() {
     let cases = [
         (
             "a PNG as a photo, the caption in HTML",
-            out_file(&dir, "chart.png", "image/png", &chart, true),
+            out_file(dir.path(), "chart.png", "image/png", &chart, true),
             "**Sales** for <Q3> & more",
             "sendPhoto",
             "<b>Sales</b> for &lt;Q3&gt; &amp; more",
@@ -275,7 +268,7 @@ async fn photos_and_documents_go_out_with_their_bytes_name_and_caption() {
         ),
         (
             "a PDF as a document",
-            out_file(&dir, "report Q3.pdf", "application/pdf", &report, false),
+            out_file(dir.path(), "report Q3.pdf", "application/pdf", &report, false),
             "The report, see `page 2`.",
             "sendDocument",
             "The report, see <code>page 2</code>.",
@@ -283,7 +276,7 @@ async fn photos_and_documents_go_out_with_their_bytes_name_and_caption() {
         ),
         (
             "a PNG not meant as a photo",
-            out_file(&dir, "raw.png", "image/png", &chart, false),
+            out_file(dir.path(), "raw.png", "image/png", &chart, false),
             "",
             "sendDocument",
             "",
@@ -291,7 +284,7 @@ async fn photos_and_documents_go_out_with_their_bytes_name_and_caption() {
         ),
         (
             "12 MB, streamed from disk",
-            out_file(&dir, "dump.bin", "application/octet-stream", &big, false),
+            out_file(dir.path(), "dump.bin", "application/octet-stream", &big, false),
             "the dump",
             "sendDocument",
             "the dump",
@@ -328,7 +321,7 @@ async fn a_text_too_long_for_a_caption_goes_first_and_the_file_after_it() {
     let dir = tempfile::tempdir().unwrap();
     let text = format!("**Summary**\n\n{}", "All figures are in the attached chart. ".repeat(40));
     let chart = png(64, 64);
-    let file = out_file(&dir, "chart.png", "image/png", &chart, true);
+    let file = out_file(dir.path(), "chart.png", "image/png", &chart, true);
     let msg = Outbound {
         file: Some(file),
         reply_to: Some("7".into()),
@@ -357,8 +350,10 @@ async fn refusals_and_429s_on_uploads() {
     let wide = png(2000, 20);
     // Telegram refuses the picture as a photo: it goes as a document instead.
     fake.fail_next("sendPhoto", Failure::Error(400, "Bad Request: PHOTO_INVALID_DIMENSIONS".into()));
-    let msg =
-        Outbound { file: Some(out_file(&dir, "wide.png", "image/png", &wide, true)), ..Outbound::text(to(1), "wide") };
+    let msg = Outbound {
+        file: Some(out_file(dir.path(), "wide.png", "image/png", &wide, true)),
+        ..Outbound::text(to(1), "wide")
+    };
     channel.send(&msg).await.unwrap();
     let m = &fake.chat(1)[0];
     assert_eq!((file_of(m).method.as_str(), m.text.as_str()), ("sendDocument", "wide"));
@@ -367,7 +362,7 @@ async fn refusals_and_429s_on_uploads() {
     // A 429 is waited out and the file still arrives once, whole.
     fake.fail_next("sendDocument", Failure::RetryAfter(1));
     let msg = Outbound {
-        file: Some(out_file(&dir, "r.pdf", "application/pdf", &pdf("Q3"), false)),
+        file: Some(out_file(dir.path(), "r.pdf", "application/pdf", &pdf("Q3"), false)),
         ..Outbound::text(to(2), "")
     };
     channel.send(&msg).await.unwrap();
@@ -376,7 +371,7 @@ async fn refusals_and_429s_on_uploads() {
     assert_eq!((shown.len(), file_of(&shown[0]).sha256.clone()), (1, sha256(&pdf("Q3"))));
 
     // A file that is gone before delivery: refused at once, nothing sent, not even the text.
-    let mut gone = out_file(&dir, "gone.txt", "text/plain", b"x", false);
+    let mut gone = out_file(dir.path(), "gone.txt", "text/plain", b"x", false);
     std::fs::remove_file(&gone.path).unwrap();
     gone.size = 1;
     let msg = Outbound { file: Some(gone), ..Outbound::text(to(3), "long ".repeat(400)) };

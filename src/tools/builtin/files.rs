@@ -6,7 +6,7 @@
 //! symlink out (it goes through a temporary file and a rename, which replaces rather than
 //! follows). Sizes are capped by `[tools.files]`.
 
-use super::plain::{lexical_path, mask_text, preview};
+use super::plain::{lexical_path, mask_text, preview, str_arg};
 use crate::config::FilesConfig;
 use crate::tools::{parse_args, Action, Risk, Tool, ToolCtx, ToolError, ToolSpec};
 use async_trait::async_trait;
@@ -128,10 +128,6 @@ fn edit_spec() -> ToolSpec {
         false,
         Risk::Medium,
     )
-}
-
-fn str_arg<'a>(args: &'a Value, key: &str) -> &'a str {
-    args.get(key).and_then(Value::as_str).unwrap_or("")
 }
 
 /// `path` as a workspace-relative path, or why it is refused.

@@ -1,5 +1,5 @@
 //! Helpers for the plain-words [`Action`](crate::tools::Action) of the acting tools: absolute
-//! paths resolved lexically, short previews, and best-effort masking of secrets in free text
+//! paths resolved lexically, string arguments, short previews, and best-effort masking of secrets in free text
 //! (shell commands, request bodies, URLs).
 //!
 //! They only describe; they must never touch the file system, and a summary must never show a
@@ -30,6 +30,11 @@ pub fn lexical_path(workspace: &Path, rel: &str) -> PathBuf {
 /// The workspace itself, absolute.
 pub fn workspace_abs(workspace: &Path) -> PathBuf {
     lexical_path(workspace, ".")
+}
+
+/// A string argument of a tool call as the model sent it (empty when missing or not a string).
+pub fn str_arg<'a>(args: &'a serde_json::Value, key: &str) -> &'a str {
+    args.get(key).and_then(serde_json::Value::as_str).unwrap_or("")
 }
 
 /// At most `max` characters of `s` on one line, with `…` when cut.

@@ -8,7 +8,7 @@
 //! send anywhere but the current conversation.
 
 use super::files::{in_workspace, io_err};
-use super::plain::{lexical_path, mask_text, preview};
+use super::plain::{lexical_path, mask_text, preview, str_arg};
 use crate::store::NewOutbox;
 use crate::tools::{parse_args, Action, Risk, Tool, ToolCtx, ToolError, ToolSpec};
 use async_trait::async_trait;
@@ -92,8 +92,8 @@ impl Tool for SendFile {
     }
 
     fn action(&self, ctx: &ToolCtx, args: &Value) -> Action {
-        let path = args.get("path").and_then(Value::as_str).unwrap_or("");
-        let caption = args.get("caption").and_then(Value::as_str).unwrap_or("");
+        let path = str_arg(args, "path");
+        let caption = str_arg(args, "caption");
         let with =
             if caption.is_empty() { String::new() } else { format!(" with \"{}\"", mask_text(&preview(caption, 120))) };
         Action {

@@ -9,7 +9,7 @@
 
 use super::html;
 use super::net::{self, ClientOptions, HostList, NetGuard};
-use super::plain::{mask_text, preview};
+use super::plain::{mask_text, preview, str_arg};
 use crate::config::{is_secret_name, HttpRequestConfig, WebFetchConfig};
 use crate::tools::{mask_secrets, parse_args, Action, Risk, Tool, ToolCtx, ToolError, ToolSpec};
 use async_trait::async_trait;
@@ -78,10 +78,6 @@ fn parse_url(raw: &str) -> Result<Url, ToolError> {
 /// a less helpful message).
 fn precheck(guard: &NetGuard, url: &Url) -> Result<(), ToolError> {
     guard.check_url(url).map_err(|r| ToolError::Failed(format!("refused: {r}")))
-}
-
-fn str_arg<'a>(args: &'a Value, key: &str) -> &'a str {
-    args.get(key).and_then(Value::as_str).unwrap_or("")
 }
 
 /// The cut marker for a response longer than the cap.
