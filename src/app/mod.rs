@@ -529,7 +529,10 @@ async fn serve_http(
         .map_err(|source| AppError::Bind { addr: cfg.server.listen.clone(), source })?;
     let addr = listener.local_addr().ok();
     let health = Health::new(store.clone(), cluster.clone(), ready.clone());
-    let router = http::router(health, extra, streamed, &cfg.server);
+    // Without a web token the API trusts `user`: only this machine's own names are served.
+    let local = cfg.channels.web.enabled && web::WebAuth::from_config(&cfg.channels.web).is_local();
+    let hosts = local.then(|| addr.map(|a| http::HostRule::local(a, &cfg.server.allowed_hosts))).flatten();
+    let router = http::router(health, extra, streamed, &cfg.server, hosts);
     let limits = http::ServeLimits::from_config(&cfg.server);
     intake.tracker.spawn(http::serve(listener, router, limits, intake.cancel.clone()));
     Ok(addr)

@@ -14,6 +14,7 @@ mod log;
 mod masked;
 mod mcp;
 mod media;
+mod net;
 mod permissions;
 mod platforms;
 mod roles;
@@ -37,6 +38,7 @@ pub use load::{
 pub use log::{LogConfig, LogFormat};
 pub use mcp::{McpConfig, McpServerConfig};
 pub use media::{AudioConvert, MediaConfig, TranscriptionConfig};
+pub use net::{HostName, IpRange};
 pub use permissions::{ContextKind, Mode, PermissionContext, PermissionsConfig};
 pub use platforms::{DiscordConfig, SlackConfig, TelegramConfig, TelegramMode};
 pub use roles::UserRole;
@@ -70,6 +72,16 @@ pub struct ServerConfig {
     pub body_timeout_secs: u64,
     /// Most client connections served at once (kept below the open-file limit).
     pub max_connections: usize,
+    /// Most connections one client address may hold at once (requests in flight, for clients
+    /// behind a trusted proxy).
+    pub max_connections_per_client: usize,
+    /// Host names served besides the listen address, `localhost`, `127.0.0.1` and `[::1]` when
+    /// the web chat has no token (names a reverse proxy forwards): `name` (any port) or
+    /// `name:port`.
+    pub allowed_hosts: Vec<String>,
+    /// Proxies (IP addresses or CIDR ranges) whose `X-Forwarded-For` names the client for the
+    /// per-client cap; anyone else's forwarded address is ignored.
+    pub trusted_proxies: Vec<String>,
 }
 
 impl Default for ServerConfig {
@@ -81,6 +93,9 @@ impl Default for ServerConfig {
             header_timeout_secs: 10,
             body_timeout_secs: 30,
             max_connections: 1024,
+            max_connections_per_client: 256,
+            allowed_hosts: Vec::new(),
+            trusted_proxies: Vec::new(),
         }
     }
 }

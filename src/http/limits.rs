@@ -109,7 +109,9 @@ pub(crate) async fn json_errors(resp: Response) -> Response {
     out
 }
 
-fn is_json(headers: &HeaderMap) -> bool {
+/// Whether `Content-Type` says JSON (`application/json`, or any `+json` type), as the JSON
+/// routes require of a request body and [`json_errors`] checks of a response.
+pub(crate) fn is_json(headers: &HeaderMap) -> bool {
     headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).is_some_and(|ct| {
         let ct = ct.split(';').next().unwrap_or("").trim();
         ct == "application/json" || ct.ends_with("+json")

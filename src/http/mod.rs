@@ -2,11 +2,15 @@
 //! platform webhooks; its accept loop and connection limits (`serve`), its body limits and
 //! error shape (`limits`). Errors are JSON with a stable code and never leak internals.
 
+mod clients;
 mod error;
+mod hosts;
 mod limits;
 mod serve;
 
 pub(crate) use error::{ApiError, ApiJson, ApiPath, ApiQuery};
+pub(crate) use hosts::HostRule;
+pub(crate) use limits::is_json;
 pub use serve::{raise_fd_limit, FdLimit, FD_HEADROOM, HEALTH_RESERVE};
 pub(crate) use serve::{serve, ServeLimits};
 
@@ -41,13 +45,21 @@ impl Health {
 
 /// The full router: health + metrics + whatever the channels mount (`extra`), behind the body
 /// limits of `[server]`; `streamed`: routes that read their bodies as streams under their own
-/// caps (file uploads), outside those limits. Every error response is JSON.
-pub(crate) fn router(health: Health, extra: Router, streamed: Router, server: &ServerConfig) -> Router {
+/// caps (file uploads), outside those limits. `hosts`: the no-token mode's rule of which
+/// `Host` and `Origin` values are served, checked before anything else. Every error response is
+/// JSON.
+pub(crate) fn router(
+    health: Health,
+    extra: Router,
+    streamed: Router,
+    server: &ServerConfig,
+    hosts: Option<HostRule>,
+) -> Router {
     let body = limits::BodyLimits {
         max_bytes: server.max_body_bytes,
         timeout: std::time::Duration::from_secs(server.body_timeout_secs),
     };
-    Router::new()
+    let routes = Router::new()
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))
         .route("/metrics", get(metrics))
@@ -57,8 +69,12 @@ pub(crate) fn router(health: Health, extra: Router, streamed: Router, server: &S
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(server.max_body_bytes))
         .layer(axum::middleware::from_fn_with_state(body, limits::body_limits))
-        .merge(streamed.layer(DefaultBodyLimit::disable()))
-        .layer(axum::middleware::map_response(limits::json_errors))
+        .merge(streamed.layer(DefaultBodyLimit::disable()));
+    let routes = match hosts {
+        Some(rule) => routes.layer(axum::middleware::from_fn_with_state(rule, hosts::guard)),
+        None => routes,
+    };
+    routes.layer(axum::middleware::map_response(limits::json_errors))
 }
 
 async fn healthz() -> impl IntoResponse {

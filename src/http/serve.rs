@@ -1,15 +1,24 @@
 //! The HTTP server's accept loop: HTTP/1.1 connections served with a header read timeout (which
 //! is also the idle keep-alive timeout), a cap on concurrent connections kept below the
-//! open-file limit, and a graceful stop that lets requests in flight finish. A closing
-//! connection is drained for a moment first, so that a refused body (413) does not reset the
-//! connection under the answer.
+//! open-file limit, a cap per client address (`[server] max_connections_per_client`; behind a
+//! proxy named in `[server] trusted_proxies`, on the requests in flight of each forwarded client
+//! instead), and a graceful stop that lets requests in flight finish. A closing connection is
+//! drained for a moment first, so that a refused body (413) does not reset the connection under
+//! the answer.
 //!
-//! Over the cap, up to [`HEALTH_RESERVE`] more connections are served one request each, with a
-//! short header timeout: `/healthz` and `/readyz` answer as usual, every other path a 503 JSON
-//! error, so probes keep working while the cap is reached; past those a new connection is closed
-//! at once. At start the soft open-file limit is raised to the hard one and the result logged.
+//! A connection over either cap is looked at (peeked, never read) until its request head is
+//! complete, for at most the header timeout, among as many such connections as the cap (a
+//! newer one closes the oldest): a `/healthz` or `/readyz` request is then served from up to
+//! [`HEALTH_RESERVE`] reserved slots, any other request gets a 503 JSON error written without a
+//! slot, and a connection that sent nothing is closed. A reserved slot is only ever taken by a
+//! health request that has arrived whole, and silent connections are held rather than closed at
+//! once (closing invites an immediate re-open, and such churn is what crowded probes out), so
+//! a client that holds idle connections and re-opens each one that is closed can neither take
+//! the reserve nor keep probes or other clients out.
+//! At start the soft open-file limit is raised to the hard one and the result logged.
 //! This module must never block the accept loop on a connection, or spawn an untracked task.
 
+use super::clients::{ClientSlot, ClientSlots, Proxies};
 use super::error::ApiError;
 use crate::config::ServerConfig;
 use axum::body::Body;
@@ -20,11 +29,13 @@ use axum::Router;
 use hyper::body::Incoming;
 use hyper::server::conn::http1;
 use hyper_util::rt::{TokioIo, TokioTimer};
+use std::collections::VecDeque;
 use std::convert::Infallible;
 use std::future::Future;
 use std::net::SocketAddr;
 use std::pin::Pin;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
@@ -36,10 +47,12 @@ use tower::ServiceExt;
 /// File descriptors kept free of client connections: the database pool, Redis, outgoing HTTP
 /// (LLM, platforms), channel sockets, log and data files.
 pub const FD_HEADROOM: u64 = 128;
-/// Connections over `[server] max_connections` that still get `/healthz` and `/readyz`.
+/// Connections over the caps that still get `/healthz` and `/readyz`.
 pub const HEALTH_RESERVE: usize = 16;
-/// The header timeout of a connection over the cap (a probe sends its request at once).
-const RESERVE_HEADER_TIMEOUT: Duration = Duration::from_secs(2);
+/// The longest pause between two looks at a request head that arrives in pieces.
+const LOOK_PAUSE_MAX: Duration = Duration::from_millis(250);
+/// The most of a request head looked at over the caps.
+const HEAD_MAX: usize = 2048;
 /// How long, and how much, a closing connection is drained (see [`linger`]).
 const LINGER_TIME: Duration = Duration::from_secs(2);
 const LINGER_BYTES: usize = 1 << 20;
@@ -83,18 +96,22 @@ pub fn raise_fd_limit() -> Option<FdLimit> {
     None
 }
 
-/// `max_connections` as configured, lowered to fit the soft open-file limit.
+/// `max_connections` as configured, lowered to fit the soft open-file limit: the room left by
+/// [`FD_HEADROOM`] and [`HEALTH_RESERVE`] holds the served connections and as many again being
+/// looked at over the caps.
 pub(crate) fn effective_max_connections(configured: usize, soft_fd_limit: Option<u64>) -> usize {
     let Some(soft) = soft_fd_limit else { return configured };
-    let room = soft.saturating_sub(FD_HEADROOM + HEALTH_RESERVE as u64);
+    let room = soft.saturating_sub(FD_HEADROOM + HEALTH_RESERVE as u64) / 2;
     configured.min(usize::try_from(room).unwrap_or(usize::MAX)).max(1)
 }
 
 /// The server's timeouts and caps, from `[server]`.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone)]
 pub(crate) struct ServeLimits {
     pub header_timeout: Duration,
     pub max_connections: usize,
+    pub per_client: usize,
+    pub proxies: Proxies,
 }
 
 impl ServeLimits {
@@ -120,7 +137,12 @@ impl ServeLimits {
                  limit (ulimit -Hn, LimitNOFILE= in systemd) to serve more"
             );
         }
-        Self { header_timeout: Duration::from_secs(cfg.header_timeout_secs), max_connections }
+        Self {
+            header_timeout: Duration::from_secs(cfg.header_timeout_secs),
+            max_connections,
+            per_client: cfg.max_connections_per_client,
+            proxies: Proxies::new(&cfg.trusted_proxies),
+        }
     }
 }
 
@@ -128,7 +150,14 @@ impl ServeLimits {
 /// requests in flight.
 pub(crate) async fn serve(listener: TcpListener, router: Router, limits: ServeLimits, stop: CancellationToken) {
     let normal = Arc::new(Semaphore::new(limits.max_connections));
-    let reserve = Arc::new(Semaphore::new(HEALTH_RESERVE));
+    let looks = Arc::new(Looks::new(limits.max_connections));
+    let shared = Shared {
+        reserve: Arc::new(Semaphore::new(HEALTH_RESERVE)),
+        clients: ClientSlots::new(limits.per_client),
+        proxies: limits.proxies.clone(),
+        router,
+        header_timeout: limits.header_timeout,
+    };
     let connections = TaskTracker::new();
     let mut over_cap = Warn::default();
     let mut accept_failed = Warn::default();
@@ -149,43 +178,163 @@ pub(crate) async fn serve(listener: TcpListener, router: Router, limits: ServeLi
                 }
             }
         };
-        let conn = if let Ok(permit) = normal.clone().try_acquire_owned() {
-            Conn { permit, overloaded: false, header_timeout: limits.header_timeout }
-        } else if let Ok(permit) = reserve.clone().try_acquire_owned() {
-            let header_timeout = limits.header_timeout.min(RESERVE_HEADER_TIMEOUT);
-            Conn { permit, overloaded: true, header_timeout }
+        // A trusted proxy carries many clients: they are counted per request instead.
+        let client =
+            if shared.proxies.trusts(peer.ip()) { Some(None) } else { shared.clients.take(peer.ip()).map(Some) };
+        let permit = client.and_then(|client| normal.clone().try_acquire_owned().ok().map(|p| (p, client)));
+        if let Some((permit, client)) = permit {
+            connections.spawn(shared.clone().serve(tcp, peer, (permit, client), stop.clone()));
         } else {
             if over_cap.due() {
                 tracing::warn!(
                     max_connections = limits.max_connections,
-                    "connections over [server] max_connections and the health reserve are closed at once"
+                    max_connections_per_client = limits.per_client,
+                    "connections over [server] max_connections or max_connections_per_client get \
+                     health checks and 503 answers only"
                 );
             }
-            drop(tcp);
-            continue;
-        };
-        connections.spawn(conn.serve(tcp, peer, router.clone(), stop.clone()));
+            let look = looks.enter();
+            connections.spawn(shared.clone().over_cap(tcp, peer, look, stop.clone()));
+        }
     }
     drop(listener);
     connections.close();
     connections.wait().await;
 }
 
-/// One accepted connection and the slot it holds.
-struct Conn {
-    permit: OwnedSemaphorePermit,
-    /// Over the cap: health paths only, one request, then close.
-    overloaded: bool,
+/// What every connection's task shares.
+#[derive(Clone)]
+struct Shared {
+    reserve: Arc<Semaphore>,
+    clients: ClientSlots,
+    proxies: Proxies,
+    router: Router,
     header_timeout: Duration,
 }
 
-impl Conn {
-    async fn serve(self, tcp: TcpStream, peer: SocketAddr, router: Router, stop: CancellationToken) {
-        let overloaded = self.overloaded;
+/// What a normal connection holds while open: its place under the cap, and its client's
+/// (none for a trusted proxy's connection).
+type Held = (OwnedSemaphorePermit, Option<ClientSlot>);
+
+/// The connections over the caps being looked at, oldest first; entering when full closes the
+/// oldest.
+struct Looks {
+    waiting: Mutex<VecDeque<(u64, CancellationToken)>>,
+    next: AtomicU64,
+    max: usize,
+}
+
+/// One connection's place among [`Looks`]: cancelled when a newer one pushes it out; leaves
+/// when dropped.
+struct Look {
+    looks: Arc<Looks>,
+    id: u64,
+    evicted: CancellationToken,
+}
+
+impl Looks {
+    fn new(max: usize) -> Self {
+        Self { waiting: Mutex::new(VecDeque::with_capacity(max.min(4096))), next: AtomicU64::new(0), max }
+    }
+
+    fn enter(self: &Arc<Self>) -> Look {
+        let id = self.next.fetch_add(1, Ordering::Relaxed);
+        let evicted = CancellationToken::new();
+        let mut waiting = self.waiting.lock().unwrap_or_else(|p| p.into_inner());
+        if waiting.len() >= self.max {
+            if let Some((_, oldest)) = waiting.pop_front() {
+                oldest.cancel();
+            }
+        }
+        waiting.push_back((id, evicted.clone()));
+        Look { looks: self.clone(), id, evicted }
+    }
+}
+
+impl Drop for Look {
+    fn drop(&mut self) {
+        let mut waiting = self.looks.waiting.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(i) = waiting.iter().position(|(id, _)| *id == self.id) {
+            waiting.remove(i);
+        }
+    }
+}
+
+/// What a connection over the caps sent while it was looked at.
+#[derive(Debug, PartialEq, Eq)]
+enum Arrived {
+    /// A whole request head for `/healthz` or `/readyz`.
+    Health,
+    /// A whole request head for anything else.
+    Other,
+    /// Nothing, or not a whole head.
+    Nothing,
+}
+
+/// Reads what a request head looks like, within `limit`, without taking it off the connection.
+async fn look(tcp: &TcpStream, limit: Duration) -> Arrived {
+    let mut buf = vec![0u8; HEAD_MAX];
+    let deadline = tokio::time::Instant::now() + limit;
+    let mut pause = Duration::from_millis(2);
+    loop {
+        // Waits for the first bytes; later peeks return what is there at once.
+        let n = match tokio::time::timeout_at(deadline, tcp.peek(&mut buf)).await {
+            Ok(Ok(n)) if n > 0 => n,
+            _ => return Arrived::Nothing,
+        };
+        let head = &buf[..n];
+        if head.windows(4).any(|w| w == b"\r\n\r\n") {
+            return if is_health_request(head) { Arrived::Health } else { Arrived::Other };
+        }
+        if n == HEAD_MAX || tokio::time::Instant::now() + pause >= deadline {
+            return Arrived::Nothing;
+        }
+        // The rest of a head that arrives in pieces: look again a little later each time.
+        tokio::time::sleep(pause).await;
+        pause = (pause * 2).min(LOOK_PAUSE_MAX);
+    }
+}
+
+/// Whether a request head asks for a health endpoint (`GET` or `HEAD`, any query).
+fn is_health_request(head: &[u8]) -> bool {
+    let line = head.split(|b| *b == b'\r').next().unwrap_or_default();
+    let mut parts = line.split(|b| *b == b' ');
+    let (Some(method), Some(target)) = (parts.next(), parts.next()) else { return false };
+    let path = target.split(|b| *b == b'?').next().unwrap_or_default();
+    matches!(method, b"GET" | b"HEAD") && matches!(path, b"/healthz" | b"/readyz")
+}
+
+impl Shared {
+    /// A connection over the caps: a health request that arrived at once is served from the
+    /// reserve, another request gets a 503, anything else is closed.
+    async fn over_cap(self, tcp: TcpStream, peer: SocketAddr, place: Look, stop: CancellationToken) {
+        let arrived = tokio::select! {
+            _ = place.evicted.cancelled() => Arrived::Nothing,
+            _ = stop.cancelled() => Arrived::Nothing,
+            arrived = look(&tcp, self.header_timeout) => arrived,
+        };
+        drop(place);
+        match arrived {
+            Arrived::Health => match self.reserve.clone().try_acquire_owned() {
+                Ok(permit) => self.serve_one(tcp, peer, permit, stop).await,
+                Err(_) => drop(tcp),
+            },
+            Arrived::Other => {
+                let mut tcp = tcp;
+                let _ = tokio::time::timeout(LINGER_TIME, tcp.write_all(&busy_bytes())).await;
+                linger(tcp).await;
+            }
+            Arrived::Nothing => drop(tcp),
+        }
+    }
+
+    /// Serves the one health request of a connection over the caps, then closes it.
+    async fn serve_one(self, tcp: TcpStream, peer: SocketAddr, permit: OwnedSemaphorePermit, stop: CancellationToken) {
+        let router = self.router.clone();
         let service = hyper::service::service_fn(move |req: Request<Incoming>| {
             let router = router.clone();
             Box::pin(async move {
-                if overloaded && !matches!(req.uri().path(), "/healthz" | "/readyz") {
+                if !matches!(req.uri().path(), "/healthz" | "/readyz") {
                     return Ok::<_, Infallible>(busy());
                 }
                 let mut req = req.map(Body::new);
@@ -193,25 +342,68 @@ impl Conn {
                 router.oneshot(req).await
             })
         });
-        let mut builder = http1::Builder::new();
-        builder.timer(TokioTimer::new()).header_read_timeout(self.header_timeout).keep_alive(!overloaded);
-        let mut conn = builder.serve_connection(TokioIo::new(tcp), service);
-        let mut stopping = std::pin::pin!(stop.cancelled());
-        let mut shutting_down = false;
-        let result = std::future::poll_fn(|cx| {
-            if !shutting_down && stopping.as_mut().poll(cx).is_ready() {
-                shutting_down = true;
-                Pin::new(&mut conn).graceful_shutdown();
-            }
-            conn.poll_without_shutdown(cx)
-        })
-        .await;
-        if let Err(e) = result {
-            tracing::debug!(%peer, error = %e, "connection closed with an error");
-        }
-        linger(conn.into_parts().io.into_inner()).await;
-        drop(self.permit);
+        run(tcp, peer, service, self.header_timeout, false, stop).await;
+        drop(permit);
     }
+
+    /// A connection under the caps, kept alive; behind a trusted proxy each request counts
+    /// against its forwarded client's share and carries that client's address.
+    async fn serve(self, tcp: TcpStream, peer: SocketAddr, held: Held, stop: CancellationToken) {
+        let (router, proxies, clients) = (self.router.clone(), self.proxies.clone(), self.clients.clone());
+        let proxied = held.1.is_none();
+        let service = hyper::service::service_fn(move |req: Request<Incoming>| {
+            let (router, proxies, clients) = (router.clone(), proxies.clone(), clients.clone());
+            Box::pin(async move {
+                let mut req = req.map(Body::new);
+                let mut client = peer;
+                let _slot = if proxied {
+                    client = SocketAddr::new(proxies.client(peer.ip(), req.headers()), 0);
+                    match clients.take(client.ip()) {
+                        Some(slot) => Some(slot),
+                        None => return Ok::<_, Infallible>(busy()),
+                    }
+                } else {
+                    None
+                };
+                req.extensions_mut().insert(ConnectInfo(client));
+                router.oneshot(req).await
+            })
+        });
+        run(tcp, peer, service, self.header_timeout, true, stop).await;
+        drop(held);
+    }
+}
+
+/// Runs one HTTP/1.1 connection to its end (or a graceful stop), then lingers.
+async fn run<S>(
+    tcp: TcpStream,
+    peer: SocketAddr,
+    service: S,
+    header_timeout: Duration,
+    keep_alive: bool,
+    stop: CancellationToken,
+) where
+    S: hyper::service::HttpService<Incoming, ResBody = Body> + Unpin,
+    S::Future: Unpin,
+    S::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    let mut builder = http1::Builder::new();
+    builder.timer(TokioTimer::new()).header_read_timeout(header_timeout).keep_alive(keep_alive);
+    let mut conn = builder.serve_connection(TokioIo::new(tcp), service);
+    let mut stopping = std::pin::pin!(stop.cancelled());
+    let mut shutting_down = false;
+    let result = std::future::poll_fn(|cx| {
+        if !shutting_down && stopping.as_mut().poll(cx).is_ready() {
+            shutting_down = true;
+            Pin::new(&mut conn).graceful_shutdown();
+        }
+        conn.poll_without_shutdown(cx)
+    })
+    .await;
+    if let Err(e) = result {
+        tracing::debug!(%peer, error = %e, "connection closed with an error");
+    }
+    linger(conn.into_parts().io.into_inner()).await;
 }
 
 /// Closes our side, then reads and drops what the client still sends (a body we refused)
@@ -234,14 +426,24 @@ async fn linger(mut tcp: TcpStream) {
     .await;
 }
 
-/// The answer over the cap for everything but the health endpoints.
-fn busy() -> Response {
-    let mut resp = ApiError::new(
-        StatusCode::SERVICE_UNAVAILABLE,
-        "overloaded",
-        "Butler has too many open connections ([server] max_connections); try again shortly",
+/// The answer over the caps for everything but the health endpoints, as bytes on the wire
+/// (written without a slot).
+fn busy_bytes() -> Vec<u8> {
+    let body = serde_json::json!({"error": {"code": "overloaded", "message": BUSY, "type": "api_error"}}).to_string();
+    format!(
+        "HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\nretry-after: 1\r\n\
+         connection: close\r\ncontent-length: {}\r\n\r\n{body}",
+        body.len()
     )
-    .into_response();
+    .into_bytes()
+}
+
+const BUSY: &str = "Butler has too many open connections ([server] max_connections, \
+                    max_connections_per_client); try again shortly";
+
+/// The answer over the caps for everything but the health endpoints.
+fn busy() -> Response {
+    let mut resp = ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "overloaded", BUSY).into_response();
     resp.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
     resp.headers_mut().insert(header::CONNECTION, HeaderValue::from_static("close"));
     resp
@@ -268,7 +470,7 @@ mod tests {
 
     #[test]
     fn max_connections_stay_below_the_fd_limit() {
-        let room = |soft: u64| (soft - FD_HEADROOM - HEALTH_RESERVE as u64) as usize;
+        let room = |soft: u64| ((soft - FD_HEADROOM - HEALTH_RESERVE as u64) / 2) as usize;
         // (configured, soft limit, effective)
         let cases: &[(usize, Option<u64>, usize)] = &[
             (1024, None, 1024),
@@ -276,7 +478,7 @@ mod tests {
             (1024, Some(1_048_576), 1024),
             (1024, Some(1024), room(1024)),
             (20, Some(1024), 20),
-            (1024, Some(200), room(200)),
+            (1024, Some(300), room(300)),
             (1024, Some(100), 1),
         ];
         for &(configured, soft, want) in cases {

@@ -58,9 +58,11 @@ fn upload_error(e: UploadError) -> ApiError {
             format!("the file is larger than the {} limit ([media] max_bytes)", crate::media::human_size(max)),
         ),
         UploadError::Broken => ApiError::bad_request("the upload broke off before its end; send it again"),
-        UploadError::Stalled => {
-            ApiError::new(StatusCode::REQUEST_TIMEOUT, "timeout", "the upload stalled; send it again")
-        }
+        UploadError::Stalled => ApiError::new(
+            StatusCode::REQUEST_TIMEOUT,
+            "request_timeout",
+            "the upload came too slowly (less than 64 KiB in [server] body_timeout_secs); send it again",
+        ),
         UploadError::Disk(e) => ApiError::unavailable(e),
     }
 }

@@ -27,8 +27,9 @@ use tokio::io::AsyncWriteExt;
 const KEEP_UPLOADS_MS: i64 = 24 * 3600 * 1000;
 /// How often a new upload sweeps old ones.
 const SWEEP_EVERY_MS: i64 = 3600 * 1000;
-/// Longest wait for the next piece of an upload.
-const STALL: Duration = Duration::from_secs(60);
+/// The least an upload must send in each `[server] body_timeout_secs` (unless it ends): a
+/// phone link sending a big file slowly goes on, a client dripping bytes gets 408.
+pub(crate) const MIN_BYTES_PER_WINDOW: u64 = 64 * 1024;
 /// Longest name kept (characters).
 const MAX_NAME: usize = 120;
 
@@ -69,6 +70,8 @@ pub(crate) enum UploadError {
 pub(crate) struct Uploads {
     dir: PathBuf,
     max: u64,
+    /// `[server] body_timeout_secs`: each such window must bring [`MIN_BYTES_PER_WINDOW`].
+    window: Duration,
     last_sweep_ms: AtomicI64,
 }
 
@@ -91,15 +94,18 @@ pub(crate) fn clean_name(given: &str) -> String {
 }
 
 impl Uploads {
-    /// Files live in `dir` (created on first use); uploads may be at most `max` bytes.
-    pub(crate) fn new(dir: PathBuf, max: u64) -> Self {
-        Self { dir, max, last_sweep_ms: AtomicI64::new(0) }
+    /// Files live in `dir` (created on first use); uploads may be at most `max` bytes and must
+    /// bring [`MIN_BYTES_PER_WINDOW`] (or their end) in every `window`.
+    pub(crate) fn new(dir: PathBuf, max: u64, window: Duration) -> Self {
+        Self { dir, max, window, last_sweep_ms: AtomicI64::new(0) }
     }
 
     /// `<workspace_dir>/.web-files`, under `[media] max_bytes`: beside the users' workspaces
-    /// (never inside one, so no file tool reaches another person's upload).
+    /// (never inside one, so no file tool reaches another person's upload); the pace is
+    /// `[server] body_timeout_secs`'s.
     pub(crate) fn from_config(cfg: &crate::config::Config) -> Self {
-        Self::new(Path::new(&cfg.tools.workspace_dir).join(".web-files"), cfg.media.max_bytes)
+        let window = Duration::from_secs(cfg.server.body_timeout_secs);
+        Self::new(Path::new(&cfg.tools.workspace_dir).join(".web-files"), cfg.media.max_bytes, window)
     }
 
     /// The largest upload taken, in bytes.
@@ -156,8 +162,14 @@ impl Uploads {
     {
         let mut file = tokio::fs::File::create(part).await?;
         let mut size = 0u64;
+        // Each window must bring MIN_BYTES_PER_WINDOW: a slow drip ends at the first window's end.
+        let (mut window_end, mut window_start_size) = (tokio::time::Instant::now() + self.window, 0u64);
         loop {
-            let piece = match tokio::time::timeout(STALL, body.next()).await {
+            let piece = match tokio::time::timeout_at(window_end, body.next()).await {
+                Err(_) if size - window_start_size >= MIN_BYTES_PER_WINDOW => {
+                    (window_end, window_start_size) = (window_end + self.window, size);
+                    continue;
+                }
                 Err(_) => return Err(UploadError::Stalled),
                 Ok(None) => break,
                 Ok(Some(Err(_))) => return Err(UploadError::Broken),
@@ -355,10 +367,31 @@ mod tests {
         futures::stream::iter(sizes.iter().map(|n| Ok(Bytes::from(vec![7u8; *n]))).collect::<Vec<_>>())
     }
 
+    /// `n` pieces of `size` bytes, `gap` apart.
+    fn paced(n: usize, size: usize, gap: Duration) -> impl Stream<Item = Result<Bytes, std::io::Error>> + Unpin {
+        Box::pin(futures::stream::iter(0..n).then(move |_| async move {
+            tokio::time::sleep(gap).await;
+            Ok(Bytes::from(vec![7u8; size]))
+        }))
+    }
+
+    #[tokio::test]
+    async fn each_window_must_bring_enough_bytes() {
+        let dir = tempfile::tempdir().unwrap();
+        let up = Uploads::new(dir.path().join("files"), 10 << 20, Duration::from_secs(1));
+        let piece = MIN_BYTES_PER_WINDOW as usize;
+        // Steady: a window's worth every 300 ms, across several windows.
+        let got = up.save("web:a", "steady.bin", "", None, paced(6, piece, Duration::from_millis(300))).await;
+        assert_eq!(got.expect("a steady upload is stored").size, 6 * MIN_BYTES_PER_WINDOW);
+        // A drip: one byte every 300 ms never fills a window.
+        let got = up.save("web:a", "drip.bin", "", None, paced(100, 1, Duration::from_millis(300))).await;
+        assert!(matches!(got, Err(UploadError::Stalled)), "{got:?}");
+    }
+
     #[tokio::test]
     async fn uploads_are_capped_while_streaming_and_swept_when_old() {
         let dir = tempfile::tempdir().unwrap();
-        let up = Uploads::new(dir.path().join("files"), 100);
+        let up = Uploads::new(dir.path().join("files"), 100, Duration::from_secs(30));
         // (declared length, pieces, stored?)
         let cases: &[(Option<u64>, &[usize], bool)] =
             &[(None, &[40, 60], true), (Some(101), &[], false), (None, &[60, 60], false), (Some(10), &[60, 60], false)];

@@ -37,7 +37,7 @@ async fn closed_within(read: &mut (impl AsyncReadExt + Unpin), within: Duration)
 }
 
 /// Reads one HTTP/1.1 response (head and a `Content-Length` body) within [`BOUND`].
-async fn read_response(s: &mut TcpStream) -> (u16, String, Value) {
+async fn read_response(s: &mut (impl AsyncReadExt + Unpin)) -> (u16, String, Value) {
     tokio::time::timeout(BOUND, async {
         let mut buf = Vec::new();
         let mut chunk = [0u8; 4096];
@@ -83,15 +83,16 @@ async fn slow_silent_and_idle_connections_are_closed_after_the_header_timeout() 
     let (mut cfg, dir) = config(None);
     cfg.server.header_timeout_secs = 1;
     let app = TestApp::start(cfg, Some(dir)).await;
+    let host = addr(&app);
     for client in [Client::Silent, Client::Slowloris, Client::KeptAlive] {
         let mut s = TcpStream::connect(addr(&app)).await.unwrap();
         match client {
             Client::Silent => {}
             Client::Slowloris => {
-                s.write_all(b"GET /healthz HTTP/1.1\r\nHost: butler\r\nX-Slow: ").await.unwrap();
+                s.write_all(format!("GET /healthz HTTP/1.1\r\nHost: {host}\r\nX-Slow: ").as_bytes()).await.unwrap();
             }
             Client::KeptAlive => {
-                s.write_all(b"GET /healthz HTTP/1.1\r\nHost: butler\r\n\r\n").await.unwrap();
+                s.write_all(format!("GET /healthz HTTP/1.1\r\nHost: {host}\r\n\r\n").as_bytes()).await.unwrap();
                 let (status, head, _) = read_response(&mut s).await;
                 assert_eq!(status, 200, "{client:?}");
                 assert!(!head.contains("connection: close"), "{client:?}: kept alive: {head}");
@@ -128,7 +129,7 @@ fn declared(name: &'static str, path: &str, length: usize, status: u16, code: &'
     BodyCase {
         name,
         head: format!(
-            "POST {path} HTTP/1.1\r\nHost: butler\r\nContent-Type: application/json\r\nContent-Length: {length}\r\n\r\n"
+            "POST {path} HTTP/1.1\r\nHost: localhost:{{port}}\r\nContent-Type: application/json\r\nContent-Length: {length}\r\n\r\n"
         ),
         sent: b"{\"".to_vec(),
         status,
@@ -152,7 +153,7 @@ async fn oversize_and_slow_bodies_are_refused_without_waiting_for_them() {
         declared("slow body", "/api/v1/messages", 40, 408, "request_timeout"),
         BodyCase {
             name: "chunked past the limit",
-            head: "POST /hooks/github HTTP/1.1\r\nHost: butler\r\nContent-Type: application/json\r\n\
+            head: "POST /hooks/github HTTP/1.1\r\nHost: localhost:{port}\r\nContent-Type: application/json\r\n\
                    Transfer-Encoding: chunked\r\n\r\n"
                 .into(),
             sent: chunked,
@@ -160,9 +161,10 @@ async fn oversize_and_slow_bodies_are_refused_without_waiting_for_them() {
             code: "body_too_large",
         },
     ];
+    let port = addr(&app).port().to_string();
     for c in cases {
         let mut s = TcpStream::connect(addr(&app)).await.unwrap();
-        s.write_all(c.head.as_bytes()).await.unwrap();
+        s.write_all(c.head.replace("{port}", &port).as_bytes()).await.unwrap();
         s.write_all(&c.sent).await.unwrap();
         // The rest of the body is never sent: the answer must not wait for it.
         let (status, head, body) = read_response(&mut s).await;
@@ -260,7 +262,7 @@ async fn the_binary_raises_its_fd_limit_and_keeps_connections_below_it() {
     server.wait_ready(&dep.base()).await;
     let logged = without_ansi(&server.log_text());
     let line = logged.lines().find(|l| l.contains("fd_limit")).unwrap_or_else(|| panic!("no fd_limit line:\n{logged}"));
-    let cap = 256 - butler::http::FD_HEADROOM as usize - butler::http::HEALTH_RESERVE;
+    let cap = (256 - butler::http::FD_HEADROOM as usize - butler::http::HEALTH_RESERVE) / 2;
     assert!(line.contains("soft=256 hard=256 was=128"), "{line}");
     assert!(line.contains(&format!("max_connections={cap}")), "{line}");
 
@@ -277,4 +279,106 @@ async fn the_binary_raises_its_fd_limit_and_keeps_connections_below_it() {
     let logged = server.log_text();
     assert!(!logged.contains("Too many open files"), "{logged}");
     assert!(server.terminate(Duration::from_secs(20)).await.success());
+}
+
+/// Holds `n` idle connections from 127.0.0.1 to `addr` and re-opens each one the server
+/// closes, until `stop` (or a minute at most); returns how many connections it opened.
+fn flood(addr: SocketAddr, n: usize, stop: tokio_util::sync::CancellationToken) -> tokio::task::JoinSet<usize> {
+    let mut set = tokio::task::JoinSet::new();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    for _ in 0..n {
+        let stop = stop.clone();
+        set.spawn(async move {
+            let mut opened = 0;
+            while !stop.is_cancelled() && tokio::time::Instant::now() < deadline {
+                let Ok(Ok(mut s)) = tokio::time::timeout(Duration::from_secs(1), TcpStream::connect(addr)).await else {
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                    continue;
+                };
+                opened += 1;
+                let mut buf = [0u8; 256];
+                tokio::select! {
+                    _ = stop.cancelled() => {}
+                    _ = async { while matches!(s.read(&mut buf).await, Ok(n) if n > 0) {} } => {}
+                }
+            }
+            opened
+        });
+    }
+    set
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_client_flooding_connections_keeps_neither_probes_nor_other_clients_out() {
+    butler::http::raise_fd_limit();
+    let (mut cfg, dir) = config(None);
+    cfg.server.max_connections = 200;
+    cfg.server.max_connections_per_client = 32;
+    cfg.server.header_timeout_secs = 2;
+    let app = TestApp::start(cfg, Some(dir)).await;
+    let stop = tokio_util::sync::CancellationToken::new();
+    // As in the probe's flood (1,100 idle connections against max_connections = 1024): 220
+    // idle connections from 127.0.0.1, each re-opened as soon as Butler closes it.
+    let flooding = flood(addr(&app), 220, stop.clone());
+    tokio::time::sleep(Duration::from_secs(1)).await;
+
+    // Health probes from the flooding address itself, each on a new connection.
+    let mut health_ok = 0;
+    for _ in 0..60 {
+        if status_of(&app.base, "/healthz").await.is_some_and(|(s, _)| s == 200) {
+            health_ok += 1;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    // Another client (127.0.0.2) sends messages.
+    let other = reqwest::Client::builder()
+        .local_address(Some("127.0.0.2".parse().unwrap()))
+        .pool_max_idle_per_host(0)
+        .timeout(Duration::from_secs(5))
+        .build()
+        .unwrap();
+    let mut accepted = 0;
+    for i in 0..20 {
+        let body = serde_json::json!({"conversation": "other", "user": "local", "text": format!("message {i}")});
+        let r = other.post(app.url("/api/v1/messages")).json(&body).send().await;
+        if r.is_ok_and(|r| r.status() == 202) {
+            accepted += 1;
+        }
+    }
+    stop.cancel();
+    let opened: usize = flooding.join_all().await.into_iter().sum();
+    assert!(opened > 220, "the flood re-opened closed connections ({opened} opened)");
+    assert_eq!(health_ok, 60, "health answers during the flood ({opened} flood connections opened)");
+    assert_eq!(accepted, 20, "another client's messages are accepted during the flood");
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn a_slow_upload_gets_408_within_the_body_timeout() {
+    let (mut cfg, dir) = config(None);
+    cfg.server.body_timeout_secs = 1;
+    let app = TestApp::start(cfg, Some(dir)).await;
+    let a = addr(&app);
+    let s = TcpStream::connect(a).await.unwrap();
+    let (mut read, mut write) = s.into_split();
+    let head = format!(
+        "POST /api/v1/files?user=local&name=slow.bin HTTP/1.1\r\nHost: {a}\r\n\
+         Content-Type: application/octet-stream\r\nContent-Length: 1000\r\n\r\n"
+    );
+    write.write_all(head.as_bytes()).await.unwrap();
+    // One byte every 300 ms: far less than a window's worth in a second.
+    let drip = tokio::spawn(async move {
+        while write.write_all(b"a").await.is_ok() {
+            tokio::time::sleep(Duration::from_millis(300)).await;
+        }
+    });
+    let (status, head, body) = read_response(&mut read).await;
+    drip.abort();
+    assert_eq!(status, 408, "{head} {body}");
+    assert_eq!(body["error"]["code"], "request_timeout", "{body}");
+    assert!(head.contains("connection: close"), "{head}");
+    // A normal upload still goes through.
+    let r = app.http.post(app.url("/api/v1/files?user=local&name=a.txt")).body("hello").send().await.unwrap();
+    assert_eq!(r.status(), 201);
+    app.stop().await;
 }

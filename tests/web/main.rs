@@ -11,6 +11,7 @@ mod backends;
 mod browser;
 mod conversations;
 mod error_shapes;
+mod guard;
 mod limits;
 mod media;
 mod openai;

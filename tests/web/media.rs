@@ -153,17 +153,18 @@ async fn files_over_the_cap_and_bad_requests_are_refused_and_change_nothing() {
     cfg.media.max_bytes = 1024 * 1024;
     let app = TestApp::start(cfg.clone(), Some(dir)).await;
     let path = "/api/v1/files?user=local&name=big.bin";
+    let port = app.app.addr.unwrap().port();
 
     // Declared over the cap: refused at once; no byte of the body was ever sent.
     let head = format!(
-        "POST {path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/octet-stream\r\nContent-Length: 5242880\r\n\r\n"
+        "POST {path} HTTP/1.1\r\nHost: localhost:{port}\r\nContent-Type: application/octet-stream\r\nContent-Length: 5242880\r\n\r\n"
     );
     let (status, body) = raw(&app, &head, &[]).await;
     assert_eq!(status, 413, "{body}");
     assert_eq!(body["error"]["code"], "file_too_large", "{body}");
     assert!(body["error"]["message"].as_str().unwrap().contains("1.0 MB limit ([media] max_bytes)"), "{body}");
     // Streamed without a length: stopped once it passes the cap (64 KB pieces, 2 MB in all).
-    let head = format!("POST {path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/octet-stream\r\nTransfer-Encoding: chunked\r\n\r\n");
+    let head = format!("POST {path} HTTP/1.1\r\nHost: localhost:{port}\r\nContent-Type: application/octet-stream\r\nTransfer-Encoding: chunked\r\n\r\n");
     let piece = blob(b"", 64 * 1024);
     let mut chunk = format!("{:x}\r\n", piece.len()).into_bytes();
     chunk.extend_from_slice(&piece);

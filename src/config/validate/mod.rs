@@ -35,6 +35,26 @@ pub(super) fn check_server(server: &ServerConfig, p: &mut Problems) {
     p.positive("server.header_timeout_secs", server.header_timeout_secs);
     p.positive("server.body_timeout_secs", server.body_timeout_secs);
     p.positive("server.max_connections", server.max_connections);
+    p.positive("server.max_connections_per_client", server.max_connections_per_client);
+    for (i, host) in server.allowed_hosts.iter().enumerate() {
+        if super::HostName::parse(host).is_none() {
+            p.add(
+                format!("server.allowed_hosts[{i}]"),
+                format!(
+                    "{host:?} is not a host name; write the name a browser or proxy sends in Host, \
+                     such as \"butler.example.com\" or \"chat.local:8443\" (no scheme, no path)"
+                ),
+            );
+        }
+    }
+    for (i, range) in server.trusted_proxies.iter().enumerate() {
+        if super::IpRange::parse(range).is_none() {
+            p.add(
+                format!("server.trusted_proxies[{i}]"),
+                format!("{range:?} is not an IP address or range; write one such as \"10.0.0.5\" or \"10.0.0.0/8\""),
+            );
+        }
+    }
 }
 
 pub(super) fn check_stores(database: &DatabaseConfig, redis: Option<&RedisConfig>, p: &mut Problems) {

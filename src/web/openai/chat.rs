@@ -37,6 +37,9 @@ pub(super) async fn completions(
 ) -> Result<Response, OpenAiError> {
     // A bad or missing token is refused whatever the body says.
     s.auth.user(&headers, None)?;
+    if !crate::http::is_json(&headers) {
+        return Err(OpenAiError::not_json());
+    }
     let body = body.map_err(|_| OpenAiError::invalid("invalid_body", "the request body could not be read"))?;
     let req = request::parse(&body)?;
     let user = who(&s, &headers, &req)?;

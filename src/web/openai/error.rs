@@ -24,6 +24,17 @@ impl OpenAiError {
         Self { status: StatusCode::BAD_REQUEST, kind: "invalid_request_error", code, message: message.into() }
     }
 
+    /// A body that is not declared JSON (415): a form or `text/plain` post could come from any
+    /// web page without a preflight.
+    pub(super) fn not_json() -> Self {
+        Self {
+            status: StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            kind: "invalid_request_error",
+            code: "unsupported_media_type",
+            message: "send the request as JSON with Content-Type: application/json".into(),
+        }
+    }
+
     pub(super) fn not_found(code: &'static str, message: impl Into<String>) -> Self {
         Self { status: StatusCode::NOT_FOUND, kind: "not_found_error", code, message: message.into() }
     }
