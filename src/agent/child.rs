@@ -9,6 +9,7 @@
 //! as it goes, so a crash never loses a finished child's answer nor runs a child twice. Nothing
 //! here may wait for a person or send to a channel.
 
+use super::admit::admit_helper;
 use super::context::{dangling_results, INTERRUPTED};
 use super::exec::ToolResult;
 use super::input::{Start, Tree, TurnInput};
@@ -159,28 +160,18 @@ impl Children<'_> {
             Ok(p) => p,
             Err(e) => return refuse(e.to_string()),
         };
-        if plan.background {
-            let filter = crate::store::DelegationFilter {
-                user_id: Some(parent.user.id.clone()),
-                open_only: true,
-                background_only: true,
-                limit: cfg.delegation.max_background + 1,
-                ..Default::default()
-            };
-            if self.agent.store().delegations_list(&filter).await?.len() >= cfg.delegation.max_background {
-                return refuse(format!(
-                    "not started: {} background tasks are running already ([agent.delegation] max_background); \
-                     wait for one or /cancel it",
-                    cfg.delegation.max_background
-                ));
-            }
-        }
+        let who = (&parent.tree, parent.user.id.as_str());
+        let admitted = admit_helper(self.agent.running(), &**self.agent.store(), cfg, who, plan.background).await?;
+        let slot = match admitted {
+            Ok(slot) => slot,
+            Err(text) => return refuse(text),
+        };
         let (row, mut state) = match self.open(parent, &call, &plan).await? {
             Opened::New(new) => *new,
             // The call has its child already (a re-run): its recorded outcome stands.
             Opened::Existing(row) => return Ok(Outcome::Result(recorded_result(&row))),
         };
-        if plan.background {
+        if let Some(slot) = slot {
             let started = format!(
                 "Started background task {id}. Its result will arrive in this conversation as a new message; \
                  /tasks lists tasks and /cancel {id} stops it.",
@@ -189,8 +180,10 @@ impl Children<'_> {
             let agent = self.agent.owned();
             let parent = parent.clone();
             let running = self.agent.running().clone();
+            running.chains().keep(&parent.tree.chain);
             running.clone().spawn(async move {
                 Children { agent: &*agent }.background(parent, row, state, &running).await;
+                drop(slot);
             });
             return Ok(Outcome::Result(ToolResult {
                 call_id: call.id,
@@ -246,6 +239,7 @@ impl Children<'_> {
             created_ms: now_ms(),
             finished_ms: None,
             delivered_ms: None,
+            origin: parent.tree.chain.origin().to_string(),
         };
         let row = store.delegation_start(&row).await?;
         tracing::info!(task = %row.id, tier = %row.tier, model = %row.model, depth = row.depth, background = row.background, "child agent started");
@@ -281,8 +275,9 @@ impl Children<'_> {
             let tree = Tree {
                 depth: row.depth as u32,
                 root_session: Some(row.root_session_id.clone()),
-                spend: parent.tree.spend.clone(),
+                chain: parent.tree.chain.clone(),
                 budget: parent.tree.budget,
+                background: parent.tree.background,
             };
             let input = TurnInput {
                 session: state,
@@ -344,6 +339,10 @@ impl Children<'_> {
             Ending::Stopped if timed_out.load(Ordering::SeqCst) => {
                 let r = format!("its time limit of {} s ([agent.delegation] timeout_secs)", limits.timeout_secs);
                 (DelegationStatus::Stopped, Some(r.clone()), Some(format!("(stopped by {r})")))
+            }
+            Ending::Stopped if parent.tree.background && parent.tree.chain.halted().is_some() => {
+                let by = parent.tree.chain.halted().unwrap_or_default();
+                (DelegationStatus::Cancelled, Some(by.clone()), Some(format!("(stopped by {by})")))
             }
             Ending::Stopped if parent.stop.is_cancelled() => {
                 (DelegationStatus::Cancelled, Some("/stop".into()), Some("(stopped by /stop)".into()))
@@ -443,7 +442,8 @@ impl Children<'_> {
     }
 
     /// A background child: runs to its end (a call that would ask a person is refused: nobody
-    /// is waiting for it), records the outcome and hands the result to the parent's inbox once.
+    /// is waiting for it), records the outcome and hands the result to the parent's inbox once,
+    /// with its chain's totals; a halted chain's task reports nothing (no turn follows it).
     async fn background(
         &self,
         mut parent: Parent,
@@ -451,12 +451,13 @@ impl Children<'_> {
         mut state: SessionState,
         running: &crate::delegate::Running,
     ) {
-        // `/cancel` stops it (through the registry); shutdown only parks it, so the next start
-        // reports it as interrupted rather than cancelled.
-        let stop = CancellationToken::new();
+        // `/cancel` stops it (through the registry), and so does halting its chain (`/stop`, or
+        // `/cancel` of the chain); shutdown only parks it, so the next start reports it as
+        // interrupted rather than cancelled. It spends from its message's chain.
+        let stop = parent.tree.chain.halt_token().child_token();
         parent.stop = CancellationToken::new();
         parent.abort = running.shutdown_token();
-        parent.tree.spend = Default::default();
+        parent.tree.background = true;
         let mut start = Start::Message;
         let ended = loop {
             let end = match self.drive(&parent, &row, &mut state, start, stop.clone()).await {
@@ -498,7 +499,15 @@ impl Children<'_> {
         if let Err(e) = self.audit(&parent, &ended).await {
             tracing::warn!(task = %ended.id, error = %e, "could not audit the background task");
         }
-        if let Err(e) = deliver(&**self.agent.store(), &ended).await {
+        let chain = &parent.tree.chain;
+        if chain.halted().is_some() {
+            if let Err(e) = self.agent.store().delegation_delivered(&ended.id).await {
+                tracing::warn!(task = %ended.id, error = %e, "could not mark the halted task's report as not needed");
+            }
+            return;
+        }
+        running.chains().report_pending(chain, &ended.id);
+        if let Err(e) = deliver(&**self.agent.store(), &ended, Some(chain.totals())).await {
             tracing::warn!(task = %ended.id, error = %e, "background result not handed over; it is at next start");
         }
     }

@@ -3,8 +3,9 @@
 //!
 //! Plain data: nothing here may run anything.
 
-use super::budget::{Budget, Spend};
+use super::budget::Budget;
 use super::window::SessionState;
+use crate::delegate::Chain;
 use crate::store::{ApprovalRow, StoreError, TurnCommit, UserRow};
 use butler_channel::InboundEvent;
 use std::sync::Arc;
@@ -43,15 +44,19 @@ pub(crate) struct TurnInput<'a> {
 }
 
 /// Where a turn sits in a tree of delegations, and what the whole tree may and did spend.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub(crate) struct Tree {
     /// 0 for a conversation's own turn, 1 for its children, ...
     pub depth: u32,
     /// The session of the tree's root turn (`None` at the root itself).
     pub root_session: Option<String>,
-    /// Dollars spent so far by the root turn and every child.
-    pub spend: Arc<Spend>,
+    /// The totals of the originating message: model calls, helpers and dollars of the root
+    /// turn, every child, its background tasks and the turns their reports start.
+    pub chain: Arc<Chain>,
     pub budget: Budget,
+    /// Of the chain's background part (a background task, anything under one, or a turn a
+    /// report started): halting the chain (`/stop`, `/cancel`) ends it.
+    pub background: bool,
 }
 
 /// What a heartbeat turn answers when nothing is worth saying (then nothing is delivered).

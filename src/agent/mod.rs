@@ -8,6 +8,7 @@
 //! wait for a person (approvals park the turn) and never send anything to a channel itself:
 //! replies go through the outbox.
 
+mod admit;
 mod approve;
 mod ask;
 mod attach;

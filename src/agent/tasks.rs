@@ -1,12 +1,13 @@
 //! What a child's `delegations` row means to others: the text its parent's call gets, the
-//! names of its session and event, and a background task's report through the inbox (once),
-//! also for tasks a dead process left behind.
+//! names of its session and event, and a background task's report through the inbox (once,
+//! carrying its chain's origin and totals), also for tasks a dead process left behind.
 //!
 //! It must never run a child, and never hand over a background result twice.
 
 use super::context::INTERRUPTED;
 use super::exec::ToolResult;
 use crate::clock::now_ms;
+use crate::delegate::Totals;
 use crate::ids::TASK_SOURCE;
 use crate::store::{DelegationRow, DelegationStatus, DelegationUpdate, StoreError};
 use butler_channel::{Actor, EventBody, EventId, InboundEvent};
@@ -80,9 +81,35 @@ pub(super) fn recorded_result(row: &DelegationRow) -> ToolResult {
     }
 }
 
+/// What a background task's report event says about its chain.
+#[derive(Debug, PartialEq)]
+pub(super) struct Report {
+    pub task: String,
+    /// The event id of the message whose chain started the task (empty for old reports).
+    pub origin: String,
+    /// What the chain had used when the report was handed over (`None` after a restart).
+    pub totals: Option<Totals>,
+}
+
+/// The chain facts of a background task's report event; `None` for any other event.
+pub(super) fn report_of(event: &InboundEvent) -> Option<Report> {
+    let EventBody::Trigger { source, payload, .. } = &event.body else { return None };
+    if source != TASK_SOURCE {
+        return None;
+    }
+    let text = |k: &str| payload.get(k).and_then(serde_json::Value::as_str).unwrap_or_default().to_string();
+    let totals = payload.get("totals").and_then(|t| serde_json::from_value(t.clone()).ok());
+    Some(Report { task: text("task"), origin: text("origin"), totals })
+}
+
 /// Hands an ended background task's result to the parent's conversation: an inbox event
-/// `task:<id>` (its id makes it once), then marks the task delivered.
-pub(crate) async fn deliver(store: &dyn crate::store::Store, row: &DelegationRow) -> Result<(), StoreError> {
+/// `task:<id>` (its id makes it once) with its chain's origin and `totals`, then marks the
+/// task delivered.
+pub(crate) async fn deliver(
+    store: &dyn crate::store::Store,
+    row: &DelegationRow,
+    totals: Option<Totals>,
+) -> Result<(), StoreError> {
     let Ok(identity) = row.requester.parse() else {
         return Err(StoreError::Corrupt(format!("delegations.requester `{}`", row.requester)));
     };
@@ -109,7 +136,11 @@ pub(crate) async fn deliver(store: &dyn crate::store::Store, row: &DelegationRow
         addressed: true,
         reply_to: None,
         message_id: None,
-        body: EventBody::Trigger { source: TASK_SOURCE.into(), text, payload: serde_json::json!({"task": row.id}) },
+        body: EventBody::Trigger {
+            source: TASK_SOURCE.into(),
+            text,
+            payload: serde_json::json!({"task": row.id, "origin": row.origin, "totals": totals}),
+        },
         at_ms: now_ms(),
         attachments: Vec::new(),
     };
@@ -136,7 +167,7 @@ pub(crate) async fn recover_background(store: &dyn crate::store::Store) -> Resul
         } else {
             row
         };
-        deliver(store, &row).await?;
+        deliver(store, &row, None).await?;
         handed += 1;
     }
     Ok(handed)

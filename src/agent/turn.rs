@@ -7,13 +7,13 @@
 //! and what is delivered) and `build_commit`. Nothing here may send to a channel or wait for a
 //! person.
 
+use super::admit::{halted_report, refused, root_tree, worst_case, RootParts};
 use super::approve::{Resumed, ToolRound};
-use super::budget::{day_start_ms, Budget};
 use super::catalog::Catalog;
 use super::child::{Children, Outcome, Parent};
 use super::context::dangling_results;
 use super::exec::ToolResult;
-use super::input::{Start, Tree, TurnError, TurnInput, TurnOutcome};
+use super::input::{Start, TurnError, TurnInput, TurnOutcome};
 use super::narrow::Narrowing;
 use super::progress::{Nudge, TurnObserver};
 use super::state::{
@@ -254,7 +254,15 @@ impl Agent {
             input;
         let tree = match tree {
             Some(t) => t,
-            None => self.root_tree(&user.id).await?,
+            None => {
+                let parts = RootParts {
+                    store: &*self.store,
+                    limits: &self.limits,
+                    caps: crate::delegate::Caps::of(&self.delegation.delegation),
+                    running: &self.running,
+                };
+                root_tree(parts, event, session_key, &user.id).await?
+            }
         };
         let sid = session.row.id.clone();
         let tool_ctx = ToolCtx {
@@ -347,6 +355,11 @@ impl Agent {
             }
             turn.defs = catalog.offer(&turn.narrowing, &turn.tools, &[]);
         }
+        if halted_report(turn.event, &turn.tree) {
+            // `/stop` or `/cancel` ended the chain this report belongs to: no follow-up.
+            tracing::info!(origin = %turn.tree.chain.origin(), "report of a halted chain: no turn");
+            turn.skip_model = Some(Ending::Stale);
+        }
         Ok(turn)
     }
 
@@ -367,12 +380,24 @@ impl Agent {
             if turn.progress.iterations >= self.limits.max_iterations {
                 return Ok((Ending::Limit, String::new()));
             }
-            if let Some(message) = turn.tree.budget.exceeded(turn.tree.spend.usd()) {
-                tracing::info!(spent_usd = turn.tree.spend.usd(), "turn stopped by a spending limit");
-                return Ok((Ending::Budget(message), String::new()));
+            // The message's totals (every turn of its chain): a cheap check before the request
+            // is built, then the call is admitted (counted, its worst case reserved) atomically.
+            let cap = turn.tree.budget.chain_cap();
+            if let Err(r) = turn.tree.chain.check(cap, turn.tree.background) {
+                return Ok((refused(&turn.tree, r), String::new()));
             }
-            turn.progress.iterations += 1;
             let req = self.request(turn).await?;
+            let worst = worst_case(&self.prices.get(self.llm.model()), turn.progress.context_tokens, self.max_tokens);
+            let admitted = tokio::select! {
+                r = turn.tree.chain.admit(worst, cap, turn.tree.background) => r,
+                _ = turn.stop.cancelled() => return Ok((Ending::Stopped, String::new())),
+                _ = turn.abort.cancelled() => return Ok((Ending::Parked, String::new())),
+            };
+            let ticket = match admitted {
+                Ok(t) => t,
+                Err(r) => return Ok((refused(&turn.tree, r), String::new())),
+            };
+            turn.progress.iterations += 1;
             let opened = tokio::select! {
                 r = self.llm.stream(&req) => r,
                 _ = turn.stop.cancelled() => return Ok((Ending::Stopped, String::new())),
@@ -394,7 +419,7 @@ impl Agent {
             let (asm, cut) = read_stream(turn, stream, obs).await;
             let before = turn.progress.cost_usd();
             self.spend(&mut turn.progress, &asm);
-            turn.tree.spend.add(turn.progress.cost_usd() - before);
+            ticket.settle(turn.progress.cost_usd() - before);
             if let Some(ending) = cut {
                 return Ok((ending, asm.text));
             }
@@ -552,17 +577,6 @@ impl Agent {
             })
             .collect();
         TurnUsage::new(rows)
-    }
-
-    /// The tree of a conversation's own turn: nothing spent yet, and the user's spend today when
-    /// a limit needs it.
-    async fn root_tree(&self, user_id: &str) -> Result<Tree, StoreError> {
-        let day_before = if Budget::any(&self.limits) {
-            self.store.usage_since(user_id, day_start_ms(crate::clock::now_ms())).await?.cost_usd
-        } else {
-            0.0
-        };
-        Ok(Tree { budget: Budget::new(&self.limits, day_before), ..Tree::default() })
     }
 
     /// Persists `msgs` (preceded by the turn's user message if that is not stored yet) and adds

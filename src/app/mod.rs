@@ -165,7 +165,7 @@ impl App {
         let delivery = start_delivery(&deliverer);
         let dispatcher = build_dispatcher(&cfg, &store, triage, &deliverer, wake.clone(), names, &cluster);
         let intake = start_intake(dispatcher, &store, &ingress, &channels, opts.http.then_some(schedules), &cluster);
-        replicas::start_listener(&cluster, wake, hub.clone(), sessions.clone(), access, &intake);
+        replicas::start_listener(&cluster, wake, hub.clone(), (sessions.clone(), running.clone()), access, &intake);
         replicas::start_web_relay(&cluster, web_rx, &background);
 
         let ready = Arc::new(AtomicBool::new(false));

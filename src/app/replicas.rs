@@ -113,13 +113,13 @@ async fn take_over_dead(cluster: Arc<Cluster>, store: Arc<dyn crate::store::Stor
 /// Listens to the bus: a wake for this replica (or everyone) wakes the dispatcher; after the
 /// bus reconnects it wakes too (wakes sent meanwhile are lost); web chat events from other
 /// replicas reach this replica's open pages; a stop asked on another replica reaches the turn
-/// running here; an identity linked or approved on another replica leaves this replica's
-/// admission cache.
+/// running here (a `/stop`, also the chains of background work of that session running here);
+/// an identity linked or approved on another replica leaves this replica's admission cache.
 pub(super) fn start_listener(
     cluster: &Arc<Cluster>,
     wake: Arc<Notify>,
     hub: Option<Arc<crate::web::WebHub>>,
-    sessions: crate::session::Sessions,
+    (sessions, running): (crate::session::Sessions, Arc<crate::delegate::Running>),
     access: Arc<crate::triage::Access>,
     tasks: &Tasks,
 ) {
@@ -148,6 +148,9 @@ pub(super) fn start_listener(
                 Topic::Stop if msg.origin != me => {
                     if let Some((key, turn)) = msg.payload.split_once('\t') {
                         sessions.stop_here(key, (!turn.is_empty()).then_some(turn));
+                        if turn.is_empty() {
+                            running.chains().halt_session(key, "/stop");
+                        }
                     }
                 }
                 Topic::Access if msg.origin != me => {

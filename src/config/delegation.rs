@@ -19,11 +19,27 @@ pub struct DelegationConfig {
     pub timeout_secs: u64,
     /// Background tasks of one user running at once; more are refused with a message.
     pub max_background: usize,
+    /// Model calls one message may cause in all: its own turn, every helper at every depth, its
+    /// background tasks and the turns their reports start. The call past it ends the request with
+    /// a message naming this key. Must be more than 0.
+    pub max_model_calls_per_message: u32,
+    /// Helpers (foreground and background, at every depth) one message may start in all,
+    /// counted like `max_model_calls_per_message`; a `delegate` call past it is refused. Must be
+    /// more than 0.
+    pub max_helpers_per_message: u32,
 }
 
 impl Default for DelegationConfig {
     fn default() -> Self {
-        Self { max_depth: 3, max_parallel: 4, max_iterations: 8, timeout_secs: 300, max_background: 100 }
+        Self {
+            max_depth: 3,
+            max_parallel: 4,
+            max_iterations: 8,
+            timeout_secs: 300,
+            max_background: 100,
+            max_model_calls_per_message: 200,
+            max_helpers_per_message: 32,
+        }
     }
 }
 

@@ -14,6 +14,18 @@ pub fn check_config(cfg: &Config, p: &mut Problems) {
     p.positive("agent.delegation.max_iterations", d.max_iterations);
     p.positive("agent.delegation.timeout_secs", d.timeout_secs);
     p.positive("agent.delegation.max_background", d.max_background);
+    if d.max_model_calls_per_message == 0 {
+        p.add(
+            "agent.delegation.max_model_calls_per_message",
+            "must be more than 0 (it caps the model calls one message may cause, helpers included); the default is 200",
+        );
+    }
+    if d.max_helpers_per_message == 0 {
+        p.add(
+            "agent.delegation.max_helpers_per_message",
+            "must be more than 0 (to turn helpers off, set max_depth = 0); the default is 32",
+        );
+    }
     let mut seen = BTreeSet::new();
     for (i, a) in cfg.agent.archetypes.iter().enumerate() {
         let key = |k: &str| format!("agent.archetypes[{i}].{k}");
@@ -72,6 +84,12 @@ mod tests {
             (|c| c.agent.delegation.max_depth = 0, vec![]),
             (|c| c.agent.delegation.max_parallel = 0, vec!["agent.delegation.max_parallel"]),
             (|c| c.agent.delegation.timeout_secs = 0, vec!["agent.delegation.timeout_secs"]),
+            (
+                |c| c.agent.delegation.max_model_calls_per_message = 0,
+                vec!["agent.delegation.max_model_calls_per_message"],
+            ),
+            (|c| c.agent.delegation.max_helpers_per_message = 0, vec!["agent.delegation.max_helpers_per_message"]),
+            (|c| c.agent.delegation.max_model_calls_per_message = 1, vec![]),
             (|c| c.agent.archetypes = vec![archetype("a b", None, "p")], vec!["agent.archetypes[0].name"]),
             (
                 |c| c.agent.archetypes = vec![archetype("r", None, "p"), archetype("r", None, "p")],

@@ -1,21 +1,49 @@
-//! The children running in this process: their stop handles (for `/cancel` and shutdown) and
-//! the tracked tasks of background children.
+//! The children running in this process: their stop handles (for `/cancel` and shutdown), the
+//! tracked tasks of background children, each user's count of background tasks running here
+//! (taken atomically, so calls at the same time never pass `max_background` together) and the
+//! live chains ([`Chains`]).
 //!
 //! Shared by the agent (which registers children and spawns background ones) and triage (which
 //! cancels them). It must never run a child itself, and every task it spawns is tracked and
 //! stops with the shutdown token.
 
+use super::chains::Chains;
 use std::collections::HashMap;
 use std::future::Future;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, MutexGuard};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 /// The children of this process, by task id.
 pub struct Running {
     children: Mutex<HashMap<String, CancellationToken>>,
+    /// Background tasks running here, by user id.
+    background: Mutex<HashMap<String, usize>>,
+    chains: Chains,
     tracker: TaskTracker,
     shutdown: CancellationToken,
+}
+
+/// One of a user's background places, given back when dropped (the task ended, however).
+pub struct BackgroundSlot {
+    running: Arc<Running>,
+    user_id: String,
+}
+
+impl Drop for BackgroundSlot {
+    fn drop(&mut self) {
+        let mut counts = lock(&self.running.background);
+        if let Some(n) = counts.get_mut(&self.user_id) {
+            *n = n.saturating_sub(1);
+            if *n == 0 {
+                counts.remove(&self.user_id);
+            }
+        }
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// Removes its child from the registry when dropped (the child ended, however).
@@ -33,11 +61,33 @@ impl Drop for Registered {
 impl Running {
     /// An empty registry whose background tasks stop when `shutdown` fires.
     pub fn new(shutdown: CancellationToken) -> Arc<Self> {
-        Arc::new(Self { children: Mutex::new(HashMap::new()), tracker: TaskTracker::new(), shutdown })
+        Arc::new(Self {
+            children: Mutex::new(HashMap::new()),
+            background: Mutex::new(HashMap::new()),
+            chains: Chains::default(),
+            tracker: TaskTracker::new(),
+            shutdown,
+        })
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, CancellationToken>> {
-        self.children.lock().unwrap_or_else(|p| p.into_inner())
+    fn lock(&self) -> MutexGuard<'_, HashMap<String, CancellationToken>> {
+        lock(&self.children)
+    }
+
+    /// Takes one of user `user_id`'s `max` background places; `None` when all are taken.
+    pub fn background_slot(self: &Arc<Self>, user_id: &str, max: usize) -> Option<BackgroundSlot> {
+        let mut counts = lock(&self.background);
+        let n = counts.entry(user_id.to_string()).or_default();
+        if *n >= max {
+            return None;
+        }
+        *n += 1;
+        Some(BackgroundSlot { running: self.clone(), user_id: user_id.to_string() })
+    }
+
+    /// The live chains (the totals of messages whose background work goes on).
+    pub fn chains(&self) -> &Chains {
+        &self.chains
     }
 
     /// Registers child `id`, stopped by `cancel`; it stays listed until the guard is dropped.

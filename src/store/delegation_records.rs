@@ -92,6 +92,10 @@ pub struct DelegationRow {
     pub finished_ms: Option<i64>,
     /// A background task's result entered the parent's inbox at this time.
     pub delivered_ms: Option<i64>,
+    /// The event id of the message whose tree (chain) started it: its turn, helpers, background
+    /// tasks and the turns their reports start share one origin (empty for rows made before it
+    /// was recorded). `/tasks` shows a chain as one entry.
+    pub origin: String,
 }
 
 /// How a delegation moves on: its new status and, when it ends, what it returned and spent.
@@ -121,5 +125,7 @@ pub struct DelegationFilter {
     pub open_only: bool,
     /// Only background tasks.
     pub background_only: bool,
+    /// Only the chain of this originating message.
+    pub origin: Option<String>,
     pub limit: usize,
 }

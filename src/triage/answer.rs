@@ -47,11 +47,7 @@ impl Answers {
     ) -> Result<Verdict, StoreError> {
         Ok(match cmd {
             Command::Help => reply(HELP),
-            Command::Stop if self.sessions.stop(key, None) => Verdict::plain(Decision::Done),
-            Command::Stop => match self.approvals.cancel_waiting(event, key).await? {
-                Some(verdict) => verdict,
-                None => reply("Nothing is running."),
-            },
+            Command::Stop => self.stop(event, key).await?,
             Command::Status => reply(self.status(key, user).await?),
             Command::Tools => reply(self.tools.render()),
             Command::WhoAmI => reply(self.whoami(event, user).await?),
@@ -67,6 +63,21 @@ impl Answers {
             Command::Cancel(Some(id)) => reply(self.tasks.cancel(user, &id).await?),
             // Handled before this point; listed so the match stays exhaustive.
             Command::New | Command::Unknown | Command::Link(Some(_)) => Verdict::plain(Decision::Done),
+        })
+    }
+
+    /// `/stop`: the background work of the session (its chains: running tasks stop, their
+    /// reports start no turn), the running turn (it says it stopped), or the approvals a parked
+    /// turn waits for.
+    async fn stop(&self, event: &InboundEvent, key: &str) -> Result<Verdict, StoreError> {
+        let halted = self.tasks.halt_session(key);
+        if self.sessions.stop(key, None) {
+            return Ok(Verdict::plain(Decision::Done));
+        }
+        Ok(match self.approvals.cancel_waiting(event, key).await? {
+            Some(verdict) => verdict,
+            None if halted > 0 => reply("⏹ Stopped the background tasks of this conversation."),
+            None => reply("Nothing is running."),
         })
     }
 

@@ -51,7 +51,7 @@ pub enum PairCommand {
 pub const HELP: &str = "Commands:\n\
 /help - this list\n\
 /new - start a fresh conversation\n\
-/stop - stop the reply being written\n\
+/stop - stop the reply being written and this conversation's helpers and background tasks\n\
 /status - session, model, and today's usage\n\
 /tools - the tools I can use: built-in, each MCP server (and its state), skills\n\
 /whoami - who Butler thinks you are\n\
@@ -61,7 +61,7 @@ pub const HELP: &str = "Commands:\n\
 /pair - list, approve or deny pairing requests (owner)\n\
 /approve ID, /deny ID - answer an approval request\n\
 /tasks - your background tasks (and recent ones)\n\
-/cancel ID - stop a background task";
+/cancel ID - stop a background task (and the rest of its chain)";
 
 /// Parses `/cmd`, `/cmd@botname` and `/cmd args`; `None` for ordinary text.
 pub fn parse_command(text: &str) -> Option<Command> {

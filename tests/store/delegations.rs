@@ -2,7 +2,8 @@
 //! call returns the first row unchanged (a re-run never makes a second child); updates move
 //! only open rows (one winner when two end it at once, an ended row never reopens) and add up
 //! costs; rows are found by the parent's call or the child's session and listed by tree, user,
-//! openness and kind, newest first; a background result is handed over once.
+//! openness, kind and chain (originating message), newest first; a background result is handed
+//! over once.
 
 use butler::store::{DelegationFilter, DelegationRow, DelegationStatus, DelegationUpdate, Store};
 use std::sync::Arc;
@@ -34,6 +35,7 @@ fn row(id: &str, parent: &str, call: &str, background: bool, created_ms: i64) ->
         created_ms,
         finished_ms: None,
         delivered_ms: None,
+        origin: "web:c1:m1".into(),
     }
 }
 
@@ -84,6 +86,7 @@ pub async fn start_update_find_list_deliver(store: Arc<dyn Store>) {
         .delegation_start(&DelegationRow {
             user_id: "u2".into(),
             root_session_id: "root2".into(),
+            origin: "web:c2:m1".into(),
             ..row("t-c", "root2", "call-3", true, 3_000)
         })
         .await
@@ -96,6 +99,8 @@ pub async fn start_update_find_list_deliver(store: Arc<dyn Store>) {
         (DelegationFilter { open_only: true, ..Default::default() }, vec!["t-c"]),
         (DelegationFilter { background_only: true, user_id: Some("u1".into()), ..Default::default() }, vec!["t-b"]),
         (DelegationFilter { limit: 1, ..Default::default() }, vec!["t-c"]),
+        (DelegationFilter { origin: Some("web:c1:m1".into()), ..Default::default() }, vec!["t-b", "t-a"]),
+        (DelegationFilter { origin: Some("web:c2:m1".into()), ..Default::default() }, vec!["t-c"]),
     ];
     for (filter, want) in cases {
         let limit = if filter.limit == 0 { 10 } else { filter.limit };

@@ -15,7 +15,7 @@ use butler::store::{DelegationFilter, DelegationRow, DelegationStatus};
 use serde_json::json;
 use std::time::{Duration, Instant};
 
-async fn start(llm: &FakeLlm, tune: impl FnOnce(&mut Config)) -> (TestApp, std::sync::Arc<Touch>) {
+pub(super) async fn start(llm: &FakeLlm, tune: impl FnOnce(&mut Config)) -> (TestApp, std::sync::Arc<Touch>) {
     let (mut cfg, dir) = config(Some(&llm.openai_url()));
     cfg.tools.workspace_dir = dir.path().join("ws").display().to_string();
     cfg.llm.tiers.insert("worker".into(), LlmTier { model: Some("worker-model".into()), ..Default::default() });
@@ -39,7 +39,7 @@ fn offered(req: &RecordedRequest) -> Vec<String> {
 }
 
 /// The tool results a request carries, in order.
-fn tool_results(req: &RecordedRequest) -> Vec<String> {
+pub(super) fn tool_results(req: &RecordedRequest) -> Vec<String> {
     req.messages()
         .iter()
         .filter(|m| m["role"] == "tool")
@@ -47,7 +47,7 @@ fn tool_results(req: &RecordedRequest) -> Vec<String> {
         .collect()
 }
 
-async fn rows(app: &TestApp) -> Vec<DelegationRow> {
+pub(super) async fn rows(app: &TestApp) -> Vec<DelegationRow> {
     let filter = DelegationFilter { limit: 100, ..Default::default() };
     let mut rows = app.app.store.delegations_list(&filter).await.unwrap();
     rows.sort_by(|a, b| a.task.cmp(&b.task));
@@ -55,7 +55,7 @@ async fn rows(app: &TestApp) -> Vec<DelegationRow> {
 }
 
 /// Waits (30 s at most) until an assistant message of `conversation` contains `needle`.
-async fn wait_text(app: &TestApp, conversation: &str, needle: &str) -> String {
+pub(super) async fn wait_text(app: &TestApp, conversation: &str, needle: &str) -> String {
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
         let msgs = app.messages(conversation).await;
@@ -69,7 +69,7 @@ async fn wait_text(app: &TestApp, conversation: &str, needle: &str) -> String {
     }
 }
 
-async fn wait_until<F: std::future::Future<Output = bool>>(what: &str, mut f: impl FnMut() -> F) {
+pub(super) async fn wait_until<F: std::future::Future<Output = bool>>(what: &str, mut f: impl FnMut() -> F) {
     let deadline = Instant::now() + Duration::from_secs(30);
     while !f().await {
         assert!(Instant::now() < deadline, "timed out waiting for {what}");

@@ -14,6 +14,7 @@ mod support;
 mod actions;
 mod config;
 mod delegate;
+mod delegate_limits;
 mod files;
 mod http;
 mod many_tools;

@@ -14,7 +14,7 @@ macro_rules! delegation_cols {
         "id, parent_session_id, parent_call_id, child_session_id, root_session_id, user_id, requester, conversation, \
          group_chat, depth, \
          archetype, tier, model, tools, task, background, status, result, reason, cost_usd, input_tokens, \
-         output_tokens, created_ms, finished_ms, delivered_ms"
+         output_tokens, created_ms, finished_ms, delivered_ms, origin"
     };
 }
 pub(crate) use delegation_cols;
@@ -46,6 +46,7 @@ pub(crate) struct DelegationRaw {
     created_ms: i64,
     finished_ms: Option<i64>,
     delivered_ms: Option<i64>,
+    origin: String,
 }
 
 impl TryFrom<DelegationRaw> for DelegationRow {
@@ -77,6 +78,7 @@ impl TryFrom<DelegationRaw> for DelegationRow {
             created_ms: r.created_ms,
             finished_ms: r.finished_ms,
             delivered_ms: r.delivered_ms,
+            origin: r.origin,
         })
     }
 }
@@ -95,8 +97,8 @@ macro_rules! impl_delegations {
                     "INSERT INTO delegations (id, parent_session_id, parent_call_id, child_session_id, \
                      root_session_id, user_id, requester, conversation, group_chat, depth, archetype, tier, model, tools, \
                      task, background, status, result, reason, cost_usd, input_tokens, output_tokens, created_ms, \
-                     finished_ms, delivered_ms) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, \
-                     $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25) ON CONFLICT (parent_session_id, parent_call_id) DO NOTHING",
+                     finished_ms, delivered_ms, origin) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, \
+                     $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26) ON CONFLICT (parent_session_id, parent_call_id) DO NOTHING",
                 )
                 .bind(row.id.as_str())
                 .bind(row.parent_session_id.as_str())
@@ -123,6 +125,7 @@ macro_rules! impl_delegations {
                 .bind(row.created_ms)
                 .bind(row.finished_ms)
                 .bind(row.delivered_ms)
+                .bind(row.origin.as_str())
                 .execute(self.writer())
                 .await
                 .map_err(db_err)?;
@@ -207,13 +210,14 @@ macro_rules! impl_delegations {
                     $crate::store::sql::delegations::delegation_cols!(),
                     " FROM delegations WHERE ($1 IS NULL OR root_session_id = $1) AND ($2 IS NULL OR user_id = $2) \
                      AND (NOT $3 OR status IN ('running', 'waiting')) AND (NOT $4 OR background) \
-                     ORDER BY created_ms DESC, id DESC LIMIT $5"
+                     AND ($6 IS NULL OR origin = $6) ORDER BY created_ms DESC, id DESC LIMIT $5"
                 ))
                 .bind(f.root_session_id.as_deref())
                 .bind(f.user_id.as_deref())
                 .bind(f.open_only)
                 .bind(f.background_only)
                 .bind(f.limit.max(1) as i64)
+                .bind(f.origin.as_deref())
                 .fetch_all(self.reader())
                 .await
                 .map_err($crate::store::sql::error::db_err)?;
