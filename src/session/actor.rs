@@ -1,5 +1,8 @@
-//! One session's actor: loads (or opens) the session, runs its jobs one at a time, streams each
-//! turn, commits it, wakes the outbox, and retires when idle.
+//! One session's actor: loads (or opens) the session, runs its jobs one at a time, marks each
+//! turn as begun in the inbox (so a process death is charged only to the running event),
+//! streams it, commits it, wakes the outbox, and retires when idle.
+//!
+//! It must never run an event this process no longer holds.
 
 use super::job::{Job, JobKind};
 use super::retry::{retry_or_fail, until_recorded};
@@ -110,9 +113,25 @@ impl Actor {
         METRICS.sessions_live.add(-1);
     }
 
+    /// Marks the job's event as running in the inbox before anything of its turn happens:
+    /// from here on a process death is charged to it. `false`: this process no longer holds
+    /// the event (taken back, or ended), so the job must not run.
+    async fn begin(&self, job: &Job) -> Result<bool, StoreError> {
+        let worker = self.shared.deps.cluster.worker();
+        let held = self.shared.deps.agent.store.inbox_start(&job.event.id.0, worker).await?;
+        if !held {
+            tracing::warn!(event = %job.event.id, "the event is no longer held here; not running it");
+        }
+        Ok(held)
+    }
+
     async fn handle(&mut self, job: Job) {
         let result = match &job.kind {
-            JobKind::Turn | JobKind::Resume { .. } => self.turn(&job).await,
+            JobKind::Turn | JobKind::Resume { .. } => match self.begin(&job).await {
+                Ok(true) => self.turn(&job).await,
+                Ok(false) => return,
+                Err(e) => Err(e.into()),
+            },
             JobKind::Reset => self.reset(&job).await,
         };
         if let Err(TurnError::Store(crate::store::StoreError::Fenced { .. })) = &result {
