@@ -16,3 +16,4 @@ mod media;
 mod openai;
 mod poison;
 mod sessions;
+mod tries;
