@@ -16,8 +16,8 @@ use std::time::{Duration, Instant};
 
 const CONVERSATIONS: usize = 10;
 const PER_CONVERSATION: usize = 20;
-/// Milliseconds from a (re)start being ready to its SIGKILL. Never more than two short ones in
-/// a row: a slow turn cut off at five deaths in a row would rightly be poison.
+/// Milliseconds from a (re)start being ready to its SIGKILL. No two shorter than a slow answer
+/// (about 2 s) in a row: a slow turn cut off at five deaths in a row would rightly be poison.
 const KILL_AFTER_MS: [u64; 10] = [1500, 4500, 2000, 3000, 5000, 1500, 4000, 2500, 5000, 3500];
 
 /// The text of message `i` of conversation `c`; its kind (`slow`, `tool`, `plain`) picks the
@@ -68,10 +68,10 @@ async fn two_hundred_messages_ten_kills(pg: Option<&str>) {
             }
         }
     }
-    let plain = Reply::echo().chunk_delay(Duration::from_millis(100));
+    let plain = Reply::echo().chunk_delay(Duration::from_millis(120));
     llm.on_every(" tool ", plain.clone());
-    // About three seconds of streaming: a draft shows, and most kills find one running.
-    llm.on_every(" slow ", Reply::echo().chunk_delay(Duration::from_millis(350)));
+    // About two seconds of streaming: a draft shows, and most kills find one running.
+    llm.on_every(" slow ", Reply::echo().chunk_delay(Duration::from_millis(250)));
     llm.set_default(plain);
     let dep = deployment(pg, &llm_section(&llm.openai_url()));
     let db = pg.map_or_else(|| dep.db_url(), str::to_string);
