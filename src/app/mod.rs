@@ -300,6 +300,9 @@ async fn build_channels(
             tracing::info!(recovered, "resuming events interrupted by an earlier stop");
         }
     }
+    // Drafts whose event ended without finishing them (only those: a draft of an event that
+    // will run again is finished by that run), whoever left them: safe beside live replicas.
+    crate::outbox::settle_orphan_drafts(&**store).await?;
     #[cfg(feature = "webhook")]
     let routes =
         platforms.routes.merge(butler_webhook::routes(webhook_sources(&cfg.triggers), ingress.clone(), gate.clone()));

@@ -81,13 +81,16 @@ pub(super) fn start_reaper(
 }
 
 /// Every third of a lease period: events held by replicas that are no longer alive go back
-/// to `pending`, and everyone is woken to claim them.
+/// to `pending` (charged like a crash, only to the events that were running), everyone is
+/// woken to claim them, and the reply drafts a dead replica left to events that ended are
+/// settled.
 async fn take_over_dead(cluster: Arc<Cluster>, store: Arc<dyn crate::store::Store>, cancel: CancellationToken) {
     if !cluster.shared() {
         return;
     }
     let mut tick = tokio::time::interval((cluster.lease_ttl() / 3).max(Duration::from_millis(100)));
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut known: Vec<String> = Vec::new();
     loop {
         tokio::select! {
             _ = tick.tick() => {}
@@ -98,14 +101,26 @@ async fn take_over_dead(cluster: Arc<Cluster>, store: Arc<dyn crate::store::Stor
             Ok(alive) if alive.iter().any(|w| w == cluster.worker()) => alive,
             Ok(_) | Err(_) => continue,
         };
+        // A replica gone since the last look may have died between ending an event and
+        // settling its draft.
+        let mut gone = known.iter().any(|w| !alive.contains(w));
         match ReplicaStore::inbox_takeover(&*store, &alive).await {
             Ok(0) => {}
             Ok(n) => {
                 METRICS.takeovers.add(n);
                 tracing::warn!(events = n, "took back events from a replica that stopped answering");
                 cluster.publish(Topic::Wake, "*").await;
+                gone = true;
             }
             Err(e) => tracing::warn!(error = %e, "could not take back a dead replica's events"),
+        }
+        if gone {
+            match crate::outbox::settle_orphan_drafts(&*store).await {
+                Ok(_) => known = alive,
+                Err(e) => tracing::warn!(error = %e, "could not settle a dead replica's drafts"),
+            }
+        } else {
+            known = alive;
         }
     }
 }

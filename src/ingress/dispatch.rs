@@ -6,7 +6,7 @@
 use crate::cluster::{Cluster, Topic};
 use crate::ids::HOOK_CHANNEL;
 use crate::outbox::Deliverer;
-use crate::session::retry::{dead_letter, exhausted, retry_or_fail, until_recorded};
+use crate::session::retry::{dead_letter, poison_error, poisoned, retry_or_fail, until_recorded};
 use crate::session::Placement;
 use crate::store::{now_ms, DecisionRow, InboxRow, InboxStatus, NewOutbox, Store, StoreError, TurnCommit};
 use crate::triage::{Decision, Triage};
@@ -136,10 +136,11 @@ impl Dispatcher {
     }
 
     async fn route_or_retry(&self, row: &InboxRow, stop: &CancellationToken) {
-        let spent = exhausted(row.attempts, self.max_attempts);
+        // Its process died every time it ran, that many times in a row: never run it once more.
+        // Deaths it only waited through (claimed, queued) were not charged to it.
+        let spent = poisoned(row.crashes, self.max_attempts);
         let error = if spent {
-            // Claimed again after its last try (a crash during it): never run it once more.
-            row.error.clone().unwrap_or_else(|| "interrupted".into())
+            poison_error(row.crashes)
         } else {
             match self.route(row).await {
                 Ok(()) => return,
@@ -149,6 +150,8 @@ impl Dispatcher {
         let (store, event) = (&*self.store, &row.event);
         until_recorded(stop, &event.id.0, || async {
             if spent {
+                // This claim is not a try: give it back first, so the row counts the runs.
+                store.inbox_release(&event.id.0, 0).await?;
                 dead_letter(store, &self.deliverer, event, row.attempts - 1, &error).await
             } else {
                 retry_or_fail(store, &self.deliverer, event, row.attempts, self.max_attempts, &error).await

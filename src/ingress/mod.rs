@@ -8,7 +8,7 @@
 
 mod dispatch;
 
-pub use crate::session::retry::{backoff_ms, dead_letter, exhausted, failed_key, retry_or_fail};
+pub use crate::session::retry::{backoff_ms, dead_letter, failed_key, poisoned, retry_or_fail};
 pub use dispatch::Dispatcher;
 
 use crate::metrics::METRICS;

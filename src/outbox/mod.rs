@@ -11,6 +11,7 @@ mod stream;
 
 pub use deliver::{Deliverer, DeliveryConfig};
 pub(crate) use stream::Streamer;
+pub use stream::{settle_orphan_drafts, CUT_OFF};
 
 use butler_channel::Channel;
 use std::collections::BTreeMap;

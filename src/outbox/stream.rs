@@ -4,17 +4,34 @@
 //! The draft message is recorded in the outbox row of the reply (status `draft`) before
 //! anything else happens to it, so the final delivery edits this same message instead of
 //! sending a second one, also after a crash and re-run. A streamer must be closed (awaited)
-//! before the turn commits, so no late draft edit can overwrite the final text.
+//! before the turn commits, so no late draft edit can overwrite the final text. A draft whose
+//! event ended without finishing it (set aside after its process died) is settled by
+//! [`settle_orphan_drafts`], never left showing a Stop button for a turn that is gone.
 
 use super::chunk_key;
 use crate::agent::TurnObserver;
-use crate::store::{NewOutbox, OutboxStatus, OutboxStore};
+use crate::store::{NewOutbox, OutboxStatus, OutboxStore, RecoveryStore, StoreError};
 use butler_channel::{Caps, Channel, ChannelError, MessageRef, Outbound};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
+
+/// What a streamed draft says once nobody will finish it: its turn was cut off (the process
+/// died) and its event ended without a reply of its own (set aside, say).
+pub const CUT_OFF: &str = "⚠️ This reply was cut off and will not be finished.";
+
+/// Settles the drafts nobody will finish (see [`RecoveryStore::drafts_settle`]): at start, when a
+/// dead replica's events are taken back, and when an event is set aside. The shown ones become
+/// [`CUT_OFF`] through the normal delivery, which edits them in place.
+pub async fn settle_orphan_drafts(store: &dyn RecoveryStore) -> Result<u64, StoreError> {
+    let settled = store.drafts_settle(CUT_OFF).await?;
+    if settled > 0 {
+        tracing::info!(drafts = settled, "settled reply drafts whose turn will not finish them");
+    }
+    Ok(settled)
+}
 
 /// How often the typing indicator is renewed (platforms expire it after ~5 s).
 const TYPING_EVERY: Duration = Duration::from_secs(4);

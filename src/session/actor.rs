@@ -1,5 +1,9 @@
-//! One session's actor: loads (or opens) the session, runs its jobs one at a time, streams each
-//! turn, commits it, wakes the outbox, and retires when idle.
+//! One session's actor: loads (or opens) the session, runs its jobs one at a time, marks each
+//! turn as begun in the inbox (so a process death is charged only to the running event),
+//! streams it, commits it, wakes the outbox, and retires when idle.
+//!
+//! It must never ask the model again for an event whose answer it holds uncommitted, whatever
+//! ran in the session meanwhile, and never run an event this process no longer holds.
 
 use super::job::{Job, JobKind};
 use super::retry::{retry_or_fail, until_recorded};
@@ -11,6 +15,7 @@ use crate::metrics::METRICS;
 use crate::outbox::Streamer;
 use crate::store::{InboxStatus, MemoryScope, NewOutbox, NewSession, OutboxRow, StoreError, TurnCommit};
 use butler_channel::{Button, ButtonStyle, Outbound};
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
@@ -22,9 +27,11 @@ pub(super) struct Actor {
     shared: Arc<Shared>,
     running: Arc<Mutex<Option<Running>>>,
     state: Option<SessionState>,
-    /// A finished turn whose commit failed: the retry of its event commits this instead of
-    /// asking the model again.
-    uncommitted: Option<Box<TurnCommit>>,
+    /// Finished turns whose commit failed, by event id: the retry of that event commits its
+    /// answer instead of asking the model again, also when other events of the session ran in
+    /// between (and after `butler inbox retry` of the event set aside). An entry goes when it is
+    /// committed, or when the actor, idle, finds its event ended.
+    uncommitted: HashMap<String, Box<TurnCommit>>,
     /// With several replicas: the session's lease and fencing token.
     claim: Option<Claim>,
     /// A commit was refused: another replica owns the session now.
@@ -40,7 +47,7 @@ impl Actor {
         running: Arc<Mutex<Option<Running>>>,
         claim: Option<Claim>,
     ) -> Self {
-        Self { key: key.to_string(), shared, running, state: None, uncommitted: None, claim, fenced: false }
+        Self { key: key.to_string(), shared, running, state: None, uncommitted: HashMap::new(), claim, fenced: false }
     }
 
     /// The fencing token this actor's commits carry.
@@ -66,6 +73,10 @@ impl Actor {
                     None => break,
                 },
                 _ = tokio::time::sleep(idle) => {
+                    if self.holds_answers().await {
+                        // An answer waits for its event's retry: retiring would lose it.
+                        continue;
+                    }
                     // Under the placing lock: the lease is given back before the key can be
                     // placed here again.
                     let _placing = self.shared.placing.lock().await;
@@ -110,9 +121,42 @@ impl Actor {
         METRICS.sessions_live.add(-1);
     }
 
+    /// Whether an uncommitted answer still waits for its event (entries of events that ended
+    /// meanwhile, e.g. set aside by the dispatcher, are dropped here).
+    async fn holds_answers(&mut self) -> bool {
+        let store = self.shared.deps.agent.store.clone();
+        let mut open = HashMap::new();
+        for (id, commit) in std::mem::take(&mut self.uncommitted) {
+            let row = store.inbox_get(&id).await;
+            let ended = matches!(&row, Ok(None))
+                || matches!(&row, Ok(Some(r)) if !matches!(r.status, InboxStatus::Pending | InboxStatus::Processing));
+            if !ended {
+                open.insert(id, commit);
+            }
+        }
+        self.uncommitted = open;
+        !self.uncommitted.is_empty()
+    }
+
+    /// Marks the job's event as running in the inbox before anything of its turn happens:
+    /// from here on a process death is charged to it. `false`: this process no longer holds
+    /// the event (taken back, or ended), so the job must not run.
+    async fn begin(&self, job: &Job) -> Result<bool, StoreError> {
+        let worker = self.shared.deps.cluster.worker();
+        let held = self.shared.deps.agent.store.inbox_start(&job.event.id.0, worker).await?;
+        if !held {
+            tracing::warn!(event = %job.event.id, "the event is no longer held here; not running it");
+        }
+        Ok(held)
+    }
+
     async fn handle(&mut self, job: Job) {
         let result = match &job.kind {
-            JobKind::Turn | JobKind::Resume { .. } => self.turn(&job).await,
+            JobKind::Turn | JobKind::Resume { .. } => match self.begin(&job).await {
+                Ok(true) => self.turn(&job).await,
+                Ok(false) => return,
+                Err(e) => Err(e.into()),
+            },
             JobKind::Reset => self.reset(&job).await,
         };
         if let Err(TurnError::Store(crate::store::StoreError::Fenced { .. })) = &result {
@@ -185,7 +229,7 @@ impl Actor {
         let (turn_id, stop) = self.mark_running();
         let _clear = ClearOnDrop(self.running.clone());
         // The model already answered this event; only its commit failed: commit that answer.
-        if let Some(commit) = self.uncommitted.take().filter(|c| c.inbox_id == job.event.id.0) {
+        if let Some(commit) = self.uncommitted.remove(&job.event.id.0) {
             tracing::info!("committing the answer of an earlier try");
             self.load_state(job).await?;
             return self.commit_or_retry(job, commit, started).await;
@@ -280,7 +324,7 @@ impl Actor {
         let row = match deps.agent.commit(session, &commit).await {
             Ok(row) => row,
             Err(e) => {
-                self.uncommitted = Some(commit);
+                self.uncommitted.insert(commit.inbox_id.clone(), commit);
                 return Err(e.into());
             }
         };

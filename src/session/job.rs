@@ -12,7 +12,8 @@ pub struct Job {
     pub(crate) event: InboundEvent,
     pub(crate) user: UserRow,
     pub(crate) kind: JobKind,
-    /// How many times the inbox handed this event out (1 the first time).
+    /// Tries counted for this event, this one included (1 the first time): a try that was
+    /// running when its process died counts, a claim that never began its turn does not.
     pub(crate) attempt: i32,
     /// A heartbeat job: the reply is delivered only if the model found something worth saying
     /// (it answers exactly [`crate::agent::QUIET`] otherwise); nothing streams meanwhile.

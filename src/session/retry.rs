@@ -1,9 +1,11 @@
 //! How a failed try of an inbound event ends: retried later with a growing delay, or, after
 //! `[limits] max_event_attempts` tries, set aside as `failed` (a dead letter) with one notice
-//! to the sender.
+//! to the sender; and when an event is poison (its process died that many times in a row
+//! while it ran), so that it is set aside instead of run once more.
 //!
-//! This must never retry an event without bound, and never tell a sender twice: the notice has
-//! the stable outbox key `<event id>:failed`, so running the dead-lettering again is a no-op.
+//! This must never retry an event without bound, never set an event aside for deaths it did
+//! not run through, and never tell a sender twice: the notice has the stable outbox key
+//! `<event id>:failed`, so running the dead-lettering again is a no-op.
 
 use crate::ids::{HOOK_CHANNEL, SYSTEM_CHANNEL};
 use crate::metrics::METRICS;
@@ -25,9 +27,16 @@ pub fn failed_key(event_id: &str) -> String {
     format!("{event_id}:failed")
 }
 
-/// Whether try number `attempts` is past the cap (the event must be set aside, not run).
-pub fn exhausted(attempts: i32, max_attempts: u32) -> bool {
-    i64::from(attempts) > i64::from(max_attempts)
+/// Whether an event whose process died `crashes` times in a row while it ran is poison: it
+/// must be set aside, not run once more. Deaths it only waited through never count (see
+/// [`crate::store::RecoveryStore::inbox_start`]).
+pub fn poisoned(crashes: i32, max_attempts: u32) -> bool {
+    i64::from(crashes) >= i64::from(max_attempts)
+}
+
+/// The error a poison event is set aside with.
+pub fn poison_error(crashes: i32) -> String {
+    format!("interrupted {crashes} times in a row (the process died while it ran)")
 }
 
 /// Runs `record` (the end of a failed try) until it is stored or `stop` fires, waiting a
@@ -78,7 +87,8 @@ pub async fn retry_or_fail(
 }
 
 /// Marks `event` `failed` and tells its sender once (not for triggers and system events, which
-/// have no one to tell). Safe to run again.
+/// have no one to tell); a reply draft an earlier try streamed is settled (it would show a
+/// Stop button for a turn that is gone). Safe to run again.
 pub async fn dead_letter(
     store: &dyn Store,
     deliverer: &Deliverer,
@@ -112,6 +122,7 @@ pub async fn dead_letter(
     }
     let error = format!("gave up after {attempts} tries: {error}");
     store.inbox_finish(&event.id.0, InboxStatus::Failed, Some(&error)).await?;
+    crate::outbox::settle_orphan_drafts(store).await?;
     METRICS.events_failed.inc();
     Ok(())
 }
@@ -139,10 +150,12 @@ mod tests {
     }
 
     #[test]
-    fn exhausted_only_past_the_cap() {
-        let table = [(1, 5, false), (5, 5, false), (6, 5, true), (2, 1, true), (1, 1, false)];
-        for (attempts, max, want) in table {
-            assert_eq!(exhausted(attempts, max), want, "try {attempts} of {max}");
+    fn poisoned_at_the_cap_of_deaths_in_a_row() {
+        // (deaths in a row while it ran, max_event_attempts, set aside)
+        let table =
+            [(0, 5, false), (1, 5, false), (4, 5, false), (5, 5, true), (6, 5, true), (1, 1, true), (0, 1, false)];
+        for (crashes, max, want) in table {
+            assert_eq!(poisoned(crashes, max), want, "{crashes} deaths in a row, cap {max}");
         }
     }
 }

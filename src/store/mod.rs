@@ -96,6 +96,25 @@ pub trait ReplicaStore: Send + Sync {
     async fn inbox_unclaim(&self, worker: &str, since_ms: i64) -> Result<u64>;
 }
 
+/// What a crash leaves behind, and what it may charge: the marker that a claimed event's turn
+/// began (a process death charges a try only to the events that were running, and a poison
+/// event is one running at several deaths in a row), and the streamed drafts nobody will finish.
+#[async_trait]
+pub trait RecoveryStore: Send + Sync {
+    /// Marks event `id`, held by `worker`, as running its turn from now on: if the process dies
+    /// before the try ends, recovery ([`InboxStore::inbox_recover`], [`ReplicaStore::inbox_takeover`])
+    /// keeps the try counted and counts one more crash in a row ([`InboxRow::crashes`]); an event
+    /// that was never marked gets its claim's try back. `false` when `worker` does not hold the
+    /// event (taken back, or ended): it must not run.
+    async fn inbox_start(&self, id: &str, worker: &str) -> Result<bool>;
+    /// Settles streamed reply drafts (`draft` rows keyed `<event id>:reply`) whose event is no
+    /// longer pending or processing, so nobody will finish them: one never shown (no platform
+    /// ids) is deleted; a shown one becomes `pending` with `text` and no buttons (delivery edits
+    /// the message in place) under the key `<key>:cut:<row id>`, so a later run of the event
+    /// (`butler inbox retry`) still gets a reply of its own. Returns how many were settled.
+    async fn drafts_settle(&self, text: &str) -> Result<u64>;
+}
+
 /// How long an event routed to a replica waits for it before any replica may claim it.
 pub const ROUTE_GRACE_MS: i64 = 5000;
 
@@ -341,6 +360,7 @@ pub trait Store:
     + ScheduleStore
     + SummaryStore
     + ReplicaStore
+    + RecoveryStore
     + Send
     + Sync
 {

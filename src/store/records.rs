@@ -43,7 +43,12 @@ pub struct InboxRow {
     pub seq: i64,
     pub event: InboundEvent,
     pub status: InboxStatus,
+    /// Tries counted so far: tries that ended in an error, and tries that were running when
+    /// their process died (a claim counts one; it is given back if the turn never began).
     pub attempts: i32,
+    /// Process deaths in a row during which this event was running its turn (a poison event
+    /// reaches `[limits] max_event_attempts`); a try that ends any other way starts it over.
+    pub crashes: i32,
     pub error: Option<String>,
     pub created_ms: i64,
 }

@@ -27,25 +27,38 @@ mod telemetry;
 use serde_json::{json, Value};
 use std::time::{Duration, Instant};
 
-/// Rows of a SQLite query, as JSON-ish strings, for assertions on what the binary stored.
+/// Rows of a query on the binary's database (SQLite or Postgres, by the URL's scheme), as
+/// strings (`NULL` for what is neither text nor a number), for assertions on what it stored.
 pub async fn query(db_url: &str, sql: &str) -> Vec<Vec<String>> {
     use sqlx::Row;
-    let pool = sqlx::SqlitePool::connect(db_url).await.expect("open the test database");
-    let rows = sqlx::query(sqlx::AssertSqlSafe(sql.to_string())).fetch_all(&pool).await.expect("query");
-    let out = rows
-        .iter()
-        .map(|r| {
-            (0..r.len())
-                .map(|i| {
-                    r.try_get::<String, _>(i)
-                        .or_else(|_| r.try_get::<i64, _>(i).map(|n| n.to_string()))
-                        .unwrap_or_else(|_| "NULL".into())
+    macro_rules! render {
+        ($rows:expr) => {
+            $rows
+                .iter()
+                .map(|r| {
+                    (0..r.len())
+                        .map(|i| {
+                            r.try_get::<String, _>(i)
+                                .or_else(|_| r.try_get::<i64, _>(i).map(|n| n.to_string()))
+                                .or_else(|_| r.try_get::<i32, _>(i).map(|n| n.to_string()))
+                                .unwrap_or_else(|_| "NULL".into())
+                        })
+                        .collect()
                 })
                 .collect()
-        })
-        .collect();
+        };
+    }
+    let sql = sqlx::AssertSqlSafe(sql.to_string());
+    if db_url.starts_with("postgres") {
+        let pool = sqlx::PgPool::connect(db_url).await.expect("open the test database");
+        let rows = sqlx::query(sql).fetch_all(&pool).await.expect("query");
+        pool.close().await;
+        return render!(rows);
+    }
+    let pool = sqlx::SqlitePool::connect(db_url).await.expect("open the test database");
+    let rows = sqlx::query(sql).fetch_all(&pool).await.expect("query");
     pool.close().await;
-    out
+    render!(rows)
 }
 
 /// The messages of a web conversation over HTTP.

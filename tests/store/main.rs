@@ -19,6 +19,7 @@ mod inbox;
 mod memory;
 mod outbox;
 mod questions;
+mod recovery;
 mod replicas;
 mod schedules;
 mod sessions;
@@ -88,6 +89,9 @@ contract! {
     inbox_finish_retry_recover => crate::inbox::finish_retry_recover,
     inbox_nul_text_is_stored_sanitized => crate::dead_letter::nul_text_is_stored_sanitized,
     inbox_dead_letters_list_count_requeue_release => crate::dead_letter::dead_letters_list_count_requeue_release,
+    inbox_a_death_charges_only_the_running_event => crate::recovery::a_death_charges_only_the_running_event,
+    inbox_only_the_holder_begins_an_event => crate::recovery::only_the_holder_begins_an_event,
+    outbox_orphan_drafts_are_settled => crate::recovery::orphan_drafts_are_settled,
     session_open_race_returns_one_session => crate::sessions::open_race_returns_one_session,
     session_close_then_open_keeps_transcript => crate::sessions::close_then_open_keeps_transcript,
     transcript_order_and_tool_calls_round_trip => crate::sessions::transcript_round_trip,

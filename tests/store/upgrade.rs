@@ -1,11 +1,11 @@
 //! Upgrades keep everything: for every earlier schema version of each backend, a database is
 //! built migration by migration with real rows written at the version that made their tables
-//! (a user and their identity, a session and its transcript, replies, usage, memories, the web
-//! log, pairing codes and decisions, approvals and the audit, schedules and their runs,
-//! summaries, web conversations, delegations, fences), then migrated to this build's schema by
-//! the store itself. Every seeded row must read back unchanged, and the store's own reads find
-//! the old user, memory and web messages. Migrations are forward-only: the test also checks
-//! that no migration file has a down script.
+//! (a user and their identity, a session and its transcript, an inbox event, replies, usage,
+//! memories, the web log, pairing codes and decisions, approvals and the audit, schedules and
+//! their runs, summaries, web conversations, delegations, fences), then migrated to this
+//! build's schema by the store itself. Every seeded row must read back unchanged, and the
+//! store's own reads find the old user, memory and web messages. Migrations are forward-only:
+//! the test also checks that no migration file has a down script.
 //!
 //! The previous release's schema is the last start version (all migrations but the newest).
 
@@ -44,6 +44,8 @@ const SEEDS: &[Seed] = &[
              VALUES ('u-old', 'Ada rides a blue bicycle to work', 'remember', 1000, 1000)",
             "INSERT INTO web_messages (conversation, key, role, author, text, created_ms, updated_ms) \
              VALUES ('web:c1', 'web:c1:m1', 'user', 'local', 'hello from the old days', 1000, 1000)",
+            "INSERT INTO inbox (id, channel, conversation, event, status, attempts, error, created_ms, updated_ms) \
+             VALUES ('telegram:update:9', 'telegram', 'telegram:4242', '{}', 'failed', 2, 'boom', 1000, 1000)",
         ],
         check: &[
             ("users", "id, display_name, role, timezone, created_ms"),
@@ -55,6 +57,7 @@ const SEEDS: &[Seed] = &[
             ("usage", "user_id, session_id, model, input_tokens, output_tokens, cost_usd"),
             ("memories", "user_id, text, source"),
             ("web_messages", "conversation, key, role, author, text"),
+            ("inbox", "id, channel, conversation, status, attempts, error"),
         ],
     },
     Seed {

@@ -17,3 +17,4 @@ mod media;
 mod openai;
 mod poison;
 mod sessions;
+mod tries;

@@ -14,7 +14,7 @@ macro_rules! impl_dead_letter {
             async fn inbox_release(&self, id: &str, delay_ms: i64) -> $crate::store::Result<()> {
                 let now = $crate::store::now_ms();
                 sqlx::query(
-                    "UPDATE inbox SET status = 'pending', claimed_by = NULL, next_attempt_ms = $2, \
+                    "UPDATE inbox SET status = 'pending', claimed_by = NULL, next_attempt_ms = $2, started_ms = NULL, \
                      attempts = CASE WHEN attempts > 0 THEN attempts - 1 ELSE 0 END, updated_ms = $3 \
                      WHERE id = $1 AND status = 'processing'",
                 )
@@ -54,11 +54,12 @@ macro_rules! impl_dead_letter {
                 Ok(n)
             }
 
-            /// `failed` -> `pending`, due now, attempts 0 (the error is kept until it is retried).
+            /// `failed` -> `pending`, due now, attempts and crashes 0 (the error is kept until it
+            /// is retried).
             async fn inbox_requeue(&self, id: &str) -> $crate::store::Result<bool> {
                 let done = sqlx::query(
-                    "UPDATE inbox SET status = 'pending', claimed_by = NULL, attempts = 0, next_attempt_ms = 0, \
-                     updated_ms = $2 WHERE id = $1 AND status = 'failed'",
+                    "UPDATE inbox SET status = 'pending', claimed_by = NULL, attempts = 0, crashes = 0, \
+                     started_ms = NULL, next_attempt_ms = 0, updated_ms = $2 WHERE id = $1 AND status = 'failed'",
                 )
                 .bind(id)
                 .bind($crate::store::now_ms())

@@ -76,12 +76,13 @@ macro_rules! impl_inbox {
                 Ok(())
             }
 
-            /// Back to `pending`, due at now + `delay_ms`, releasing the claim.
+            /// Back to `pending`, due at now + `delay_ms`, releasing the claim; the try ended
+            /// without a crash, so the crash streak starts over.
             async fn inbox_retry(&self, id: &str, delay_ms: i64, error: Option<&str>) -> $crate::store::Result<()> {
                 let now = $crate::store::now_ms();
                 sqlx::query(
                     "UPDATE inbox SET status = 'pending', claimed_by = NULL, next_attempt_ms = $2, error = $3, \
-                     updated_ms = $4 WHERE id = $1",
+                     started_ms = NULL, crashes = 0, updated_ms = $4 WHERE id = $1",
                 )
                 .bind(id)
                 .bind(now.saturating_add(delay_ms.max(0)))
@@ -93,7 +94,8 @@ macro_rules! impl_inbox {
                 Ok(())
             }
 
-            /// Every `processing` row of `channels` becomes `pending` again; returns how many.
+            /// Every `processing` row of `channels` becomes `pending` again, charged as a crash
+            /// only if its turn had begun (`RecoveryStore::inbox_start`); returns how many.
             /// Only for start-up of a single node (or after the owner's lease is known dead).
             async fn inbox_recover(&self, channels: &[String]) -> $crate::store::Result<u64> {
                 if channels.is_empty() {

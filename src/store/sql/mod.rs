@@ -28,6 +28,7 @@ mod inbox;
 mod memory;
 mod outbox;
 mod postgres;
+mod recovery;
 mod replicas;
 mod rows;
 mod schedules;
@@ -45,17 +46,18 @@ pub use sqlite::SqliteStore;
 /// `$channel_in` (binding the list as `$1`) and the row-locking clause for claims.
 macro_rules! channel_sql {
     ($channel_in:literal, $claim_lock:literal, $worker_in:literal) => {
-        /// `$1` live workers, `$2` now.
+        /// `$1` live workers, `$2` now. What the dead replica held is recovered like a crash.
         const SQL_INBOX_TAKEOVER: &'static str = concat!(
-            "UPDATE inbox SET status = 'pending', claimed_by = NULL, routed_to = NULL, updated_ms = $2 \
-             WHERE status = 'processing' AND claimed_by IS NOT NULL AND NOT (",
+            "UPDATE inbox SET status = 'pending', claimed_by = NULL, routed_to = NULL, updated_ms = $2, ",
+            $crate::store::sql::recovery::charge_running!(),
+            " WHERE status = 'processing' AND claimed_by IS NOT NULL AND NOT (",
             $worker_in,
             ")"
         );
         /// `$1` channels, `$2` worker, `$3` now, `$4` limit.
         pub(super) const SQL_INBOX_CLAIM: &'static str = concat!(
-            "UPDATE inbox SET status = 'processing', claimed_by = $2, attempts = attempts + 1, updated_ms = $3 \
-             WHERE seq IN (SELECT seq FROM inbox WHERE status = 'pending' AND next_attempt_ms <= $3 \
+            "UPDATE inbox SET status = 'processing', claimed_by = $2, attempts = attempts + 1, started_ms = NULL, \
+             updated_ms = $3 WHERE seq IN (SELECT seq FROM inbox WHERE status = 'pending' AND next_attempt_ms <= $3 \
              AND (routed_to IS NULL OR routed_to = $2 OR routed_ms <= $3 - 5000) \
              AND NOT EXISTS (SELECT 1 FROM inbox e WHERE e.conversation = inbox.conversation AND e.seq < inbox.seq \
              AND ((e.status = 'processing' AND e.claimed_by <> $2) \
@@ -68,8 +70,9 @@ macro_rules! channel_sql {
         );
         /// `$1` channels, `$2` now.
         const SQL_INBOX_RECOVER: &'static str = concat!(
-            "UPDATE inbox SET status = 'pending', claimed_by = NULL, updated_ms = $2 \
-             WHERE status = 'processing' AND ",
+            "UPDATE inbox SET status = 'pending', claimed_by = NULL, updated_ms = $2, ",
+            $crate::store::sql::recovery::charge_running!(),
+            " WHERE status = 'processing' AND ",
             $channel_in
         );
         /// `$1` channels, `$2` now, `$3` limit.
@@ -102,6 +105,7 @@ macro_rules! impl_store {
         $crate::store::sql::schedules::impl_schedules!($store, $db);
         $crate::store::sql::delegations::impl_delegations!($store, $db);
         $crate::store::sql::replicas::impl_replicas!($store, $db);
+        $crate::store::sql::recovery::impl_recovery!($store, $db);
 
         #[async_trait::async_trait]
         impl $crate::store::Store for $store {

@@ -28,7 +28,7 @@ macro_rules! impl_replicas {
                 let now = $crate::store::now_ms();
                 let done = sqlx::query(
                     "UPDATE inbox SET status = 'pending', claimed_by = NULL, routed_to = $2, routed_ms = $3, \
-                     next_attempt_ms = 0, attempts = CASE WHEN attempts > 0 THEN attempts - 1 ELSE 0 END, \
+                     next_attempt_ms = 0, started_ms = NULL, attempts = CASE WHEN attempts > 0 THEN attempts - 1 ELSE 0 END, \
                      updated_ms = $3 WHERE id = $1 AND status = 'processing'",
                 )
                 .bind(id)
@@ -54,7 +54,7 @@ macro_rules! impl_replicas {
             async fn inbox_yield(&self, id: &str, worker: &str) -> $crate::store::Result<bool> {
                 let now = $crate::store::now_ms();
                 let done = sqlx::query(
-                    "UPDATE inbox SET status = 'pending', claimed_by = NULL, next_attempt_ms = 0, \
+                    "UPDATE inbox SET status = 'pending', claimed_by = NULL, next_attempt_ms = 0, started_ms = NULL, \
                      attempts = CASE WHEN attempts > 0 THEN attempts - 1 ELSE 0 END, updated_ms = $3 \
                      WHERE id = $1 AND status = 'processing' AND claimed_by = $2",
                 )
@@ -70,7 +70,7 @@ macro_rules! impl_replicas {
             /// The claim's `attempts + 1` is undone: the event never ran.
             async fn inbox_unclaim(&self, worker: &str, since_ms: i64) -> $crate::store::Result<u64> {
                 let done = sqlx::query(
-                    "UPDATE inbox SET status = 'pending', claimed_by = NULL, \
+                    "UPDATE inbox SET status = 'pending', claimed_by = NULL, started_ms = NULL, \
                      attempts = CASE WHEN attempts > 0 THEN attempts - 1 ELSE 0 END, updated_ms = $3 \
                      WHERE status = 'processing' AND claimed_by = $1 AND updated_ms >= $2",
                 )

@@ -15,7 +15,7 @@ use butler_channel::{Button, ConversationKind};
 /// Column lists, as literals so that queries can be built with `concat!` and stay `'static`.
 macro_rules! cols {
     (inbox) => {
-        "seq, event, status, attempts, error, created_ms"
+        "seq, event, status, attempts, crashes, error, created_ms"
     };
     (session) => {
         "id, key, user_id, conversation, system_prompt, version, created_ms, updated_ms"
@@ -87,6 +87,7 @@ pub(crate) struct InboxRaw {
     event: String,
     status: String,
     attempts: i32,
+    crashes: i32,
     error: Option<String>,
     created_ms: i64,
 }
@@ -99,6 +100,7 @@ impl TryFrom<InboxRaw> for InboxRow {
             event: from_json("inbox.event", &r.event)?,
             status: InboxStatus::parse(&r.status).ok_or_else(|| corrupt("inbox.status", &r.status))?,
             attempts: r.attempts,
+            crashes: r.crashes,
             error: r.error,
             created_ms: r.created_ms,
         })
