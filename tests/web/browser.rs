@@ -141,7 +141,9 @@ async fn stop_button_stops_a_streaming_reply() {
     )
     .await;
     let stop = page.find(Locator::Css("#messages .msg.assistant .buttons button")).await.expect("the Stop button");
-    stop.click().await.expect("click Stop");
+    // A person's press, not WebDriver's instant click, which a busy machine can lose while the
+    // draft changes under it (see browser/stop.rs).
+    held_click(&page, &stop, Duration::from_millis(150)).await;
 
     let text = wait_final_reply(&page, "the stopped reply", "t.trim().endsWith('Stopped.')").await;
     assert!(text.starts_with("word0"), "the partial text stays: {text:?}");
