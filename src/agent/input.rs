@@ -29,8 +29,9 @@ pub(crate) struct TurnInput<'a> {
     pub stop: CancellationToken,
     /// Shutdown past the grace period: stop now, commit nothing (the event is retried later).
     pub abort: CancellationToken,
-    /// False when the event was claimed before (a retry or a re-run after a crash): only then
-    /// can its message already be in the transcript.
+    /// False when a try of the event was counted before (a retry, or a re-run after a crash
+    /// during its turn; a crash while it only waited gives the try back): only then can its
+    /// message already be in the transcript.
     pub first_attempt: bool,
     pub start: Start,
     pub session_key: &'a str,
