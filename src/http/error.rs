@@ -36,9 +36,10 @@ impl ApiError {
     }
 }
 
-impl IntoResponse for ApiError {
-    fn into_response(self) -> Response {
-        // `type` in OpenAI's words, so OpenAI clients of `/v1` read every error the same way.
+impl ApiError {
+    /// The JSON body every error response carries: `{"error": {"code", "message", "type"}}`,
+    /// `type` in OpenAI's words, so OpenAI clients of `/v1` read every error the same way.
+    pub(crate) fn body(&self) -> serde_json::Value {
         let kind = match self.status.as_u16() {
             401 => "authentication_error",
             403 => "permission_error",
@@ -47,8 +48,13 @@ impl IntoResponse for ApiError {
             400..=499 => "invalid_request_error",
             _ => "api_error",
         };
-        (self.status, Json(json!({"error": {"code": self.code, "message": self.message, "type": kind}})))
-            .into_response()
+        json!({"error": {"code": self.code, "message": self.message, "type": kind}})
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        (self.status, Json(self.body())).into_response()
     }
 }
 

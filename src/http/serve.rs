@@ -29,7 +29,7 @@ use axum::Router;
 use hyper::body::Incoming;
 use hyper::server::conn::http1;
 use hyper_util::rt::{TokioIo, TokioTimer};
-use std::collections::VecDeque;
+use std::collections::BTreeMap;
 use std::convert::Infallible;
 use std::future::Future;
 use std::net::SocketAddr;
@@ -179,10 +179,10 @@ pub(crate) async fn serve(listener: TcpListener, router: Router, limits: ServeLi
             }
         };
         // A trusted proxy carries many clients: they are counted per request instead.
-        let client =
-            if shared.proxies.trusts(peer.ip()) { Some(None) } else { shared.clients.take(peer.ip()).map(Some) };
-        let permit = client.and_then(|client| normal.clone().try_acquire_owned().ok().map(|p| (p, client)));
-        if let Some((permit, client)) = permit {
+        let proxied = shared.proxies.trusts(peer.ip());
+        let client = if proxied { None } else { shared.clients.take(peer.ip()) };
+        let permit = (proxied || client.is_some()).then(|| normal.clone().try_acquire_owned().ok()).flatten();
+        if let Some(permit) = permit {
             connections.spawn(shared.clone().serve(tcp, peer, (permit, client), stop.clone()));
         } else {
             if over_cap.due() {
@@ -216,10 +216,10 @@ struct Shared {
 /// (none for a trusted proxy's connection).
 type Held = (OwnedSemaphorePermit, Option<ClientSlot>);
 
-/// The connections over the caps being looked at, oldest first; entering when full closes the
-/// oldest.
+/// The connections over the caps being looked at, by arrival (ids only grow, so the first is
+/// the oldest); entering when full closes the oldest.
 struct Looks {
-    waiting: Mutex<VecDeque<(u64, CancellationToken)>>,
+    waiting: Mutex<BTreeMap<u64, CancellationToken>>,
     next: AtomicU64,
     max: usize,
 }
@@ -234,7 +234,7 @@ struct Look {
 
 impl Looks {
     fn new(max: usize) -> Self {
-        Self { waiting: Mutex::new(VecDeque::with_capacity(max.min(4096))), next: AtomicU64::new(0), max }
+        Self { waiting: Mutex::default(), next: AtomicU64::new(0), max }
     }
 
     fn enter(self: &Arc<Self>) -> Look {
@@ -242,21 +242,18 @@ impl Looks {
         let evicted = CancellationToken::new();
         let mut waiting = self.waiting.lock().unwrap_or_else(|p| p.into_inner());
         if waiting.len() >= self.max {
-            if let Some((_, oldest)) = waiting.pop_front() {
+            if let Some((_, oldest)) = waiting.pop_first() {
                 oldest.cancel();
             }
         }
-        waiting.push_back((id, evicted.clone()));
+        waiting.insert(id, evicted.clone());
         Look { looks: self.clone(), id, evicted }
     }
 }
 
 impl Drop for Look {
     fn drop(&mut self) {
-        let mut waiting = self.looks.waiting.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(i) = waiting.iter().position(|(id, _)| *id == self.id) {
-            waiting.remove(i);
-        }
+        self.looks.waiting.lock().unwrap_or_else(|p| p.into_inner()).remove(&self.id);
     }
 }
 
@@ -305,8 +302,9 @@ fn is_health_request(head: &[u8]) -> bool {
 }
 
 impl Shared {
-    /// A connection over the caps: a health request that arrived at once is served from the
-    /// reserve, another request gets a 503, anything else is closed.
+    /// A connection over the caps: once its request head is whole, a health request is served
+    /// from the reserve and another request gets a 503; a connection that sends no whole head
+    /// in time, or is pushed out by a newer one, is closed.
     async fn over_cap(self, tcp: TcpStream, peer: SocketAddr, place: Look, stop: CancellationToken) {
         let arrived = tokio::select! {
             _ = place.evicted.cancelled() => Arrived::Nothing,
@@ -321,7 +319,7 @@ impl Shared {
             },
             Arrived::Other => {
                 let mut tcp = tcp;
-                let _ = tokio::time::timeout(LINGER_TIME, tcp.write_all(&busy_bytes())).await;
+                let _ = tokio::time::timeout(LINGER_TIME, tcp.write_all(&BUSY_BYTES)).await;
                 linger(tcp).await;
             }
             Arrived::Nothing => drop(tcp),
@@ -426,24 +424,28 @@ async fn linger(mut tcp: TcpStream) {
     .await;
 }
 
-/// The answer over the caps for everything but the health endpoints, as bytes on the wire
-/// (written without a slot).
-fn busy_bytes() -> Vec<u8> {
-    let body = serde_json::json!({"error": {"code": "overloaded", "message": BUSY, "type": "api_error"}}).to_string();
+const BUSY: &str = "Butler has too many open connections ([server] max_connections, \
+                    max_connections_per_client); try again shortly";
+
+fn busy_error() -> ApiError {
+    ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "overloaded", BUSY)
+}
+
+/// [`busy`] as bytes on the wire, written to a connection over the caps without a slot (and
+/// without hyper); made once.
+static BUSY_BYTES: std::sync::LazyLock<Vec<u8>> = std::sync::LazyLock::new(|| {
+    let body = busy_error().body().to_string();
     format!(
         "HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\nretry-after: 1\r\n\
          connection: close\r\ncontent-length: {}\r\n\r\n{body}",
         body.len()
     )
     .into_bytes()
-}
-
-const BUSY: &str = "Butler has too many open connections ([server] max_connections, \
-                    max_connections_per_client); try again shortly";
+});
 
 /// The answer over the caps for everything but the health endpoints.
 fn busy() -> Response {
-    let mut resp = ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "overloaded", BUSY).into_response();
+    let mut resp = busy_error().into_response();
     resp.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
     resp.headers_mut().insert(header::CONNECTION, HeaderValue::from_static("close"));
     resp

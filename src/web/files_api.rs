@@ -8,7 +8,7 @@
 //! common images is an attachment, with `nosniff` and a sandboxing CSP.
 
 use super::api::{web_caller, WebState};
-use super::uploads::{valid_id, FileMeta, UploadError};
+use super::uploads::{valid_id, FileMeta, UploadError, MIN_BYTES_PER_WINDOW};
 use crate::http::{ApiError, ApiPath, ApiQuery};
 use axum::body::Body;
 use axum::extract::{Request, State};
@@ -61,7 +61,10 @@ fn upload_error(e: UploadError) -> ApiError {
         UploadError::Stalled => ApiError::new(
             StatusCode::REQUEST_TIMEOUT,
             "request_timeout",
-            "the upload came too slowly (less than 64 KiB in [server] body_timeout_secs); send it again",
+            format!(
+                "the upload came too slowly (less than {} in [server] body_timeout_secs); send it again",
+                crate::media::human_size(MIN_BYTES_PER_WINDOW)
+            ),
         ),
         UploadError::Disk(e) => ApiError::unavailable(e),
     }
