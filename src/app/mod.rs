@@ -167,6 +167,10 @@ impl App {
         let intake = start_intake(dispatcher, &store, &ingress, &channels, opts.http.then_some(schedules), &cluster);
         replicas::start_listener(&cluster, wake, hub.clone(), (sessions.clone(), running.clone()), access, &intake);
         replicas::start_web_relay(&cluster, web_rx, &background);
+        if let Some(hub) = &hub {
+            // The OpenAI API's waits learn here (and through the relay) when their event settles.
+            intake.tracker.spawn(hub.clone().announce_settled(store.settled(), intake.cancel.clone()));
+        }
 
         let ready = Arc::new(AtomicBool::new(false));
         let mut addr = None;
@@ -280,7 +284,7 @@ async fn build_channels(
     let mut files = platforms.files;
     let uploads = hub.as_ref().map(|_| Arc::new(web::Uploads::from_config(cfg)));
     if let (Some(hub), Some(uploads)) = (&hub, &uploads) {
-        out.add(Arc::new(web::WebChannel::new(store.clone(), hub.clone(), uploads.clone())));
+        out.add(Arc::new(web::WebChannel::new(&web_stores(store), hub.clone(), uploads.clone())));
         files.insert(crate::ids::WEB_CHANNEL.to_string(), uploads.clone() as Arc<dyn butler_channel::FileSource>);
     }
     for ch in platforms.channels.into_iter().chain(extra) {
@@ -507,8 +511,9 @@ fn http_routes(
             model: llm.model().to_string(),
         };
         let auth = web::WebAuth::from_config(&cfg.channels.web);
-        let state = web::WebState::new(store.clone(), ingress.clone(), hub, auth, info, shutdown.clone(), uploads);
+        let state = web::WebState::new(web_stores(store), ingress.clone(), hub, auth, info, shutdown.clone(), uploads);
         let routes = web::routes(state.clone()).merge(web::download_routes(state.clone()));
+        let routes = routes.merge(web::event_routes(state.clone()));
         (routes.merge(web::openai_routes(state.clone())), web::upload_routes(state))
     } else {
         (axum::Router::new(), axum::Router::new())
@@ -539,6 +544,18 @@ async fn serve_http(
     let limits = http::ServeLimits::from_config(&cfg.server);
     intake.tracker.spawn(http::serve(listener, router, limits, intake.cancel.clone()));
     Ok(addr)
+}
+
+/// The store traits the web chat calls.
+fn web_stores(store: &Arc<dyn Store>) -> Arc<web::WebStores> {
+    Arc::new(web::WebStores {
+        users: store.clone(),
+        messages: store.clone(),
+        conversations: store.clone(),
+        approvals: store.clone(),
+        outcomes: store.clone(),
+        usage: store.clone(),
+    })
 }
 
 /// The `[[triggers]]` sources as the webhook crate sees them.

@@ -11,7 +11,6 @@ use super::exit;
 use super::render::{Markdown, Mode};
 use crate::app::{App, AppOptions};
 use crate::config::Config;
-use crate::store::{InboxStatus, OutboxStatus};
 use async_trait::async_trait;
 use butler_channel::{
     Accepted, Actor, Caps, Channel, ChannelError, ConversationKind, ConversationRef, EventBody, EventId, Identity,
@@ -273,24 +272,22 @@ pub async fn run(
     Ok(ExitCode::SUCCESS)
 }
 
-/// After end of input: waits until every message typed has been answered and delivered
-/// (Ctrl-C gives up waiting).
+/// After end of input: waits until every message typed has been answered and delivered, as the
+/// store's outcome of each says (Ctrl-C gives up waiting). It is told when an event settles or
+/// its reply is delivered, and reads again only then (or after a while, should it miss one).
 async fn wait_for_replies(app: &App, sent: &[String]) {
+    let mut news = app.store.settled();
     let settled = async {
         for id in sent {
             loop {
-                let done = match app.store.inbox_get(id).await {
-                    Ok(Some(row)) => !matches!(row.status, InboxStatus::Pending | InboxStatus::Processing),
+                let done = match app.store.event_outcome(id).await {
+                    Ok(Some(outcome)) => outcome.finished() && outcome.delivered(),
                     Ok(None) | Err(_) => true,
                 };
-                let delivered = match app.store.outbox_get(&crate::store::reply_key(id)).await {
-                    Ok(Some(row)) => matches!(row.status, OutboxStatus::Sent | OutboxStatus::Failed),
-                    Ok(None) | Err(_) => true,
-                };
-                if done && delivered {
+                if done {
                     break;
                 }
-                tokio::time::sleep(Duration::from_millis(50)).await;
+                let _ = tokio::time::timeout(Duration::from_secs(1), news.recv()).await;
             }
         }
     };

@@ -1,7 +1,7 @@
 //! Leader leases: what must run in one place at a time (a long-polling receiver, a gateway,
 //! the reaper) runs on the replica holding its lease, and moves when that replica dies.
 
-use super::Cluster;
+use super::members::Cluster;
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;

@@ -8,7 +8,8 @@
 
 mod dispatch;
 
-pub use crate::session::retry::{backoff_ms, dead_letter, failed_key, poisoned, retry_or_fail};
+pub use crate::session::retry::{backoff_ms, dead_letter, poisoned, retry_or_fail};
+pub use crate::store::failed_key;
 pub use dispatch::Dispatcher;
 
 use crate::metrics::METRICS;

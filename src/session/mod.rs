@@ -8,12 +8,11 @@
 
 mod actor;
 mod job;
-mod key;
 pub mod retry;
 mod shared;
 
 pub use job::{Busy, Job, JobKind};
-pub use key::session_key;
+pub use crate::ids::session_key;
 pub use shared::SessionDeps;
 
 use crate::metrics::METRICS;

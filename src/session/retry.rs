@@ -22,11 +22,6 @@ pub fn backoff_ms(attempts: i32) -> i64 {
     FIRST_MS.saturating_mul(1_i64 << doublings).min(MAX_MS)
 }
 
-/// The outbox key of the one notice telling a sender that their event was given up on.
-pub fn failed_key(event_id: &str) -> String {
-    format!("{event_id}:failed")
-}
-
 /// Whether an event whose process died `crashes` times in a row while it ran is poison: it
 /// must be set aside, not run once more. Deaths it only waited through never count (see
 /// [`crate::store::RecoveryStore::inbox_start`]).
@@ -107,7 +102,7 @@ pub async fn dead_letter(
     if channel != HOOK_CHANNEL && channel != SYSTEM_CHANNEL {
         let notice = NewOutbox {
             private_to: None,
-            key: failed_key(&event.id.0),
+            key: crate::store::failed_key(&event.id.0),
             conversation: event.conversation.to_string(),
             text: format!(
                 "⚠️ Sorry, I could not process this message (tried {attempts} times). It was set aside for \

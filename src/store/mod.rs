@@ -9,6 +9,8 @@
 pub mod backup;
 mod connect;
 mod delegation_records;
+mod outbox_records;
+mod outcome_records;
 mod records;
 mod schedule_records;
 mod sql;
@@ -16,6 +18,8 @@ mod usage_records;
 
 pub use connect::connect;
 pub use delegation_records::*;
+pub use outbox_records::*;
+pub use outcome_records::*;
 pub use records::*;
 pub use schedule_records::*;
 pub use usage_records::*;
@@ -341,6 +345,18 @@ pub trait ScheduleStore: Send + Sync {
     ) -> Result<bool>;
 }
 
+/// What one event produced, in one read, and when events settle: what the web chat's APIs and
+/// `butler chat` wait on.
+#[async_trait]
+pub trait OutcomeStore: Send + Sync {
+    /// The event's status, reply and failure notice, and the approvals and questions pending in
+    /// its session (the open session its key names); `None` for an unknown event.
+    async fn event_outcome(&self, event_id: &str) -> Result<Option<EventOutcome>>;
+    /// Announces, from now on, each event whose outcome this process's store settles further:
+    /// its final status (the turn's commit, a drop, a failure), and its reply's delivery.
+    fn settled(&self) -> tokio::sync::broadcast::Receiver<Settled>;
+}
+
 /// Everything Butler persists. Two implementations: [`sql::SqliteStore`] and [`sql::PgStore`].
 #[async_trait]
 pub trait Store:
@@ -361,6 +377,7 @@ pub trait Store:
     + SummaryStore
     + ReplicaStore
     + RecoveryStore
+    + OutcomeStore
     + Send
     + Sync
 {
@@ -377,6 +394,9 @@ pub use sql::{PgStore, SqliteStore};
 
 /// `postgres://user:secret@host/db` -> `postgres://user:***@host/db` (its home is [`crate::config`]).
 pub use crate::config::redact_url;
+
+/// The keys of an event's reply and failure notice (their home is [`crate::ids`]).
+pub use crate::ids::{failed_key, reply_key, reply_of};
 
 /// Milliseconds since the Unix epoch (its home is [`crate::clock`]).
 pub use crate::clock::now_ms;

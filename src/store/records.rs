@@ -1,5 +1,6 @@
 //! Plain rows the store reads and writes. Times are Unix milliseconds.
 
+use super::outbox_records::NewOutbox;
 use super::usage_records::TurnUsage;
 use crate::llm::ToolCall;
 use butler_channel::{Button, ConversationKind, InboundEvent};
@@ -158,97 +159,6 @@ pub struct SummaryRow {
     pub up_to_seq: i64,
     pub text: String,
     pub created_ms: i64,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum OutboxStatus {
-    /// Streaming: the text is not final yet.
-    Draft,
-    Pending,
-    Sent,
-    Failed,
-}
-
-impl OutboxStatus {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Draft => "draft",
-            Self::Pending => "pending",
-            Self::Sent => "sent",
-            Self::Failed => "failed",
-        }
-    }
-
-    pub fn parse(s: &str) -> Option<Self> {
-        Some(match s {
-            "draft" => Self::Draft,
-            "pending" => Self::Pending,
-            "sent" => Self::Sent,
-            "failed" => Self::Failed,
-            _ => return None,
-        })
-    }
-}
-
-/// The idempotency key of the reply to an event.
-pub fn reply_key(event_id: &str) -> String {
-    format!("{event_id}:reply")
-}
-
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct NewOutbox {
-    /// Idempotency key: the same logical reply always has the same key.
-    pub key: String,
-    /// For one person only (the answer to their click); `None` for ordinary messages.
-    pub private_to: Option<butler_channel::PrivateTo>,
-    /// `channel:conversation[/thread]`.
-    pub conversation: String,
-    pub text: String,
-    pub buttons: Vec<Button>,
-    pub reply_to: Option<String>,
-    /// A file to send with the text as its caption (`send_file`).
-    pub file: Option<butler_channel::OutFile>,
-}
-
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct OutboxRow {
-    pub id: i64,
-    pub key: String,
-    pub private_to: Option<butler_channel::PrivateTo>,
-    pub channel: String,
-    pub conversation: String,
-    pub text: String,
-    pub buttons: Vec<Button>,
-    pub reply_to: Option<String>,
-    pub status: OutboxStatus,
-    /// Platform message ids of the chunks delivered so far (the first is the streamed draft).
-    pub platform_ids: Vec<String>,
-    pub attempts: i32,
-    pub next_attempt_ms: i64,
-    pub last_error: Option<String>,
-    pub created_ms: i64,
-    pub updated_ms: i64,
-    pub file: Option<butler_channel::OutFile>,
-}
-
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum OutboxMark {
-    /// Delivered; `platform_ids` are the ids of every chunk (recorded in the same write).
-    /// `text` is what was delivered: if the row was revised meanwhile it stays pending.
-    Sent {
-        platform_ids: Vec<String>,
-        text: String,
-    },
-    Failed {
-        error: String,
-    },
-    /// Try again at `next_attempt_ms`; `count_attempt` is false for rate limits.
-    Retry {
-        next_attempt_ms: i64,
-        error: String,
-        count_attempt: bool,
-    },
 }
 
 /// What ends one inbound event, applied in one transaction.

@@ -6,7 +6,8 @@ use super::conversations;
 use super::{WebAuth, WebHub};
 use crate::http::{ApiError, ApiJson, ApiPath, ApiQuery};
 use crate::ids::WEB_CHANNEL as CHANNEL;
-use crate::store::{now_ms, ConversationRow, NewWebMessage, Store};
+use super::stores::WebStores;
+use crate::store::{now_ms, ConversationRow, NewWebMessage};
 use axum::extract::State;
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::sse::{Event, KeepAlive, Sse};
@@ -61,7 +62,7 @@ impl OwnerCache {
 
 #[derive(Clone)]
 pub(crate) struct WebState {
-    pub(super) store: Arc<dyn Store>,
+    pub(super) store: Arc<WebStores>,
     ingress: Arc<dyn Ingress>,
     pub(super) hub: Arc<WebHub>,
     pub(super) auth: WebAuth,
@@ -76,7 +77,7 @@ pub(crate) struct WebState {
 impl WebState {
     /// The state the web routes share; `shutdown` ends open event streams.
     pub(crate) fn new(
-        store: Arc<dyn Store>,
+        store: Arc<WebStores>,
         ingress: Arc<dyn Ingress>,
         hub: Arc<WebHub>,
         auth: WebAuth,
@@ -140,7 +141,7 @@ async fn info(State(s): State<WebState>) -> impl IntoResponse {
     Json(json!({
         "llm": {"configured": s.info.llm_configured, "provider": s.info.provider, "model": s.info.model, "hint": hint},
         "auth": if s.auth.is_local() { "local" } else { "token" },
-        "user": if s.auth.is_local() { Some(super::LOCAL_USER) } else { None },
+        "user": if s.auth.is_local() { Some(super::auth::LOCAL_USER) } else { None },
         "files": {"max_bytes": s.uploads.max_bytes(), "max_per_message": MAX_FILES},
     }))
 }
@@ -207,7 +208,7 @@ async fn authorize(
     let owner = match s.owners.get(&id) {
         Some(owner) => Some(owner),
         None => {
-            let row = s.store.conversation_get(&id).await.map_err(ApiError::unavailable)?;
+            let row = s.store.users.conversation_get(&id).await.map_err(ApiError::unavailable)?;
             if let Some(r) = &row {
                 s.owners.put(&id, &r.owner);
             }
@@ -302,14 +303,14 @@ pub(super) async fn submit_message(
     let identity = format!("{CHANNEL}:{user}");
     let attachments = attachments(s, &identity, files).await?;
     if !exists {
-        super::openai::may_create(conv, &user)?;
+        super::names::may_create(conv, &user)?;
         let row = ConversationRow {
             id: format!("{CHANNEL}:{conv}"),
             kind: ConversationKind::Direct,
             owner: identity.clone(),
             created_ms: now_ms(),
         };
-        let stored = s.store.conversation_ensure(&row).await.map_err(ApiError::unavailable)?;
+        let stored = s.store.users.conversation_ensure(&row).await.map_err(ApiError::unavailable)?;
         s.owners.put(&stored.id, &stored.owner);
         if stored.owner != identity {
             return Err(ApiError::new(StatusCode::FORBIDDEN, "forbidden", "this conversation belongs to someone else"));
@@ -329,7 +330,7 @@ pub(super) async fn submit_message(
         text: shown_text(text, &attachments),
         buttons: vec![],
     };
-    let row = s.store.web_insert(&shown).await.map_err(ApiError::unavailable)?;
+    let row = s.store.messages.web_insert(&shown).await.map_err(ApiError::unavailable)?;
     let ev = event(conv, &user, event_id.clone(), EventBody::Message { text: text.to_string() }, attachments);
     let outcome = s.ingress.accept(ev).await.map_err(ingress_error)?;
     if outcome == Accepted::New {
@@ -401,7 +402,7 @@ async fn post_action(
     if !exists {
         return Err(ApiError::new(StatusCode::NOT_FOUND, "unknown_conversation", "no such conversation"));
     }
-    super::conversations::check_live_action(&*s.store, &format!("{CHANNEL}:{conv}"), &body.action).await?;
+    super::conversations::check_live_action(&s.store, &format!("{CHANNEL}:{conv}"), &body.action).await?;
     let event_id = match &body.id {
         Some(id) => format!("{CHANNEL}:{conv}:action:{id}"),
         None => format!("{CHANNEL}:action:{}", uuid::Uuid::new_v4()),
@@ -431,6 +432,7 @@ async fn existing_conversation(s: &WebState, headers: &HeaderMap, raw: &str) -> 
     let user = s.auth.user(headers, None)?;
     let row = s
         .store
+        .users
         .conversation_get(&format!("{CHANNEL}:{conv}"))
         .await
         .map_err(ApiError::unavailable)?
@@ -453,9 +455,9 @@ async fn list_messages(
         return Err(ApiError::bad_request("`limit` must be between 1 and 1000"));
     }
     // A deleted conversation shows only what came after the delete.
-    let hidden = s.store.web_conversation(&conv).await.map_err(ApiError::unavailable)?.and_then(|c| c.hidden_upto);
+    let hidden = s.store.conversations.web_conversation(&conv).await.map_err(ApiError::unavailable)?.and_then(|c| c.hidden_upto);
     let after = q.after.unwrap_or(0).max(hidden.unwrap_or(0));
-    let rows = s.store.web_list(&conv, after, limit).await.map_err(ApiError::unavailable)?;
+    let rows = s.store.messages.web_list(&conv, after, limit).await.map_err(ApiError::unavailable)?;
     let messages: Vec<_> = rows.iter().map(message_json).collect();
     Ok(Json(json!({"conversation": conv, "messages": messages})).into_response())
 }
@@ -470,6 +472,8 @@ async fn stream(
     let events = s
         .hub
         .subscribe(&conv)
+        // That an event settled is for the APIs that wait on one; the page follows messages.
+        .filter(|item| std::future::ready(!matches!(item, Ok(ev) if ev.kind == super::hub::SETTLED)))
         .map(|item| match item {
             Ok(ev) => Event::default().event(ev.kind).data(ev.data.to_string()),
             // Too slow: tell the page to reload the list.
@@ -494,7 +498,7 @@ async fn conversations_list(
     ApiQuery(q): ApiQuery<conversations::ListQuery>,
 ) -> Result<Response, ApiError> {
     let owner = web_caller(&s, &headers, q.user.as_deref())?;
-    conversations::list(&*s.store, &owner, q.limit).await
+    conversations::list(&s.store, &owner, q.limit).await
 }
 
 async fn conversation_rename(
@@ -507,7 +511,7 @@ async fn conversation_rename(
     let title = conversations::clean_title(body.title.as_deref())?;
     let conv = conversation_id(&raw)?;
     let owner = web_caller(&s, &headers, body.user.as_deref().or(q.user.as_deref()))?;
-    conversations::rename(&*s.store, &owner, &conv, title).await
+    conversations::rename(&s.store, &owner, &conv, title).await
 }
 
 async fn conversation_remove(
@@ -518,5 +522,5 @@ async fn conversation_remove(
 ) -> Result<Response, ApiError> {
     let conv = conversation_id(&raw)?;
     let owner = web_caller(&s, &headers, q.user.as_deref())?;
-    conversations::remove(&*s.store, &owner, &conv).await
+    conversations::remove(&s.store, &owner, &conv).await
 }

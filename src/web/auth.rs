@@ -6,6 +6,9 @@ use crate::config::WebConfig;
 use crate::http::ApiError;
 use axum::http::{header, HeaderMap, StatusCode};
 
+/// The identity a tokenless local page speaks as.
+pub(crate) const LOCAL_USER: &str = "local";
+
 #[derive(Clone, Default)]
 pub(crate) struct WebAuth {
     /// (token, web user name). Empty: local mode.
@@ -39,7 +42,7 @@ impl WebAuth {
     pub(crate) fn user(&self, headers: &HeaderMap, claimed: Option<&str>) -> Result<String, ApiError> {
         let claimed = claimed.map(|u| u.strip_prefix("web:").unwrap_or(u));
         if self.is_local() {
-            return Ok(claimed.unwrap_or(super::LOCAL_USER).to_string());
+            return Ok(claimed.unwrap_or(LOCAL_USER).to_string());
         }
         let presented = headers
             .get(header::AUTHORIZATION)

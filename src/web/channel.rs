@@ -7,7 +7,8 @@
 
 use super::hub::WebHub;
 use super::uploads::Uploads;
-use crate::store::{NewWebMessage, Store, WebConversationStore, WebMessage, WebStore};
+use super::stores::WebStores;
+use crate::store::{NewWebMessage, WebConversationStore, WebMessage, WebStore};
 use async_trait::async_trait;
 use butler_channel::{Caps, Channel, ChannelError, MessageRef, Outbound, TextFormat};
 use serde_json::json;
@@ -23,8 +24,8 @@ pub(crate) struct WebChannel {
 }
 
 impl WebChannel {
-    pub(crate) fn new(store: Arc<dyn Store>, hub: Arc<WebHub>, uploads: Arc<Uploads>) -> Self {
-        Self { store: store.clone(), marks: store, hub, uploads }
+    pub(crate) fn new(store: &WebStores, hub: Arc<WebHub>, uploads: Arc<Uploads>) -> Self {
+        Self { store: store.messages.clone(), marks: store.conversations.clone(), hub, uploads }
     }
 
     /// The text shown for `msg`: with a file, its caption and then a `📎` link to the file.

@@ -9,7 +9,8 @@
 
 use crate::http::ApiError;
 use crate::ids::WEB_CHANNEL as CHANNEL;
-use crate::store::{ApprovalStatus, Store, WebConversation};
+use super::stores::WebStores;
+use crate::store::{ApprovalStatus, WebConversation};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
@@ -79,20 +80,20 @@ fn entry_json(c: &WebConversation) -> Value {
 }
 
 /// `GET /api/v1/conversations` for `owner` (`web:<user>`).
-pub(super) async fn list(store: &dyn Store, owner: &str, limit: Option<usize>) -> Result<Response, ApiError> {
+pub(super) async fn list(store: &WebStores, owner: &str, limit: Option<usize>) -> Result<Response, ApiError> {
     let limit = limit.unwrap_or(DEFAULT_LIMIT);
     if !(1..=MAX_LIMIT).contains(&limit) {
         return Err(ApiError::bad_request(format!("`limit` must be between 1 and {MAX_LIMIT}")));
     }
-    let rows = store.web_conversations(owner, limit).await.map_err(ApiError::unavailable)?;
+    let rows = store.conversations.web_conversations(owner, limit).await.map_err(ApiError::unavailable)?;
     let list: Vec<Value> = rows.iter().map(entry_json).collect();
     Ok(Json(json!({"user": owner.strip_prefix("web:").unwrap_or(owner), "conversations": list})).into_response())
 }
 
 /// The stored id of conversation `conv` if `owner` owns it; 404 otherwise (also for someone else's).
-async fn owned(store: &dyn Store, owner: &str, conv: &str) -> Result<String, ApiError> {
+async fn owned(store: &WebStores, owner: &str, conv: &str) -> Result<String, ApiError> {
     let id = format!("{CHANNEL}:{conv}");
-    match store.conversation_get(&id).await.map_err(ApiError::unavailable)? {
+    match store.users.conversation_get(&id).await.map_err(ApiError::unavailable)? {
         Some(row) if row.owner == owner => Ok(id),
         _ => Err(not_found()),
     }
@@ -116,23 +117,23 @@ pub(super) fn clean_title(title: Option<&str>) -> Result<Option<String>, ApiErro
 
 /// `PATCH /api/v1/conversations/{conv}`: `title` already cleaned.
 pub(super) async fn rename(
-    store: &dyn Store,
+    store: &WebStores,
     owner: &str,
     conv: &str,
     title: Option<String>,
 ) -> Result<Response, ApiError> {
     let id = owned(store, owner, conv).await?;
-    if !store.web_rename(&id, title.as_deref()).await.map_err(ApiError::unavailable)? {
+    if !store.conversations.web_rename(&id, title.as_deref()).await.map_err(ApiError::unavailable)? {
         return Err(not_found());
     }
-    let row = store.web_conversation(&id).await.map_err(ApiError::unavailable)?.ok_or_else(not_found)?;
+    let row = store.conversations.web_conversation(&id).await.map_err(ApiError::unavailable)?.ok_or_else(not_found)?;
     Ok(Json(entry_json(&row)).into_response())
 }
 
 /// `DELETE /api/v1/conversations/{conv}`.
-pub(super) async fn remove(store: &dyn Store, owner: &str, conv: &str) -> Result<Response, ApiError> {
+pub(super) async fn remove(store: &WebStores, owner: &str, conv: &str) -> Result<Response, ApiError> {
     let id = owned(store, owner, conv).await?;
-    if !store.web_hide(&id).await.map_err(ApiError::unavailable)? {
+    if !store.conversations.web_hide(&id).await.map_err(ApiError::unavailable)? {
         return Err(not_found());
     }
     tracing::info!(conversation = %id, "web conversation deleted from the page");
@@ -142,8 +143,8 @@ pub(super) async fn remove(store: &dyn Store, owner: &str, conv: &str) -> Result
 /// Refuses a click whose action is on no button the conversation shows now (a finished
 /// reply's Stop, an answered request, another conversation's button, a made-up id): 409, so
 /// the page can say so at once instead of waiting for an answer that never comes.
-pub(super) async fn check_live_action(store: &dyn Store, conversation: &str, action: &str) -> Result<(), ApiError> {
-    let live = store.web_live_buttons(conversation).await.map_err(ApiError::unavailable)?;
+pub(super) async fn check_live_action(store: &WebStores, conversation: &str, action: &str) -> Result<(), ApiError> {
+    let live = store.conversations.web_live_buttons(conversation).await.map_err(ApiError::unavailable)?;
     if live.iter().any(|b| b.action == action) {
         return Ok(());
     }
@@ -151,7 +152,7 @@ pub(super) async fn check_live_action(store: &dyn Store, conversation: &str, act
     if action.starts_with("stop:") {
         message = "that reply has already finished".into();
     } else if let Some(id) = action.strip_prefix("ap:").and_then(|rest| rest.split(':').next()) {
-        let row = store.approval_get(id).await.map_err(ApiError::unavailable)?;
+        let row = store.approvals.approval_get(id).await.map_err(ApiError::unavailable)?;
         if let Some(row) = row.filter(|r| r.status != ApprovalStatus::Pending) {
             message = format!("that request was already answered ({})", row.status.as_str());
         }

@@ -121,7 +121,7 @@ async fn download(
         let allowed = match (&meta.owner, &meta.conversation) {
             (Some(owner), _) => *owner == caller,
             (None, Some(conv)) => {
-                let row = s.store.conversation_get(conv).await.map_err(ApiError::unavailable)?;
+                let row = s.store.users.conversation_get(conv).await.map_err(ApiError::unavailable)?;
                 row.is_some_and(|r| r.owner == caller)
             }
             (None, None) => false,

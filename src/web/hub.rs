@@ -10,22 +10,28 @@
 //! [`WebHub::relay`]: a page connected to any replica sees every reply.
 
 use crate::metrics::METRICS;
+use crate::store::Settled;
 use serde_json::Value;
 use std::collections::HashMap;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Context, Poll};
 use tokio::sync::broadcast;
+use tokio_util::sync::CancellationToken;
 use tokio_stream::wrappers::errors::BroadcastStreamRecvError;
 use tokio_stream::wrappers::BroadcastStream;
 use tokio_stream::Stream;
 
 const PER_CONVERSATION: usize = 256;
 
+/// The kind of the event that says one inbound event of the conversation settled (its data:
+/// `{"event": id}`): what the OpenAI API waits on instead of asking the store again and again.
+pub(crate) const SETTLED: &str = "settled";
+
 /// One event for a conversation's listeners.
 #[derive(Clone, Debug)]
 pub(crate) struct HubEvent {
-    /// `created` or `updated`.
+    /// `created`, `updated` (a message) or [`SETTLED`].
     pub kind: &'static str,
     pub data: Value,
 }
@@ -75,6 +81,7 @@ impl WebHub {
         let kind = match event["kind"].as_str() {
             Some("created") => "created",
             Some("updated") => "updated",
+            Some(SETTLED) => SETTLED,
             _ => return,
         };
         if let Some(conversation) = event["conversation"].as_str() {
@@ -87,6 +94,34 @@ impl WebHub {
         if let Some(tx) = senders.get(conversation) {
             // An error means nobody listens: the last subscription removes the entry itself.
             let _ = tx.send(HubEvent { kind, data });
+        }
+    }
+
+    /// Tells the listeners of each web conversation when one of its events settled further (as
+    /// the store announces it: finished, or its reply delivered), until `stop`; the other
+    /// replicas hear it through the relay. A listener that must not miss one also checks on its
+    /// own now and then: a lagging feed drops announcements.
+    pub(crate) async fn announce_settled(
+        self: Arc<Self>,
+        mut settled: broadcast::Receiver<Settled>,
+        stop: CancellationToken,
+    ) {
+        let web = format!("{}:", crate::ids::WEB_CHANNEL);
+        loop {
+            let next = tokio::select! {
+                _ = stop.cancelled() => return,
+                next = settled.recv() => next,
+            };
+            match next {
+                Ok(s) if s.conversation.starts_with(&web) => {
+                    self.publish(&s.conversation, SETTLED, serde_json::json!({"event": s.event_id}))
+                }
+                Ok(_) => {}
+                Err(broadcast::error::RecvError::Lagged(missed)) => {
+                    tracing::debug!(missed, "web hub: settled announcements missed; waiting requests check on their own")
+                }
+                Err(broadcast::error::RecvError::Closed) => return,
+            }
         }
     }
 

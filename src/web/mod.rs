@@ -12,18 +12,21 @@ mod api;
 mod auth;
 mod channel;
 mod conversations;
+mod events;
 mod files_api;
 mod hub;
+mod names;
 mod openai;
+mod stores;
 mod uploads;
 
 pub(crate) use api::{routes, PageInfo, WebState};
-pub(crate) use auth::WebAuth;
+pub(crate) use auth::{WebAuth, LOCAL_USER};
 pub(crate) use channel::WebChannel;
+pub(crate) use events::event_routes;
 pub(crate) use files_api::{download_routes, upload_routes};
 pub(crate) use hub::WebHub;
 pub(crate) use openai::routes as openai_routes;
+pub(crate) use stores::WebStores;
 pub(crate) use uploads::Uploads;
 
-/// The identity a tokenless local page speaks as.
-pub(crate) const LOCAL_USER: &str = "local";

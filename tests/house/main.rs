@@ -23,14 +23,18 @@
 //! `mod.rs` is for, and users of the re-exported item are resolved to its real home anyway.
 //! Everything else a `mod.rs` does counts: a `mod.rs` that calls `child::run()` imports the child,
 //! and a child that names `super::X` where X is defined in `mod.rs` imports `mod.rs`; both at
-//! once is a circle. So a `mod.rs` either holds shared items its children use, or composes its
-//! children, not both. (Counting the facade lines too would tie every `mod.rs` that defines an
-//! item to each child that uses it; the test prints that figure as `cycles_with_reexports`.)
+//! once is a circle. For the layer rules a facade is not an import; for circles it is, as any
+//! reader of the import graph counts it: a `mod.rs` that re-exports its children and also defines
+//! an item a child uses is a circle. So a `mod.rs` is a facade (module docs, `mod` lines,
+//! re-exports) or a file of shared items its children use, never both.
 //!
-//! The rules: (a) no circle of imports among files (strongly connected components); (b) no file
-//! of `src/triage` or `src/ingress` imports `src/agent`; (c) no file of `src/config` imports a
-//! component; (d) fewer than 5 imports (distinct file pairs) run from a lower layer of `LAYERS` up
-//! to a higher one; (e) no inherent `impl` of a type outside the file that defines it.
+//! The rules: (a) no circle of imports among files (strongly connected components), re-exports
+//! included; (b) no file of `src/triage` or `src/ingress` imports `src/agent`; (c) no file of
+//! `src/config` imports a component; (d) fewer than 5 imports (distinct file pairs) run from a
+//! lower layer of `LAYERS` up to a higher one; (e) no inherent `impl` of a type outside the file
+//! that defines it; (f) only the composition root (`src/app`) and the store (`src/store`) name
+//! the whole `Store` trait: every other component takes the narrow store traits it calls; (g) no
+//! source file (src, channels, tests, benches) is over 600 lines.
 
 mod graph;
 mod parse;
@@ -113,11 +117,35 @@ fn layer(name: &str) -> Option<u8> {
     LAYERS.iter().find(|l| l.0 == name).map(|l| l.1)
 }
 
-/// The edges the rules look at: everything but facade re-exports (see the top of this file).
+/// The edges the layer rules look at: everything but facade re-exports (see the top of this file).
 fn counts(e: &Edge) -> bool {
     e.kind != Kind::Reexport
 }
 
+/// The edges circles are made of: every import, facade re-exports included.
+fn any(_: &Edge) -> bool {
+    true
+}
+
+/// The modules that may name the whole `Store` (rule f).
+const WHOLE_STORE: &[&str] = &["store", "app"];
+
+/// The longest a source file may be (rule g).
+const MAX_LINES: usize = 600;
+
+/// Every `.rs` file below `dir`, with its line count.
+fn line_counts(dir: &Path, out: &mut Vec<(String, usize)>) {
+    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            line_counts(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            let text = std::fs::read_to_string(&path).unwrap_or_default();
+            out.push((path.display().to_string(), text.lines().count()));
+        }
+    }
+}
 fn describe(g: &Graph, es: &[&Edge]) -> String {
     let f = &g.files[es[0].from].rel;
     let t = &g.files[es[0].to].rel;
@@ -140,12 +168,13 @@ fn rules_of_the_house() {
         problems.push(format!("modules missing from LAYERS: {}", unknown.join(", ")));
     }
 
-    // (a) circles
-    let circles = g.circles(&counts);
+    // (a) circles, through re-exports too
+    let circles = g.circles(&any);
+    let all_pairs = g.pairs(&any);
     for (n, c) in circles.iter().enumerate() {
         let names: Vec<&str> = c.iter().map(|f| g.files[*f].rel.as_str()).collect();
         let mut msg = format!("circle {}: {} files: {}", n + 1, c.len(), names.join(" "));
-        for ((from, to), es) in &pairs {
+        for ((from, to), es) in &all_pairs {
             if c.contains(from) && c.contains(to) {
                 msg.push_str(&format!("\n      {}", describe(&g, es)));
             }
@@ -208,7 +237,46 @@ fn rules_of_the_house() {
     if !spread.is_empty() {
         problems.push(format!("a type's impl lives in another file than the type:\n      {}", spread.join("\n      ")));
     }
-    let with_reexports = g.circles(&|_| true);
+    // (f) the whole store, named only by the composition root and the store itself
+    let store_home: Vec<usize> = (0..g.files.len())
+        .filter(|f| top(&g, *f) == "store" && g.files[*f].parsed.defs.iter().any(|d| d == "Store"))
+        .collect();
+    let mut whole_store: Vec<String> = all_pairs
+        .iter()
+        .filter(|((from, to), es)| {
+            store_home.contains(to)
+                && !WHOLE_STORE.contains(&top(&g, *from).as_str())
+                && es.iter().any(|e| e.item == "Store")
+        })
+        .map(|((from, _), _)| g.files[*from].rel.clone())
+        .collect();
+    whole_store.dedup();
+    if !whole_store.is_empty() {
+        problems.push(format!(
+            "{} files outside src/app and src/store take the whole Store (take the narrow traits they call):\n      {}",
+            whole_store.len(),
+            whole_store.join("\n      ")
+        ));
+    }
+
+    // (g) no file over MAX_LINES lines
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut sizes = Vec::new();
+    for dir in ["src", "channels", "tests", "benches"] {
+        line_counts(&root.join(dir), &mut sizes);
+    }
+    let long: Vec<String> =
+        sizes.iter().filter(|(_, n)| *n > MAX_LINES).map(|(f, n)| format!("{f} ({n} lines)")).collect();
+    if !long.is_empty() {
+        problems.push(format!("files over {MAX_LINES} lines:\n      {}", long.join("\n      ")));
+    }
+
+    let whole_store_files = all_pairs
+        .iter()
+        .filter(|((_, to), es)| store_home.contains(to) && es.iter().any(|e| e.item == "Store"))
+        .map(|((from, _), _)| *from)
+        .collect::<std::collections::BTreeSet<_>>()
+        .len();
     let mutual = pairs.keys().filter(|(a, b)| a < b && pairs.contains_key(&(*b, *a))).count();
     let mut by_top: BTreeMap<(String, String), usize> = BTreeMap::new();
     for (from, to) in pairs.keys() {
@@ -216,16 +284,15 @@ fn rules_of_the_house() {
     }
     println!(
         "house: files={} edges={} cycles={} upward={} (files_in_cycles={}, mutual_pairs={mutual}, \
-         cycles_with_reexports={} over {} files, module_pairs={}, spread_impls={})",
+         whole_store_files={whole_store_files}, module_pairs={}, spread_impls={}, longest_file={})",
         g.files.len(),
         pairs.len(),
         circles.len(),
         upward.len(),
         circles.iter().map(Vec::len).sum::<usize>(),
-        with_reexports.len(),
-        with_reexports.iter().map(Vec::len).sum::<usize>(),
         by_top.keys().filter(|(a, b)| a != b).count(),
         spread.len(),
+        sizes.iter().map(|(_, n)| *n).max().unwrap_or(0),
     );
     assert!(problems.is_empty(), "the rules of the house are broken:\n  - {}", problems.join("\n  - "));
 }

@@ -18,6 +18,7 @@ mod fixtures;
 mod inbox;
 mod memory;
 mod outbox;
+mod outcome;
 mod questions;
 mod recovery;
 mod replicas;
@@ -151,4 +152,5 @@ contract! {
     replica_claim_whose_answer_was_lost_is_undone => crate::replicas::a_claim_whose_answer_was_lost_is_undone,
     replica_outbox_row_is_claimed_by_one_sender => crate::replicas::an_outbox_row_is_claimed_by_one_sender,
     schedule_jobs_follow_a_linked_identity => crate::schedules::jobs_follow_a_linked_identity,
+    outcome_follows_an_event_to_its_end => crate::outcome::follows_an_event_to_its_end,
 }

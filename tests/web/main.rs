@@ -17,4 +17,5 @@ mod media;
 mod openai;
 mod poison;
 mod sessions;
+mod settled;
 mod tries;

@@ -58,21 +58,28 @@ macro_rules! impl_inbox {
                 Ok(rows)
             }
 
-            /// Sets the final status (done, dropped, failed) and the error (`None` clears it).
+            /// Sets the final status (done, dropped, failed) and the error (`None` clears it), and
+            /// announces the settled event.
             async fn inbox_finish(
                 &self,
                 id: &str,
                 status: $crate::store::InboxStatus,
                 error: Option<&str>,
             ) -> $crate::store::Result<()> {
-                sqlx::query("UPDATE inbox SET status = $2, error = $3, updated_ms = $4 WHERE id = $1")
-                    .bind(id)
-                    .bind(status.as_str())
-                    .bind(error)
-                    .bind($crate::store::now_ms())
-                    .execute(self.writer())
-                    .await
-                    .map_err($crate::store::sql::error::db_err)?;
+                let conversation: Option<String> = sqlx::query_scalar(
+                    "UPDATE inbox SET status = $2, error = $3, updated_ms = $4 WHERE id = $1 RETURNING conversation",
+                )
+                .bind(id)
+                .bind(status.as_str())
+                .bind(error)
+                .bind($crate::store::now_ms())
+                .fetch_optional(self.writer())
+                .await
+                .map_err($crate::store::sql::error::db_err)?;
+                let last = !matches!(status, $crate::store::InboxStatus::Pending | $crate::store::InboxStatus::Processing);
+                if let (true, Some(conversation)) = (last, conversation) {
+                    self.settled_feed().announce(id, &conversation);
+                }
                 Ok(())
             }
 

@@ -12,7 +12,8 @@
 //! - `async fn begin_write(&self) -> Result<Transaction<'static, DB>>`;
 //! - `fn channels_arg(&[String]) -> impl Encode` and the `SQL_*` constants of `channel_sql!`;
 //! - `SQL_MEMORY_SEARCH` (`$1` user, `$2` query, `$3` limit, `$4` scope) and `fn fts_query(&[String])`;
-//! - `BACKEND`, `fn migrator()`, `async fn close_pools(&self)`.
+//! - `BACKEND`, `fn migrator()`, `async fn close_pools(&self)`;
+//! - `fn settled_feed(&self) -> &SettledFeed`, where commits announce settled events.
 //!
 //! This module must never build SQL from user input (only from the fixed fragments here and
 //! `QueryBuilder` placeholders), never log or return a database password, and never hold a
@@ -27,6 +28,7 @@ mod error;
 mod inbox;
 mod memory;
 mod outbox;
+mod outcome;
 mod postgres;
 mod recovery;
 mod replicas;
@@ -106,6 +108,7 @@ macro_rules! impl_store {
         $crate::store::sql::delegations::impl_delegations!($store, $db);
         $crate::store::sql::replicas::impl_replicas!($store, $db);
         $crate::store::sql::recovery::impl_recovery!($store, $db);
+        $crate::store::sql::outcome::impl_outcome!($store, $db);
 
         #[async_trait::async_trait]
         impl $crate::store::Store for $store {

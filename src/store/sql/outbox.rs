@@ -145,40 +145,59 @@ macro_rules! impl_outbox {
 
             /// `Sent` and `Failed { error }` count one attempt; `Retry` puts a pending or failed
             /// row back to `pending` at `next_attempt_ms` with the error, counting an attempt only
-            /// if `count_attempt`. A row that is already `sent` never changes.
+            /// if `count_attempt`. A row that is already `sent` never changes. A reply that ends
+            /// sent or failed announces its event's outcome as settled.
             async fn outbox_mark(&self, id: i64, mark: &$crate::store::OutboxMark) -> $crate::store::Result<()> {
                 use $crate::store::OutboxMark;
                 let now = $crate::store::now_ms();
-                let q = match mark {
+                let done: Option<(String, String)> = match mark {
                     // Only if the row still holds what was delivered: a revision made while it
                     // was being sent (an approval decided meanwhile) keeps it pending, so the
                     // new text goes out too.
-                    OutboxMark::Sent { platform_ids, text } => sqlx::query(
+                    OutboxMark::Sent { platform_ids, text } => sqlx::query_as(
                         "UPDATE outbox SET status = 'sent', attempts = attempts + 1, updated_ms = $2, \
-                         platform_ids = $3 WHERE id = $1 AND status <> 'sent' AND text = $4",
+                         platform_ids = $3 WHERE id = $1 AND status <> 'sent' AND text = $4 \
+                         RETURNING key, conversation",
                     )
                     .bind(id)
                     .bind(now)
                     .bind(serde_json::to_string(platform_ids).unwrap_or_else(|_| "[]".into()))
-                    .bind(text.as_str()),
-                    OutboxMark::Failed { error } => sqlx::query(
+                    .bind(text.as_str())
+                    .fetch_optional(self.writer())
+                    .await
+                    .map_err($crate::store::sql::error::db_err)?,
+                    OutboxMark::Failed { error } => sqlx::query_as(
                         "UPDATE outbox SET status = 'failed', attempts = attempts + 1, last_error = $3, \
-                         updated_ms = $2 WHERE id = $1 AND status <> 'sent'",
-                    )
-                    .bind(id)
-                    .bind(now)
-                    .bind(error.as_str()),
-                    OutboxMark::Retry { next_attempt_ms, error, count_attempt } => sqlx::query(
-                        "UPDATE outbox SET status = 'pending', attempts = attempts + $5, last_error = $3, \
-                         next_attempt_ms = $4, updated_ms = $2 WHERE id = $1 AND status IN ('pending', 'failed')",
+                         updated_ms = $2 WHERE id = $1 AND status <> 'sent' RETURNING key, conversation",
                     )
                     .bind(id)
                     .bind(now)
                     .bind(error.as_str())
-                    .bind(*next_attempt_ms)
-                    .bind(i32::from(*count_attempt)),
+                    .fetch_optional(self.writer())
+                    .await
+                    .map_err($crate::store::sql::error::db_err)?,
+                    OutboxMark::Retry { next_attempt_ms, error, count_attempt } => {
+                        sqlx::query(
+                            "UPDATE outbox SET status = 'pending', attempts = attempts + $5, last_error = $3, \
+                             next_attempt_ms = $4, updated_ms = $2 WHERE id = $1 AND status IN ('pending', 'failed')",
+                        )
+                        .bind(id)
+                        .bind(now)
+                        .bind(error.as_str())
+                        .bind(*next_attempt_ms)
+                        .bind(i32::from(*count_attempt))
+                        .execute(self.writer())
+                        .await
+                        .map_err($crate::store::sql::error::db_err)?;
+                        None
+                    }
                 };
-                q.execute(self.writer()).await.map_err($crate::store::sql::error::db_err)?;
+                // A reply that reached its end: its event's outcome moved on.
+                if let Some((key, conversation)) = done {
+                    if let Some(event_id) = $crate::store::reply_of(&key) {
+                        self.settled_feed().announce(event_id, &conversation);
+                    }
+                }
                 Ok(())
             }
 

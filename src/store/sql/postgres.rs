@@ -17,6 +17,8 @@ static MIGRATOR: Migrator = sqlx::migrate!("./migrations/postgres");
 /// The Postgres store.
 pub struct PgStore {
     pool: PgPool,
+    /// Events this store settled, announced to listeners in this process.
+    settled: crate::store::SettledFeed,
 }
 
 /// What to run when the role or the database is missing (or the password is wrong): the
@@ -52,13 +54,17 @@ impl PgStore {
                 }
                 other => StoreError::Unavailable(format!("cannot connect to {}: {other}", redact_url(url))),
             })?;
-        Ok(Self { pool })
+        Ok(Self { pool, settled: crate::store::SettledFeed::default() })
     }
 
     const BACKEND: Backend = Backend::Postgres;
 
     fn migrator() -> &'static Migrator {
         &MIGRATOR
+    }
+
+    fn settled_feed(&self) -> &crate::store::SettledFeed {
+        &self.settled
     }
 
     fn reader(&self) -> &PgPool {

@@ -20,6 +20,8 @@ static MIGRATOR: Migrator = sqlx::migrate!("./migrations/sqlite");
 pub struct SqliteStore {
     writer: SqlitePool,
     reader: SqlitePool,
+    /// Events this store settled, announced to listeners in this process.
+    settled: crate::store::SettledFeed,
 }
 
 impl SqliteStore {
@@ -64,7 +66,7 @@ impl SqliteStore {
                 .await
                 .map_err(unavailable)?
         };
-        Ok(Self { writer, reader })
+        Ok(Self { writer, reader, settled: crate::store::SettledFeed::default() })
     }
 
     const BACKEND: Backend = Backend::Sqlite;
@@ -83,6 +85,10 @@ impl SqliteStore {
 
     fn migrator() -> &'static Migrator {
         &MIGRATOR
+    }
+
+    fn settled_feed(&self) -> &crate::store::SettledFeed {
+        &self.settled
     }
 
     fn reader(&self) -> &SqlitePool {

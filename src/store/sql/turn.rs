@@ -29,7 +29,7 @@ macro_rules! impl_turn {
             /// idempotent step 3 runs. Notices are skipped with the approvals they announce: the
             /// first run stored both, and a re-run's notices may carry new approval ids whose
             /// approvals are not stored. An event with no inbox row is applied in full. Returns
-            /// the reply's outbox row.
+            /// the reply's outbox row. A commit that settles the event announces it once committed.
             async fn finish_event(
                 &self,
                 commit: &$crate::store::TurnCommit,
@@ -50,17 +50,17 @@ macro_rules! impl_turn {
                         return Err($crate::store::StoreError::Fenced { key: fence.key.clone() });
                     }
                 }
-                let updated = sqlx::query(
+                let updated: Option<String> = sqlx::query_scalar(
                     "UPDATE inbox SET status = $2, updated_ms = $3 WHERE id = $1 \
-                     AND status IN ('pending', 'processing')",
+                     AND status IN ('pending', 'processing') RETURNING conversation",
                 )
                 .bind(commit.inbox_id.as_str())
                 .bind(commit.inbox_status.as_str())
                 .bind(now)
-                .execute(&mut *tx)
+                .fetch_optional(&mut *tx)
                 .await
                 .map_err(db_err)?;
-                let rerun = if updated.rows_affected() == 0 {
+                let rerun = if updated.is_none() {
                     let status: Option<String> = sqlx::query_scalar("SELECT status FROM inbox WHERE id = $1")
                         .bind(commit.inbox_id.as_str())
                         .fetch_optional(&mut *tx)
@@ -95,6 +95,13 @@ macro_rules! impl_turn {
                     }
                 }
                 tx.commit().await.map_err(db_err)?;
+                let last = !matches!(
+                    commit.inbox_status,
+                    $crate::store::InboxStatus::Pending | $crate::store::InboxStatus::Processing
+                );
+                if let (true, Some(conversation)) = (last, updated) {
+                    self.settled_feed().announce(&commit.inbox_id, &conversation);
+                }
                 Ok(reply_id)
             }
 

@@ -9,13 +9,13 @@
 //! away never stops or changes the turn.
 
 use super::error::OpenAiError;
-use super::names::default_conversation;
 use super::request::{self, ChatRequest};
 use super::watch::{Final, Step, Target, Watch, REPLY_TIMEOUT};
 use super::wire::{self, Head};
 use crate::ids::WEB_CHANNEL;
 use crate::store::now_ms;
 use crate::web::api::{check_name, conversation_id, submit_message, WebState};
+use crate::web::names::default_conversation;
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
 use axum::extract::State;

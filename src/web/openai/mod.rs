@@ -10,12 +10,9 @@
 mod chat;
 mod error;
 mod models;
-mod names;
 mod request;
 mod watch;
 mod wire;
-
-pub(crate) use names::may_create;
 
 use super::api::WebState;
 use axum::routing::{any, get, post};

@@ -1,18 +1,22 @@
 //! Waiting for Butler's answer to one message posted through the OpenAI API, as text: the
 //! reply's streamed drafts (from the web hub, as the page sees them) become appended deltas, and
-//! once the event is finished in the inbox the committed reply, any failure notice and the
-//! session's waiting approvals (each with its `/approve ID` line, as on a channel without
-//! buttons) make the final text.
+//! once the event has settled the store's one outcome query (the committed reply, any failure
+//! notice, the session's waiting approvals, each with its `/approve ID` line, as on a channel
+//! without buttons) makes the final text. The answer is the committed one: it does not wait for
+//! the outbox to show it in the web conversation too.
+//!
+//! The watch is told, not polling: the hub announces when the event settles (from this process's
+//! store, or relayed from the replica that ran it); only then is the store read. A slow safety
+//! check covers an announcement lost to a full queue.
 //!
 //! The watch only reads: it must never change the event, its turn or its delivery, so a client
 //! that goes away (the watch is dropped) leaves the turn to finish and be stored as usual. Every
 //! wait is bounded (the reply timeout, shutdown).
 
 use crate::permissions::approval::approval_notice;
-use crate::session::retry::failed_key;
-use crate::session::session_key;
-use crate::store::{reply_key, InboxRow, InboxStatus, OutboxRow, OutboxStatus, Store, UsageTotals};
-use crate::web::hub::{HubEvent, Subscription};
+use crate::store::{EventOutcome, InboxStatus, UsageTotals};
+use crate::web::stores::WebStores;
+use crate::web::hub::{HubEvent, Subscription, SETTLED};
 use butler_channel::Identity;
 use futures::StreamExt;
 use std::collections::HashMap;
@@ -21,11 +25,8 @@ use std::time::Duration;
 use tokio::time::{Instant, Interval, MissedTickBehavior};
 use tokio_util::sync::CancellationToken;
 
-/// How often the store is asked whether the event is finished.
-const POLL: Duration = Duration::from_millis(100);
-/// How long a finished event's reply may take to reach the web conversation before its committed
-/// text is answered anyway.
-const DELIVERY_GRACE: Duration = Duration::from_secs(5);
+/// How often the store is read anyway, should an announcement be lost (a full relay queue).
+const SAFETY_CHECK: Duration = Duration::from_secs(5);
 /// The longest a request waits for Butler's answer.
 pub(super) const REPLY_TIMEOUT: Duration = Duration::from_secs(300);
 /// Messages of the conversation remembered while the reply's draft is not known yet.
@@ -65,35 +66,35 @@ pub(super) struct Target {
 }
 
 pub(super) struct Watch {
-    store: Arc<dyn Store>,
+    store: Arc<WebStores>,
     sub: Subscription,
     open: bool,
     target: Target,
     deadline: Instant,
     shutdown: CancellationToken,
-    poll: Interval,
+    safety: Interval,
     /// The web message id of the reply's draft, once the outbox has recorded it.
     draft: Option<i64>,
     /// Latest text of assistant messages seen while the draft was not known.
     seen: HashMap<i64, String>,
     /// The text handed out as deltas so far.
     sent: String,
-    /// When the event was first seen finished.
-    settled: Option<Instant>,
+    /// Whether the store was read once before any announcement.
+    looked: bool,
 }
 
 impl Watch {
     /// Follows `target` on `sub` (subscribed before the event was handed to the ingress, so no
-    /// draft is missed) until the answer is complete or `timeout` has passed.
+    /// draft or announcement is missed) until the answer is complete or `timeout` has passed.
     pub(super) fn new(
-        store: Arc<dyn Store>,
+        store: Arc<WebStores>,
         sub: Subscription,
         target: Target,
         timeout: Duration,
         shutdown: CancellationToken,
     ) -> Self {
-        let mut poll = tokio::time::interval(POLL);
-        poll.set_missed_tick_behavior(MissedTickBehavior::Delay);
+        let mut safety = tokio::time::interval_at(Instant::now() + SAFETY_CHECK, SAFETY_CHECK);
+        safety.set_missed_tick_behavior(MissedTickBehavior::Delay);
         Self {
             store,
             sub,
@@ -101,50 +102,61 @@ impl Watch {
             target,
             deadline: Instant::now() + timeout,
             shutdown,
-            poll,
+            safety,
             draft: None,
             seen: HashMap::new(),
             sent: String::new(),
-            settled: None,
+            looked: false,
         }
     }
 
     /// Waits for the next delta or the end.
     pub(super) async fn next(&mut self) -> Step {
+        // The event may have settled before anything was announced to this watch (a duplicate
+        // of an answered message): look once first.
+        if !self.looked {
+            self.looked = true;
+            if let Some(done) = self.check().await {
+                return Step::Done(done);
+            }
+        }
         loop {
-            tokio::select! {
+            let look = tokio::select! {
                 biased;
                 _ = self.shutdown.cancelled() => return Step::Done(self.give_up(SHUTDOWN_NOTE).await),
                 _ = tokio::time::sleep_until(self.deadline) => return Step::Done(self.give_up(TIMEOUT_NOTE).await),
                 item = self.sub.next(), if self.open => match item {
-                    Some(Ok(ev)) => {
-                        if let Some(delta) = self.take(ev).await {
-                            return Step::Delta(delta);
-                        }
+                    Some(Ok(ev)) if ev.kind == SETTLED => {
+                        ev.data.get("event").and_then(|e| e.as_str()) == Some(self.target.event_id.as_str())
                     }
-                    // Drafts carry the whole text: the next one catches up.
-                    Some(Err(_lagged)) => {}
-                    None => self.open = false,
+                    Some(Ok(ev)) => match self.take(ev).await {
+                        Some(delta) => return Step::Delta(delta),
+                        None => false,
+                    },
+                    // Drafts carry the whole text: the next one catches up; an announcement may
+                    // have been among those missed.
+                    Some(Err(_lagged)) => true,
+                    None => {
+                        self.open = false;
+                        false
+                    }
                 },
-                _ = self.poll.tick() => {
-                    if let Some(done) = self.check().await {
-                        return Step::Done(done);
-                    }
+                _ = self.safety.tick() => true,
+            };
+            if look {
+                if let Some(done) = self.check().await {
+                    return Step::Done(done);
                 }
             }
         }
     }
 
-    /// Takes one event of the conversation; returns new text of the reply's draft, if any.
+    /// Takes one message event of the conversation; returns new text of the reply's draft, if any.
     async fn take(&mut self, ev: HubEvent) -> Option<String> {
         let data = &ev.data;
         let id = data.get("id")?.as_i64()?;
         if ev.kind == "created" && data.get("role").and_then(|r| r.as_str()) != Some("assistant") {
             return None;
-        }
-        if data.get("draft").and_then(|d| d.as_bool()) != Some(true) {
-            // A message reached its final text: the event may be finished, look soon.
-            self.poll.reset_immediately();
         }
         let text = data.get("text")?.as_str()?.to_string();
         if self.draft.is_none() {
@@ -161,10 +173,20 @@ impl Watch {
         (self.draft == Some(id)).then(|| self.advance(&text)).flatten()
     }
 
+    async fn outcome(&self) -> Option<EventOutcome> {
+        let id = &self.target.event_id;
+        match self.store.outcomes.event_outcome(id).await {
+            Ok(outcome) => outcome,
+            Err(e) => {
+                tracing::warn!(error = %e, event = %id, "openai api: cannot read the event; still waiting");
+                None
+            }
+        }
+    }
+
     /// The web message id of the reply's streamed draft, once its outbox row records it.
     async fn draft_id(&self) -> Option<i64> {
-        let row = self.store.outbox_get(&reply_key(&self.target.event_id)).await.ok()??;
-        row.platform_ids.first()?.parse().ok()
+        self.outcome().await?.reply?.platform_ids.first()?.parse().ok()
     }
 
     /// New text when `draft` (less its "running tools" line) extends what was sent.
@@ -179,52 +201,11 @@ impl Watch {
         Some(more)
     }
 
-    /// The answer, when the event is finished (and its reply delivered, or the grace is over).
+    /// The answer, once the event is finished.
     async fn check(&mut self) -> Option<Final> {
-        let row = match self.store.inbox_get(&self.target.event_id).await {
-            Ok(Some(row)) => row,
-            Ok(None) => return None,
-            Err(e) => {
-                tracing::warn!(error = %e, event = %self.target.event_id, "openai api: cannot read the event; still waiting");
-                return None;
-            }
-        };
-        if matches!(row.status, InboxStatus::Pending | InboxStatus::Processing) {
-            return None;
-        }
-        let settled = *self.settled.get_or_insert_with(Instant::now);
-        let reply = self.store.outbox_get(&reply_key(&self.target.event_id)).await.ok().flatten();
-        let delivered = reply.as_ref().is_none_or(|r| matches!(r.status, OutboxStatus::Sent | OutboxStatus::Failed));
-        if !delivered && settled.elapsed() < DELIVERY_GRACE {
-            return None;
-        }
-        let text = self.answer(&row, reply).await;
+        let outcome = self.outcome().await.filter(|o| o.finished())?;
+        let text = answer(outcome);
         Some(self.finish(text).await)
-    }
-
-    /// The final text of a finished event: the reply, a failure notice, the waiting approvals.
-    async fn answer(&self, row: &InboxRow, reply: Option<OutboxRow>) -> String {
-        let mut parts: Vec<String> = reply.map(|r| r.text).filter(|t| !t.trim().is_empty()).into_iter().collect();
-        if row.status == InboxStatus::Failed {
-            let notice = self.store.outbox_get(&failed_key(&self.target.event_id)).await.ok().flatten();
-            parts.push(notice.map(|n| n.text).unwrap_or_else(|| FAILED_NOTE.to_string()));
-        }
-        parts.extend(self.waiting_approvals(row).await);
-        if parts.is_empty() {
-            parts.push(NO_ANSWER_NOTE.to_string());
-        }
-        parts.join("\n\n")
-    }
-
-    /// The approval requests waiting in the event's session, as a channel without buttons shows
-    /// them (with the `/approve ID` and `/deny ID` commands that answer them).
-    async fn waiting_approvals(&self, row: &InboxRow) -> Vec<String> {
-        let key = session_key(&row.event);
-        let Ok(Some(session)) = self.store.session_active(&key).await else { return vec![] };
-        let Ok(mut pending) = self.store.approvals_pending(&session.id).await else { return vec![] };
-        pending.sort_by_key(|a| a.created_ms);
-        let asker = row.event.actor.name().to_string();
-        pending.iter().map(|a| approval_notice(a, &asker, false).text).collect()
     }
 
     /// No answer in time (or shutdown): what was streamed, and a note saying so.
@@ -247,10 +228,27 @@ impl Watch {
 
     async fn usage(&self) -> Option<UsageTotals> {
         let identity = Identity::new(crate::ids::WEB_CHANNEL, &self.target.user);
-        let user = self.store.identity_user(&identity).await.ok()??;
-        let totals = self.store.usage_since(&user.id, self.target.started_ms).await.ok()?;
+        let user = self.store.users.identity_user(&identity).await.ok()??;
+        let totals = self.store.usage.usage_since(&user.id, self.target.started_ms).await.ok()?;
         (totals.input_tokens > 0 || totals.output_tokens > 0).then_some(totals)
     }
+}
+
+/// The final text of a finished event: the reply, a failure notice, the approvals waiting in its
+/// session (as a channel without buttons shows them, with the `/approve ID` and `/deny ID`
+/// commands that answer them).
+fn answer(outcome: EventOutcome) -> String {
+    let mut parts: Vec<String> =
+        outcome.reply.map(|r| r.text).filter(|t| !t.trim().is_empty()).into_iter().collect();
+    if outcome.status == InboxStatus::Failed {
+        parts.push(outcome.failure.map(|n| n.text).unwrap_or_else(|| FAILED_NOTE.to_string()));
+    }
+    let asker = outcome.event.actor.name().to_string();
+    parts.extend(outcome.waiting.iter().map(|a| approval_notice(a, &asker, false).text));
+    if parts.is_empty() {
+        parts.push(NO_ANSWER_NOTE.to_string());
+    }
+    parts.join("\n\n")
 }
 
 /// A draft without the line the streamer adds while tools run (`_⚙ running name…_`).

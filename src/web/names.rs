@@ -1,4 +1,4 @@
-//! The conversation the OpenAI API uses for a user who names none (`openai-<user>`), and the
+//! The names of web conversations: the one the OpenAI API uses for a user who names none (`openai-<user>`), and the
 //! rule that keeps those names theirs: a web conversation whose name starts with `openai-` can
 //! only be created by the user it belongs to, through either API. This file must never read
 //! the store: the ownership check of an existing conversation is the web API's.

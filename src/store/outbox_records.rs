@@ -1,0 +1,146 @@
+//! What the outbox holds: a message to send ([`NewOutbox`], with one constructor per kind of
+//! message so the key, the conversation and the quote are always made the same way), a stored
+//! row ([`OutboxRow`]), its status and how a delivery attempt ended ([`OutboxMark`]).
+//!
+//! Plain data: nothing here reads the database or sends anything.
+
+use butler_channel::{Button, InboundEvent, OutFile, PrivateTo};
+use serde::{Deserialize, Serialize};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OutboxStatus {
+    /// Streaming: the text is not final yet.
+    Draft,
+    Pending,
+    Sent,
+    Failed,
+}
+
+impl OutboxStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Draft => "draft",
+            Self::Pending => "pending",
+            Self::Sent => "sent",
+            Self::Failed => "failed",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        Some(match s {
+            "draft" => Self::Draft,
+            "pending" => Self::Pending,
+            "sent" => Self::Sent,
+            "failed" => Self::Failed,
+            _ => return None,
+        })
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NewOutbox {
+    /// Idempotency key: the same logical reply always has the same key.
+    pub key: String,
+    /// For one person only (the answer to their click); `None` for ordinary messages.
+    pub private_to: Option<PrivateTo>,
+    /// `channel:conversation[/thread]`.
+    pub conversation: String,
+    pub text: String,
+    pub buttons: Vec<Button>,
+    pub reply_to: Option<String>,
+    /// A file to send with the text as its caption (`send_file`).
+    pub file: Option<OutFile>,
+}
+
+impl NewOutbox {
+    /// The reply to `event`: under its reply key (so a re-run upserts it), in its conversation,
+    /// quoting it where the platform shows quotes.
+    pub fn reply(event: &InboundEvent, text: impl Into<String>) -> Self {
+        Self::message(crate::ids::reply_key(&event.id.0), event.conversation.to_string(), text)
+            .quoting(event.quote_target())
+    }
+
+    /// The one notice telling `event`'s sender that it was given up on.
+    pub fn failure(event: &InboundEvent, text: impl Into<String>) -> Self {
+        Self::message(crate::ids::failed_key(&event.id.0), event.conversation.to_string(), text)
+            .quoting(event.quote_target())
+    }
+
+    /// A message that answers no event (an approval request, a welcome, one the agent sends):
+    /// `key` makes it idempotent, `conversation` is `channel:id[/thread]`.
+    pub fn message(key: impl Into<String>, conversation: impl Into<String>, text: impl Into<String>) -> Self {
+        Self {
+            key: key.into(),
+            private_to: None,
+            conversation: conversation.into(),
+            text: text.into(),
+            buttons: Vec::new(),
+            reply_to: None,
+            file: None,
+        }
+    }
+
+    /// Shown to one person only.
+    pub fn private(mut self, to: Option<PrivateTo>) -> Self {
+        self.private_to = to;
+        self
+    }
+
+    pub fn with_buttons(mut self, buttons: Vec<Button>) -> Self {
+        self.buttons = buttons;
+        self
+    }
+
+    /// Sent as `file`'s caption.
+    pub fn with_file(mut self, file: OutFile) -> Self {
+        self.file = Some(file);
+        self
+    }
+
+    /// Quoting the platform message `reply_to` (where the platform shows quotes).
+    pub fn quoting(mut self, reply_to: Option<String>) -> Self {
+        self.reply_to = reply_to;
+        self
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OutboxRow {
+    pub id: i64,
+    pub key: String,
+    pub private_to: Option<PrivateTo>,
+    pub channel: String,
+    pub conversation: String,
+    pub text: String,
+    pub buttons: Vec<Button>,
+    pub reply_to: Option<String>,
+    pub status: OutboxStatus,
+    /// Platform message ids of the chunks delivered so far (the first is the streamed draft).
+    pub platform_ids: Vec<String>,
+    pub attempts: i32,
+    pub next_attempt_ms: i64,
+    pub last_error: Option<String>,
+    pub created_ms: i64,
+    pub updated_ms: i64,
+    pub file: Option<OutFile>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum OutboxMark {
+    /// Delivered; `platform_ids` are the ids of every chunk (recorded in the same write).
+    /// `text` is what was delivered: if the row was revised meanwhile it stays pending.
+    Sent {
+        platform_ids: Vec<String>,
+        text: String,
+    },
+    Failed {
+        error: String,
+    },
+    /// Try again at `next_attempt_ms`; `count_attempt` is false for rate limits.
+    Retry {
+        next_attempt_ms: i64,
+        error: String,
+        count_attempt: bool,
+    },
+}
