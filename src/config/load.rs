@@ -19,6 +19,7 @@ mod paths;
 use super::error::ConfigError;
 use super::error::FileFrom;
 use super::{Config, OwnerChecks};
+pub(crate) use deser::sanitize;
 pub use env::Env;
 pub use llm_env::{DEFAULT_ANTHROPIC_MODEL, DEFAULT_OPENAI_MODEL};
 pub use paths::{data_dir, user_config_file};
@@ -40,7 +41,7 @@ pub struct Loaded {
 /// config file ([`user_config_file`]) if it exists, else none; relative paths are relative to
 /// the working directory. Calls [`Config::validate_with`]
 /// `owners` (the components' checks, `app::CONFIG_CHECKS`).
-pub fn load(explicit: Option<&Path>, owners: &OwnerChecks) -> Result<Loaded, ConfigError> {
+pub fn load(explicit: Option<&Path>, owners: &OwnerChecks<'_>) -> Result<Loaded, ConfigError> {
     load_checked(explicit, &Env::process(), Path::new(""), owners)
 }
 
@@ -54,7 +55,7 @@ fn load_checked(
     explicit: Option<&Path>,
     env: &Env,
     base_dir: &Path,
-    owners: &OwnerChecks,
+    owners: &OwnerChecks<'_>,
 ) -> Result<Loaded, ConfigError> {
     let source = select_file(explicit, env, base_dir)?;
     let (text, origin) = match &source {

@@ -129,7 +129,6 @@ fn override_errors_name_the_variable() {
             &["BUTLER_LLM__BSE_URL", "unknown key `llm.bse_url`", "BUTLER_LLM__BASE_URL"],
         ),
         ("", ("BUTLER_NOPE__X", "1"), &["BUTLER_NOPE__X", "unknown key `nope`"]),
-        ("", ("BUTLER_CHANNELS__WEBB__TOKEN", "s3cr3t"), &["BUTLER_CHANNELS__WEBB__TOKEN", "`channels.webb`"]),
         (
             "",
             ("BUTLER_SERVER__MAX_BODY_BYTES", "big"),
