@@ -1,4 +1,4 @@
-//! `[channels]`: the built-in web chat (`[channels.web]`, typed here) and every platform
+//! `[channels]`: the built-in web chat (`[channels.web]`, typed in `mod.rs`) and every platform
 //! channel's section as written (`[channels.<name>]`, a raw TOML table), plus what config asks
 //! of the channel registry that sits above it ([`ChannelChecks`]) and the one way a channel
 //! reads its section as its own type ([`ChannelsConfig::read`]), with problems naming the key.
@@ -7,10 +7,9 @@
 //! its section type and its rules with its glue (`src/channels/<name>.rs`). It must never put
 //! a secret into a message or a printout.
 
-use super::error::{closest, KeyPath, Seg};
-use super::load::sanitize;
+use super::error::{closest, sanitize, KeyPath, Seg};
 use super::secret::{is_secret_name, MASK};
-use super::{Problems, Secret};
+use super::{Problems, WebConfig};
 use butler_channel::ConversationRef;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
@@ -200,23 +199,5 @@ impl ChannelChecks for NoChannels {
 
     fn refuse_target(&self, _: &ChannelsConfig, _: &ConversationRef) -> Option<String> {
         None
-    }
-}
-
-#[derive(Clone, Debug, Deserialize, Serialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct WebConfig {
-    pub enabled: bool,
-    /// A single token for the owner (identity `web:owner`).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub token: Option<Secret>,
-    /// One token per web user: `{ alice = "${ALICE_WEB_TOKEN}" }` -> identity `web:alice`.
-    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
-    pub tokens: BTreeMap<String, Secret>,
-}
-
-impl Default for WebConfig {
-    fn default() -> Self {
-        Self { enabled: true, token: None, tokens: BTreeMap::new() }
     }
 }

@@ -19,7 +19,6 @@ mod paths;
 use super::error::ConfigError;
 use super::error::FileFrom;
 use super::{Config, OwnerChecks};
-pub(crate) use deser::sanitize;
 pub use env::Env;
 pub use llm_env::{DEFAULT_ANTHROPIC_MODEL, DEFAULT_OPENAI_MODEL};
 pub use paths::{data_dir, user_config_file};

@@ -29,7 +29,7 @@ mod tests;
 mod tools;
 mod validate;
 
-pub use channels::{ChannelChecks, ChannelsConfig, NoChannels, SectionOverride, WebConfig};
+pub use channels::{ChannelChecks, ChannelsConfig, NoChannels, SectionOverride};
 pub use delegation::{ArchetypeConfig, DelegationConfig, CHAT_TIER, KNOWN_TIERS, WORKER_TIER};
 pub use error::{ConfigError, FileFrom, Problem};
 pub use hooks::{HookConfig, HookEvent, HookKind};
@@ -135,6 +135,24 @@ fn default_lease_ms() -> u64 {
 
 fn default_redis_prefix() -> String {
     "butler".into()
+}
+
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct WebConfig {
+    pub enabled: bool,
+    /// A single token for the owner (identity `web:owner`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub token: Option<Secret>,
+    /// One token per web user: `{ alice = "${ALICE_WEB_TOKEN}" }` -> identity `web:alice`.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub tokens: BTreeMap<String, Secret>,
+}
+
+impl Default for WebConfig {
+    fn default() -> Self {
+        Self { enabled: true, token: None, tokens: BTreeMap::new() }
+    }
 }
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]

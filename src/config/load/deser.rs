@@ -5,7 +5,7 @@
 //! serde's messages can quote the offending value (`invalid type: string "x"`); for keys that
 //! may hold a secret the value is cut out. Nothing here may put a secret into a message.
 
-use super::super::error::{closest, ConfigError, KeyPath, Seg};
+use super::super::error::{closest, sanitize, ConfigError, KeyPath, Seg};
 use super::super::{Config, SectionOverride};
 use super::overrides::{Applied, PREFIX};
 use serde_path_to_error::Segment;
@@ -145,31 +145,6 @@ fn env_name(path: &KeyPath) -> Option<String> {
         })
         .collect();
     Some(format!("{PREFIX}{}", parts.join("__")))
-}
-
-/// Key path segments whose values may be secrets: their values never appear in a message.
-fn is_sensitive(path: &KeyPath) -> bool {
-    path.0.iter().any(|s| match s {
-        Seg::Key(k) => ["token", "secret", "key", "password", "pass", "url"].iter().any(|w| k.contains(w)),
-        Seg::Index(_) => false,
-    })
-}
-
-/// serde's message, with the quoted value cut out when the key may hold a secret or a string
-/// was expected (every secret is a string, so a misplaced one shows up here).
-pub(crate) fn sanitize(message: &str, path: &KeyPath) -> String {
-    if !is_sensitive(path) && !message.contains("expected a string") {
-        return message.to_string();
-    }
-    for prefix in ["invalid type: ", "invalid value: "] {
-        if let Some(rest) = message.strip_prefix(prefix) {
-            if let Some(at) = rest.rfind(", expected ") {
-                let kind = rest[..at].split(['"', '`']).next().unwrap_or("").trim();
-                return format!("{prefix}{kind}, {}", &rest[at + 2..]);
-            }
-        }
-    }
-    "this value is not accepted here (details hidden because the value may be a secret)".into()
 }
 
 fn key_path(path: &serde_path_to_error::Path) -> KeyPath {

@@ -28,6 +28,7 @@ fn channel_sections_are_read_and_checked_by_their_channel() {
             &["not a channel Butler knows", "web, telegram, slack, discord"],
         ),
         ("[channels.telgram]\ntoken = \"s3cr3t\"", &[], Some("channels.telgram"), &["did you mean `telegram`"]),
+        ("[channels.webb]\ntoken = \"s3cr3t\"", &[], Some("channels.webb"), &["did you mean `web`"]),
         ("", &[("BUTLER_CHANNELS__WEBB__TOKEN", "s3cr3t")], Some("channels.webb"), &["BUTLER_CHANNELS__WEBB__TOKEN"]),
         (
             "[channels.telegram]\ntoken = \"1:a\"\npoll_timout_secs = 3",

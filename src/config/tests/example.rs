@@ -229,7 +229,10 @@ fn example_parses_to_the_built_in_defaults() {
 fn example_with_its_optional_keys_uncommented_is_valid() {
     let text = uncommented();
     let config = parse_str(&text, ORIGIN, &referenced_env(EXAMPLE)).unwrap_or_else(|e| panic!("{e}\n{text}"));
-    crate::app::check_config(&config).unwrap();
+    config.validate().unwrap();
+    let mut p = crate::config::Problems::default();
+    crate::config::ChannelChecks::check(&crate::channels::builtin(), &config.channels, &mut p);
+    assert!(p.into_lines().is_empty(), "the channel sections are valid");
     assert!(config.redis.is_some());
     assert!(config.llm.base_url.is_some() && config.llm.api_key.is_some());
     assert_eq!(config.llm.fallback.len(), 1);
