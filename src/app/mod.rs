@@ -44,21 +44,32 @@ pub struct AppOptions {
     pub extra_tools: Vec<Arc<dyn Tool>>,
     /// The config file in use: tools may never touch it (nor the database files).
     pub config_path: Option<std::path::PathBuf>,
+    /// The platform channels `[channels.<name>]` may configure: the built-in ones, plus any a
+    /// test registers.
+    pub channels: crate::channels::Registry,
 }
 
 impl AppOptions {
     pub fn serve(config: Config) -> Self {
-        Self { config, http: true, extra_channels: vec![], extra_tools: vec![], config_path: None }
+        Self {
+            config,
+            http: true,
+            extra_channels: vec![],
+            extra_tools: vec![],
+            config_path: None,
+            channels: crate::channels::builtin(),
+        }
     }
 }
 
 /// The checks of the config sections whose rules belong to a component, for
 /// [`crate::config::load`] and [`check_config`]: config sits below the components and cannot
 /// call them itself.
-pub const CONFIG_CHECKS: crate::config::OwnerChecks = crate::config::OwnerChecks {
+pub const CONFIG_CHECKS: crate::config::OwnerChecks<'static> = crate::config::OwnerChecks {
     permissions: crate::permissions::check_config,
     tools: crate::tools::check_config,
     schedules: crate::schedule::check_config,
+    channels: &crate::channels::BuiltIn,
     mcp: crate::mcp::check_config,
     skills: crate::skills::check_config,
     delegation: crate::delegate::check_config,
@@ -71,6 +82,12 @@ pub const CONFIG_CHECKS: crate::config::OwnerChecks = crate::config::OwnerChecks
 /// [`crate::config::ConfigError::Invalid`] with origin `config`.
 pub fn check_config(cfg: &Config) -> Result<(), crate::config::ConfigError> {
     cfg.validate_with(&CONFIG_CHECKS)
+}
+
+/// [`check_config`] with the platform channels of `channels` (the built-in ones and any a test
+/// registered) in place of the built-in registry.
+pub fn check_config_with(cfg: &Config, channels: &crate::channels::Registry) -> Result<(), crate::config::ConfigError> {
+    cfg.validate_with(&crate::config::OwnerChecks { channels, ..CONFIG_CHECKS })
 }
 
 /// Files no tool may touch: the config file and the SQLite database with its journals.
@@ -136,7 +153,8 @@ impl App {
         let (web_out, web_rx) = tokio::sync::mpsc::channel(1024);
         let relay = cluster.shared().then_some(web_out);
         let ChannelSet { out: channels, names, routes, hub, uploads, files } =
-            build_channels(&cfg, &store, &ingress, opts.http, opts.extra_channels, relay, &gate).await?;
+            build_channels(&cfg, &store, &ingress, (opts.http, &opts.channels), opts.extra_channels, relay, &gate)
+                .await?;
 
         let claims: Option<Arc<dyn store::ReplicaStore>> = cluster.shared().then(|| store.clone() as _);
         let deliverer = Deliverer::new(store.clone(), channels.clone(), DeliveryConfig::default(), claims);
@@ -261,18 +279,20 @@ struct ChannelSet {
 }
 
 /// Builds the platform channels, the web chat and the extra channels, and takes back what a
-/// dead process left half-done on them. `relay` is where the web chat sends its events for the
+/// dead process left half-done on them. `registry` has the platform channels the config may
+/// name (built only with `http`). `relay` is where the web chat sends its events for the
 /// other replicas: `Some` exactly when Redis joins this process to others.
 async fn build_channels(
     cfg: &Config,
     store: &Arc<dyn Store>,
     ingress: &Arc<dyn Ingress>,
-    http: bool,
+    (http, registry): (bool, &crate::channels::Registry),
     extra: Vec<Arc<dyn Channel>>,
     relay: Option<tokio::sync::mpsc::Sender<String>>,
     gate: &Gate,
 ) -> Result<ChannelSet, AppError> {
-    let platforms = crate::channels::build(cfg, ingress.clone(), http, gate).await?;
+    let cx = crate::channels::Context { ingress: ingress.clone(), gate };
+    let platforms = registry.build(&cfg.channels, &cx, http).await?;
     let shared = relay.is_some();
     let hub = (http && cfg.channels.web.enabled).then(|| {
         Arc::new(match relay {
@@ -291,7 +311,7 @@ async fn build_channels(
         out.add(ch);
     }
     let mut names = out.names();
-    if http && cfg!(feature = "webhook") && !cfg.triggers.is_empty() {
+    if http && crate::channels::TRIGGERS && !cfg.triggers.is_empty() {
         // Trigger events arrive on the `hook` channel (POST /hooks/{name}); it sends nothing.
         names.push(crate::ids::HOOK_CHANNEL.into());
     }
@@ -307,11 +327,7 @@ async fn build_channels(
     // Drafts whose event ended without finishing them (only those: a draft of an event that
     // will run again is finished by that run), whoever left them: safe beside live replicas.
     crate::outbox::settle_orphan_drafts(&**store).await?;
-    #[cfg(feature = "webhook")]
-    let routes =
-        platforms.routes.merge(butler_webhook::routes(webhook_sources(&cfg.triggers), ingress.clone(), gate.clone()));
-    #[cfg(not(feature = "webhook"))]
-    let routes = platforms.routes;
+    let routes = platforms.routes.merge(crate::channels::trigger_routes(&cfg.triggers, ingress.clone(), gate));
     Ok(ChannelSet { out, names, routes, hub, uploads, files })
 }
 
@@ -556,22 +572,4 @@ fn web_stores(store: &Arc<dyn Store>) -> Arc<web::WebStores> {
         outcomes: store.clone(),
         usage: store.clone(),
     })
-}
-
-/// The `[[triggers]]` sources as the webhook crate sees them.
-#[cfg(feature = "webhook")]
-fn webhook_sources(triggers: &[crate::config::TriggerConfig]) -> Vec<butler_webhook::Source> {
-    use crate::config::SignatureKind;
-    triggers
-        .iter()
-        .map(|t| butler_webhook::Source {
-            name: t.name.clone(),
-            secret: t.secret.expose().to_string(),
-            scheme: match t.signature {
-                SignatureKind::Github => butler_webhook::Scheme::Github,
-                SignatureKind::Butler => butler_webhook::Scheme::Butler,
-            },
-            rate_limit_per_minute: t.rate_limit_per_minute,
-        })
-        .collect()
 }

@@ -1,66 +1,69 @@
-//! The glue between Butler's config and the platform channel crates (`channels/*`): builds
-//! each configured adapter, mounts its HTTP routes (webhooks, interactivity endpoints) and
-//! checks its credentials for `butler doctor`. This is the only module besides `app` that
-//! names a channel crate, each behind the cargo feature of the same name.
+//! The glue between Butler's config and the platform channel crates (`channels/*`): the
+//! channel registry ([`Registry`], `registry.rs`) with one entry per platform, each defined in
+//! its one glue file (`telegram.rs`, `slack.rs`, `discord.rs`: its section type, checks, build,
+//! `butler doctor` check and `init` section), and the webhook triggers' routes (`webhook.rs`).
+//! This is the only module that names a channel crate, each behind the cargo feature of the
+//! same name.
 //!
 //! It must never hold platform logic: mapping config to the crate's settings is all it does.
 
 mod built;
 #[cfg(feature = "discord")]
 mod discord;
+mod registry;
 #[cfg(feature = "slack")]
 mod slack;
 #[cfg(feature = "telegram")]
 mod telegram;
+mod webhook;
 
-pub use built::{BuildError, Built, Check};
+pub use built::{section_table, BuildError, Built, Check};
+#[cfg(feature = "discord")]
+pub use discord::DiscordConfig;
+pub use registry::{Context, Platform, Registry};
+#[cfg(feature = "slack")]
+pub use slack::SlackConfig;
+#[cfg(feature = "telegram")]
+pub use telegram::{TelegramConfig, TelegramMode};
+pub use webhook::{trigger_routes, TRIGGERS};
 
-use crate::config::Config;
-use butler_channel::limit::Gate;
-use butler_channel::Ingress;
-use std::sync::Arc;
+use crate::config::{ChannelChecks, ChannelsConfig, Problems};
+use butler_channel::ConversationRef;
 
-/// Builds every configured platform channel, their rate limits kept in `gate` (this process's,
-/// or the replicas' shared one). `http` is false for `butler chat`, which runs no server and
-/// no platform channels.
-pub async fn build(cfg: &Config, ingress: Arc<dyn Ingress>, http: bool, gate: &Gate) -> Result<Built, BuildError> {
-    #[allow(unused_mut)]
-    let mut built = Built::default();
-    if !http {
-        return Ok(built);
-    }
-    #[cfg(feature = "telegram")]
-    if let Some(t) = &cfg.channels.telegram {
-        telegram::build(t, ingress.clone(), gate, &mut built).await?;
-    }
-    #[cfg(feature = "slack")]
-    if let Some(s) = &cfg.channels.slack {
-        slack::build(s, cfg, ingress.clone(), gate, &mut built).await?;
-    }
-    #[cfg(feature = "discord")]
-    if let Some(d) = &cfg.channels.discord {
-        discord::build(d, ingress.clone(), gate, &mut built).await?;
-    }
-    let _ = (cfg, &ingress, gate);
-    Ok(built)
+/// `registry.with(platform)` when this build has `feature`, else an entry that refuses the
+/// channel's section naming the feature.
+macro_rules! platform {
+    ($registry:expr, $feature:literal => $platform:expr) => {{
+        #[cfg(feature = $feature)]
+        let registry = $registry.with($platform);
+        #[cfg(not(feature = $feature))]
+        let registry = $registry.without($feature);
+        registry
+    }};
 }
 
-/// Checks the credentials of every configured platform channel.
-pub async fn doctor(cfg: &Config) -> Vec<Check> {
-    #[allow(unused_mut)]
-    let mut checks = Vec::new();
-    #[cfg(feature = "telegram")]
-    if let Some(t) = &cfg.channels.telegram {
-        checks.push(telegram::doctor(t).await);
+/// Every platform channel of Butler, in the order they are checked, built and written by
+/// `butler init`: one line per channel.
+pub fn builtin() -> Registry {
+    let r = Registry::default();
+    let r = platform!(r, "telegram" => telegram::Telegram);
+    let r = platform!(r, "slack" => slack::Slack);
+    platform!(r, "discord" => discord::DiscordPlatform)
+}
+
+/// The built-in registry as config's channel checks, for `app::CONFIG_CHECKS` (a constant).
+pub struct BuiltIn;
+
+impl ChannelChecks for BuiltIn {
+    fn check(&self, channels: &ChannelsConfig, p: &mut Problems) {
+        builtin().check(channels, p);
     }
-    #[cfg(feature = "slack")]
-    if let Some(s) = &cfg.channels.slack {
-        checks.push(slack::doctor(s).await);
+
+    fn running(&self, channels: &ChannelsConfig) -> Vec<String> {
+        builtin().running(channels)
     }
-    #[cfg(feature = "discord")]
-    if let Some(d) = &cfg.channels.discord {
-        checks.push(discord::doctor(d).await);
+
+    fn refuse_target(&self, channels: &ChannelsConfig, conversation: &ConversationRef) -> Option<String> {
+        builtin().refuse_target(channels, conversation)
     }
-    let _ = cfg;
-    checks
 }

@@ -209,7 +209,7 @@ pub async fn run(
     let model_problem = super::model::setup_problem(&cfg.llm).await;
     let self_call = super::model::points_at_butler(&cfg);
     let channel: Arc<dyn Channel> = terminal.clone();
-    let opts = AppOptions { config: cfg, http: false, extra_channels: vec![channel], extra_tools: vec![], config_path };
+    let opts = AppOptions { http: false, extra_channels: vec![channel], config_path, ..AppOptions::serve(cfg) };
     let app = App::start(opts).await.map_err(|e| exit::fail(1, e))?;
     for note in model_problem.iter().chain(&self_call) {
         eprintln!("note: {note}");

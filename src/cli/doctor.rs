@@ -53,7 +53,7 @@ pub async fn run(explicit: Option<&Path>) -> bool {
         None => {}
     }
     mcp_servers(&mut r, &cfg).await;
-    for (what, result) in crate::channels::doctor(&cfg).await {
+    for (what, result) in crate::channels::builtin().doctor(&cfg.channels).await {
         match result {
             Ok(detail) => r.ok(&what, detail),
             Err((problem, fix)) => r.fail(&what, problem, &fix),

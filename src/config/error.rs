@@ -2,7 +2,7 @@
 //! the file (or environment variable) and the exact key path, and saying what to do.
 //!
 //! A message built here must never contain a secret value: callers pass key paths, variable
-//! names and sanitized reasons only (see `load::deser` for how serde messages are sanitized).
+//! names and sanitized reasons only ([`sanitize`] cuts values out of serde messages).
 
 use std::fmt;
 use std::path::PathBuf;
@@ -222,4 +222,29 @@ fn edit_distance(a: &str, b: &str) -> usize {
         prev = cur;
     }
     prev[b.len()]
+}
+
+/// Key path segments whose values may be secrets: their values never appear in a message.
+fn is_sensitive(path: &KeyPath) -> bool {
+    path.0.iter().any(|s| match s {
+        Seg::Key(k) => ["token", "secret", "key", "password", "pass", "url"].iter().any(|w| k.contains(w)),
+        Seg::Index(_) => false,
+    })
+}
+
+/// serde's message, with the quoted value cut out when the key may hold a secret or a string
+/// was expected (every secret is a string, so a misplaced one shows up here).
+pub(crate) fn sanitize(message: &str, path: &KeyPath) -> String {
+    if !is_sensitive(path) && !message.contains("expected a string") {
+        return message.to_string();
+    }
+    for prefix in ["invalid type: ", "invalid value: "] {
+        if let Some(rest) = message.strip_prefix(prefix) {
+            if let Some(at) = rest.rfind(", expected ") {
+                let kind = rest[..at].split(['"', '`']).next().unwrap_or("").trim();
+                return format!("{prefix}{kind}, {}", &rest[at + 2..]);
+            }
+        }
+    }
+    "this value is not accepted here (details hidden because the value may be a secret)".into()
 }

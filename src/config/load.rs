@@ -40,7 +40,7 @@ pub struct Loaded {
 /// config file ([`user_config_file`]) if it exists, else none; relative paths are relative to
 /// the working directory. Calls [`Config::validate_with`]
 /// `owners` (the components' checks, `app::CONFIG_CHECKS`).
-pub fn load(explicit: Option<&Path>, owners: &OwnerChecks) -> Result<Loaded, ConfigError> {
+pub fn load(explicit: Option<&Path>, owners: &OwnerChecks<'_>) -> Result<Loaded, ConfigError> {
     load_checked(explicit, &Env::process(), Path::new(""), owners)
 }
 
@@ -54,7 +54,7 @@ fn load_checked(
     explicit: Option<&Path>,
     env: &Env,
     base_dir: &Path,
-    owners: &OwnerChecks,
+    owners: &OwnerChecks<'_>,
 ) -> Result<Loaded, ConfigError> {
     let source = select_file(explicit, env, base_dir)?;
     let (text, origin) = match &source {

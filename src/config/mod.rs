@@ -3,8 +3,11 @@
 //! `butler config check`.
 //!
 //! Every key lives in a struct with `deny_unknown_fields` (the sections below and in the
-//! section files, the whole in `root.rs`); `config/butler.example.toml` documents each one. This module must never print or log a [`Secret`]'s value.
+//! section files, the whole in `root.rs`), except a platform channel's `[channels.<name>]`,
+//! kept as written and read by the channel's own type (`channels.rs`, `src/channels`);
+//! `config/butler.example.toml` documents each one. This module must never print or log a [`Secret`]'s value.
 
+mod channels;
 mod delegation;
 mod error;
 mod hooks;
@@ -16,7 +19,6 @@ mod mcp;
 mod media;
 mod net;
 mod permissions;
-mod platforms;
 mod roles;
 mod root;
 mod schedules;
@@ -27,6 +29,7 @@ mod tests;
 mod tools;
 mod validate;
 
+pub use channels::{ChannelChecks, ChannelsConfig, NoChannels, SectionOverride};
 pub use delegation::{ArchetypeConfig, DelegationConfig, CHAT_TIER, KNOWN_TIERS, WORKER_TIER};
 pub use error::{ConfigError, FileFrom, Problem};
 pub use hooks::{HookConfig, HookEvent, HookKind};
@@ -40,9 +43,8 @@ pub use mcp::{McpConfig, McpServerConfig};
 pub use media::{AudioConvert, MediaConfig, TranscriptionConfig};
 pub use net::{HostName, IpRange};
 pub use permissions::{ContextKind, Mode, PermissionContext, PermissionsConfig};
-pub use platforms::{DiscordConfig, SlackConfig, TelegramConfig, TelegramMode};
 pub use roles::UserRole;
-pub use root::{Config, OwnerChecks, SectionCheck};
+pub use root::{Config, OwnerChecks, ScheduleCheck, SectionCheck};
 pub use schedules::{Missed, ScheduleConfig, ScheduleMode, DEFAULT_GRACE_SECS};
 pub use secret::{is_secret_name, redact_url, Secret, SECRET_WORDS};
 pub use skills::SkillsConfig;
@@ -50,7 +52,7 @@ pub use tools::{
     FilesConfig, HttpRequestConfig, SandboxMode, SearchProvider, SendMessageConfig, ShellConfig, ToolsConfig,
     WebFetchConfig, WebSearchConfig,
 };
-pub use validate::Problems;
+pub use validate::{http_url, Problems};
 
 use butler_channel::Identity;
 use serde::{Deserialize, Serialize};
@@ -133,18 +135,6 @@ fn default_lease_ms() -> u64 {
 
 fn default_redis_prefix() -> String {
     "butler".into()
-}
-
-#[derive(Clone, Debug, Default, Deserialize, Serialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct ChannelsConfig {
-    pub web: WebConfig,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub telegram: Option<TelegramConfig>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub slack: Option<SlackConfig>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub discord: Option<DiscordConfig>,
 }
 
 #[derive(Clone, Debug, Deserialize, Serialize)]

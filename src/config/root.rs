@@ -8,9 +8,9 @@
 use super::error::ConfigError;
 use super::validate::{self, Problems};
 use super::{
-    AccessConfig, AgentConfig, ChannelsConfig, DatabaseConfig, HookConfig, LimitsConfig, LlmConfig, LogConfig,
-    McpConfig, MediaConfig, MemoryConfig, PermissionsConfig, RedisConfig, ScheduleConfig, ServerConfig, SkillsConfig,
-    ToolsConfig, TriggerConfig,
+    AccessConfig, AgentConfig, ChannelChecks, ChannelsConfig, DatabaseConfig, HookConfig, LimitsConfig, LlmConfig,
+    LogConfig, McpConfig, MediaConfig, MemoryConfig, NoChannels, PermissionsConfig, RedisConfig, ScheduleConfig,
+    ServerConfig, SkillsConfig, ToolsConfig, TriggerConfig,
 };
 use serde::{Deserialize, Serialize};
 
@@ -58,7 +58,7 @@ impl Config {
 
     /// [`Config::validate`] with the checks of the sections components own, each at its place,
     /// so the problems keep the order of the sections.
-    pub fn validate_with(&self, owners: &OwnerChecks) -> Result<(), ConfigError> {
+    pub fn validate_with(&self, owners: &OwnerChecks<'_>) -> Result<(), ConfigError> {
         let mut p = Problems::default();
         validate::check_server(&self.server, &mut p);
         validate::check_stores(&self.database, self.redis.as_ref(), &mut p);
@@ -70,10 +70,8 @@ impl Config {
         (owners.permissions)(self, &mut p);
         validate::check_hooks(&self.hooks, &mut p);
         (owners.tools)(self, &mut p);
-        validate::check_telegram(self.channels.telegram.as_ref(), &mut p);
-        validate::check_slack(self.channels.slack.as_ref(), &mut p);
-        validate::check_discord(self.channels.discord.as_ref(), &mut p);
-        (owners.schedules)(self, &mut p);
+        owners.channels.check(&self.channels, &mut p);
+        (owners.schedules)(self, owners.channels, &mut p);
         (owners.mcp)(self, &mut p);
         (owners.skills)(self, &mut p);
         (owners.media)(self, &mut p);
@@ -83,24 +81,32 @@ impl Config {
 
     /// The full effective configuration as TOML (in the order of the structs), secrets masked.
     pub fn to_masked_toml(&self) -> String {
-        super::masked::to_masked_toml(self, self.database.url.expose(), self.redis.as_ref().map(|r| r.url.expose()))
+        let shown = Self { channels: self.channels.masked(), ..self.clone() };
+        super::masked::to_masked_toml(&shown, self.database.url.expose(), self.redis.as_ref().map(|r| r.url.expose()))
     }
 }
 
 /// A check of one section whose rules a component owns: it adds a problem per bad value.
 pub type SectionCheck = fn(&Config, &mut Problems);
 
+/// The check of `[[schedules]]`: its targets must be on channels this config runs, which only
+/// the channel registry knows, so it is handed the registry's answers.
+pub type ScheduleCheck = fn(&Config, &dyn ChannelChecks, &mut Problems);
+
 /// The checks of the sections whose rules live in their components: config sits below them and
 /// cannot call them, so the caller above (`app::CONFIG_CHECKS`) hands them in, and
 /// [`Config::validate_with`] runs them at their place in the order of the sections.
 #[derive(Clone, Copy)]
-pub struct OwnerChecks {
+pub struct OwnerChecks<'a> {
     /// `[permissions]` (`crate::permissions`).
     pub permissions: SectionCheck,
     /// `[tools]` (`crate::tools`).
     pub tools: SectionCheck,
     /// `[[schedules]]` (`crate::schedule`).
-    pub schedules: SectionCheck,
+    pub schedules: ScheduleCheck,
+    /// `[channels.<name>]` of every platform channel, and which channels run (the registry in
+    /// `crate::channels`).
+    pub channels: &'a dyn ChannelChecks,
     /// `[mcp]` and `[[mcp.servers]]` (`crate::mcp`).
     pub mcp: SectionCheck,
     /// `[skills]` (`crate::skills`).
@@ -113,12 +119,13 @@ pub struct OwnerChecks {
     pub log: SectionCheck,
 }
 
-impl OwnerChecks {
+impl OwnerChecks<'static> {
     /// Checks only the sections config owns.
     pub const NONE: Self = Self {
         permissions: skip,
         tools: skip,
-        schedules: skip,
+        schedules: skip_schedules,
+        channels: &NoChannels,
         mcp: skip,
         skills: skip,
         delegation: skip,
@@ -128,3 +135,5 @@ impl OwnerChecks {
 }
 
 fn skip(_: &Config, _: &mut Problems) {}
+
+fn skip_schedules(_: &Config, _: &dyn ChannelChecks, _: &mut Problems) {}

@@ -8,18 +8,12 @@
 
 use super::{cron, jobs};
 use crate::clock::now_ms;
-use crate::config::{Config, Problems};
+use crate::config::{ChannelChecks, Config, Problems};
 
 /// `[[schedules]]`: unique one-line names, a 5-field cron that fires at all, an IANA zone, a
 /// prompt, and a target conversation on a channel this config runs.
-pub fn check_config(cfg: &Config, p: &mut Problems) {
-    let ch = &cfg.channels;
-    let running = [
-        ("web", ch.web.enabled),
-        ("telegram", ch.telegram.is_some()),
-        ("slack", ch.slack.is_some()),
-        ("discord", ch.discord.is_some()),
-    ];
+pub fn check_config(cfg: &Config, channels: &dyn ChannelChecks, p: &mut Problems) {
+    let running = channels.running(&cfg.channels);
     let mut seen = std::collections::BTreeSet::new();
     for (i, s) in cfg.schedules.iter().enumerate() {
         let key = |k: &str| format!("schedules[{i}].{k}");
@@ -46,7 +40,7 @@ pub fn check_config(cfg: &Config, p: &mut Problems) {
         }
         match jobs::check_target(&s.target.to_string()) {
             Err(e) => p.add(key("target"), e.to_string()),
-            Ok(t) if !running.iter().any(|(name, on)| *on && *name == t.channel) => p.add(
+            Ok(t) if !running.contains(&t.channel) => p.add(
                 key("target"),
                 format!(
                     "is on the channel `{}`, which this config does not run; configure it, or deliver to a \
@@ -54,7 +48,11 @@ pub fn check_config(cfg: &Config, p: &mut Problems) {
                     t.channel
                 ),
             ),
-            Ok(_) => {}
+            Ok(t) => {
+                if let Some(why) = channels.refuse_target(&cfg.channels, &t) {
+                    p.add(key("target"), why);
+                }
+            }
         }
     }
 }

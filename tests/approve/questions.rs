@@ -257,16 +257,8 @@ async fn telegram_shows_the_options_as_an_inline_keyboard() {
     let fake = FakeTelegram::start(TOKEN).await;
     let llm = FakeLlm::start().await;
     let (mut cfg, dir) = config(Some(&llm.openai_url()));
-    cfg.channels.telegram = Some(butler::config::TelegramConfig {
-        token: butler::config::Secret::new(TOKEN),
-        api_url: fake.api_url(),
-        mode: butler::config::TelegramMode::Polling,
-        webhook_secret: None,
-        webhook_url: None,
-        poll_timeout_secs: 5,
-        max_per_second: 30,
-        chat_interval_ms: 1000,
-    });
+    let section = format!("token = \"{TOKEN}\"\napi_url = \"{}\"\npoll_timeout_secs = 5\n", fake.api_url());
+    cfg.channels.set("telegram", section.parse().unwrap());
     cfg.access.allow = vec![format!("telegram:{ALICE}").parse().unwrap()];
     let app = TestApp::start_with(cfg, Some(dir), vec![]).await;
     fake.wait_calls("getUpdates", 1, 10).await;

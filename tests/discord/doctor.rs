@@ -51,7 +51,7 @@ fn discord_config_is_validated() {
     for (section, want) in cases {
         let text = format!("[channels.discord]\n{section}\n");
         let cfg = parse_str(&text, "test", &Env::default()).unwrap();
-        let problems = cfg.validate().err().map(|e| e.to_string());
+        let problems = butler::app::check_config(&cfg).err().map(|e| e.to_string());
         match (want, problems) {
             (None, None) => {}
             (Some(key), Some(p)) => assert!(p.contains(key), "{section}: {p}"),
@@ -59,6 +59,7 @@ fn discord_config_is_validated() {
         }
     }
     let missing = parse_str("[channels.discord]\napi_url = \"https://discord.com\"\n", "test", &Env::default());
+    let missing = missing.and_then(|cfg| butler::app::check_config(&cfg));
     assert!(missing.unwrap_err().to_string().contains("token"));
 }
 

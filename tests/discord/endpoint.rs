@@ -86,7 +86,8 @@ async fn the_endpoint_verifies_answers_ping_and_acknowledges_clicks() {
     let theirs = key(vectors[1]["secret_key_seed_hex"].as_str().unwrap());
     let discord = FakeDiscord::start().await;
     let rig = Rig::start_on(discord, vec![], |cfg| {
-        cfg.channels.discord.as_mut().unwrap().public_key = Some(vectors[0]["public_key_hex"].as_str().unwrap().into());
+        let key = vectors[0]["public_key_hex"].as_str().unwrap();
+        cfg.channels.platforms.get_mut("discord").unwrap().insert("public_key".into(), key.into());
     })
     .await;
     let app = &rig.app;
@@ -191,7 +192,8 @@ async fn signed_interactions_older_than_five_minutes_are_refused() {
     let ours = key(vectors[0]["secret_key_seed_hex"].as_str().unwrap());
     let discord = FakeDiscord::start().await;
     let rig = Rig::start_on(discord, vec![], |cfg| {
-        cfg.channels.discord.as_mut().unwrap().public_key = Some(vectors[0]["public_key_hex"].as_str().unwrap().into());
+        let key = vectors[0]["public_key_hex"].as_str().unwrap();
+        cfg.channels.platforms.get_mut("discord").unwrap().insert("public_key".into(), key.into());
     })
     .await;
     let app = &rig.app;

@@ -20,7 +20,8 @@ mod endpoint;
 mod gateway;
 mod media;
 
-use butler::config::{Config, DiscordConfig, Secret};
+use butler::channels::DiscordConfig;
+use butler::config::{Config, Secret};
 use butler::tools::Tool;
 use serde_json::Value;
 use std::sync::Arc;
@@ -62,8 +63,8 @@ impl Rig {
         let _ = rustls::crypto::ring::default_provider().install_default();
         let llm = FakeLlm::start().await;
         let (mut cfg, dir) = config(Some(&llm.openai_url()));
-        cfg.channels.discord =
-            Some(DiscordConfig { token: Secret::new(TOKEN), public_key: None, api_url: discord.url() });
+        let section = DiscordConfig { token: Secret::new(TOKEN), public_key: None, api_url: discord.url() };
+        cfg.channels.set("discord", section.to_table());
         cfg.access.owners = vec![format!("discord:{ALICE}").parse().unwrap()];
         cfg.access.allow = vec![format!("discord:{BOB}").parse().unwrap()];
         adjust(&mut cfg);

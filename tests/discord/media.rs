@@ -19,7 +19,10 @@ use std::time::Duration;
 
 /// Discord's file source as Butler's glue builds and registers it.
 async fn file_source(rig: &Rig) -> Arc<dyn FileSource> {
-    let built = butler::channels::build(&rig.app.config, rig.app.app.ingress.clone(), true, &Gate::local())
+    let gate = Gate::local();
+    let cx = butler::channels::Context { ingress: rig.app.app.ingress.clone(), gate: &gate };
+    let built = butler::channels::builtin()
+        .build(&rig.app.config.channels, &cx, true)
         .await
         .expect("the Discord channel builds");
     built.files.get("discord").cloned().expect("the glue registers Discord's file source under \"discord\"")

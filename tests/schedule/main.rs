@@ -15,6 +15,7 @@ mod cli;
 mod config;
 mod cron;
 mod missed;
+mod registered;
 mod replicas;
 mod tool;
 

@@ -4,23 +4,25 @@
 //! manifest under deploy/.
 
 use crate::support::fake_slack::{FakeSlack, APP_TOKEN, BOT_TOKEN};
-use butler::config::{Config, Secret, SlackConfig};
+use butler::channels::SlackConfig;
+use butler::config::{Config, Secret};
 
 fn slack(api_url: &str, token: &str, secret: Option<&str>, app: Option<&str>) -> Config {
     let mut cfg = Config::default();
-    cfg.channels.slack = Some(SlackConfig {
+    let section = SlackConfig {
         bot_token: Secret::new(token),
         signing_secret: secret.map(Secret::new),
         app_token: app.map(Secret::new),
         api_url: api_url.into(),
         working_reaction: "eyes".into(),
         remembered_threads: 100,
-    });
+    };
+    cfg.channels.set("slack", section.to_table());
     cfg
 }
 
 async fn check(cfg: &Config) -> Result<String, (String, String)> {
-    let checks = butler::channels::doctor(cfg).await;
+    let checks = butler::channels::builtin().doctor(&cfg.channels).await;
     let (what, result) = checks.into_iter().find(|(w, _)| w == "slack").expect("a slack check");
     assert_eq!(what, "slack");
     result
@@ -68,10 +70,11 @@ fn config_validation_names_the_missing_keys() {
         (slack("slack.com/api", "xoxb-1", Some("s"), None), "channels.slack.api_url"),
     ];
     for (cfg, want) in cases {
-        let err = cfg.validate().expect_err("invalid").to_string();
+        let err = butler::app::check_config(&cfg).expect_err("invalid").to_string();
         assert!(err.contains(want), "{err}");
     }
-    slack("https://slack.com/api", "xoxb-1", None, Some("xapp-1")).validate().expect("Socket Mode alone is fine");
+    butler::app::check_config(&slack("https://slack.com/api", "xoxb-1", None, Some("xapp-1")))
+        .expect("Socket Mode alone is fine");
 }
 
 #[test]

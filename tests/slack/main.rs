@@ -16,7 +16,8 @@ mod rendering;
 mod signatures;
 mod socket;
 
-use butler::config::{Config, Secret, SlackConfig};
+use butler::channels::SlackConfig;
+use butler::config::{Config, Secret};
 use std::sync::Arc;
 use support::app::{config, TestApp};
 use support::fake_llm::FakeLlm;
@@ -62,14 +63,15 @@ pub async fn start(setup: Setup) -> Rig {
     }
     let llm = FakeLlm::start().await;
     let (mut cfg, dir) = config(Some(&llm.openai_url()));
-    cfg.channels.slack = Some(SlackConfig {
+    let section = SlackConfig {
         bot_token: Secret::new(BOT_TOKEN),
         signing_secret: (!setup.socket).then(|| Secret::new(SECRET)),
         app_token: setup.socket.then(|| Secret::new(APP_TOKEN)),
         api_url: slack.api_url(),
         working_reaction: "eyes".into(),
         remembered_threads: 1000,
-    });
+    };
+    cfg.channels.set("slack", section.to_table());
     cfg.access.owners = vec![format!("slack:{OWNER}").parse().unwrap()];
     cfg.access.allow = [ALICE, BOB, BOSS].iter().map(|u| format!("slack:{u}").parse().unwrap()).collect();
     if let Some(tweak) = setup.tweak {

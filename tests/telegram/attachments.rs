@@ -37,7 +37,7 @@ impl Rig {
         let fake = FakeTelegram::start(TOKEN).await;
         let llm = FakeLlm::start().await;
         let (mut cfg, dir) = config(Some(&llm.openai_url()));
-        cfg.channels.telegram = Some(telegram(&fake));
+        cfg.channels.set("telegram", telegram(&fake).to_table());
         cfg.access.owners = vec![format!("telegram:{OWNER}").parse().unwrap()];
         tweak(&mut cfg, &llm);
         let app = TestApp::start(cfg.clone(), None).await;

@@ -5,12 +5,13 @@
 use crate::support::fake_telegram::{FakeTelegram, BOT_USERNAME};
 use crate::support::proc::{free_port, Deployment};
 use crate::{telegram, tls, TOKEN};
+use butler::channels::TelegramConfig;
 use butler::config::{Config, Secret};
 
-async fn check(cfg: &butler::config::TelegramConfig) -> Result<String, (String, String)> {
+async fn check(cfg: &TelegramConfig) -> Result<String, (String, String)> {
     let mut config = Config::default();
-    config.channels.telegram = Some(cfg.clone());
-    let mut checks = butler::channels::doctor(&config).await;
+    config.channels.set("telegram", cfg.to_table());
+    let mut checks = butler::channels::builtin().doctor(&config.channels).await;
     assert_eq!(checks.len(), 1);
     let (what, result) = checks.remove(0);
     assert_eq!(what, "telegram");
@@ -26,13 +27,13 @@ async fn doctor_checks_the_token_with_get_me() {
     assert!(ok.contains(&format!("@{BOT_USERNAME}")) && ok.contains("long polling"), "{ok}");
     assert_eq!(fake.calls("getMe").len(), 1);
 
-    let bad = butler::config::TelegramConfig { token: Secret::new("123456:WRONG-xyz"), ..good.clone() };
+    let bad = TelegramConfig { token: Secret::new("123456:WRONG-xyz"), ..good.clone() };
     let (problem, fix) = check(&bad).await.expect_err("a refused token fails");
     assert!(problem.contains("refused the bot token"), "{problem}");
     assert!(fix.contains("check [channels.telegram] token with @BotFather"), "{fix}");
     assert!(!problem.contains("WRONG-xyz") && !fix.contains("WRONG-xyz"), "never prints the token");
 
-    let gone = butler::config::TelegramConfig { api_url: format!("http://127.0.0.1:{}", free_port()), ..good };
+    let gone = TelegramConfig { api_url: format!("http://127.0.0.1:{}", free_port()), ..good };
     let (problem, fix) = check(&gone).await.expect_err("an unreachable API fails");
     assert!(problem.contains("cannot reach the Bot API"), "{problem}");
     assert!(fix.contains("api_url") && fix.contains(&gone.api_url), "{fix}");

@@ -17,7 +17,8 @@ mod ratelimit;
 mod render;
 mod unreadable;
 
-use butler::config::{Secret, TelegramConfig, TelegramMode};
+use butler::channels::{TelegramConfig, TelegramMode};
+use butler::config::Secret;
 use std::time::Duration;
 use support::app::{config, TestApp};
 use support::fake_llm::FakeLlm;
@@ -71,7 +72,7 @@ impl Tg {
         let fake = FakeTelegram::start(TOKEN).await;
         let llm = FakeLlm::start().await;
         let (mut cfg, dir) = config(Some(&llm.openai_url()));
-        cfg.channels.telegram = Some(telegram(&fake));
+        cfg.channels.set("telegram", telegram(&fake).to_table());
         cfg.access.owners = vec![format!("telegram:{OWNER}").parse().unwrap()];
         cfg.access.allow =
             vec![format!("telegram:{ALICE}").parse().unwrap(), format!("telegram:{MALLORY}").parse().unwrap()];

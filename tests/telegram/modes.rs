@@ -5,7 +5,6 @@
 
 use crate::support::fake_telegram::updates::dm;
 use crate::{inbox_count, settle, Tg, OWNER};
-use butler::config::{Secret, TelegramMode};
 use serde_json::Value;
 
 #[tokio::test]
@@ -36,10 +35,10 @@ pub(crate) const SECRET: &str = "s3cret-Token_42";
 pub(crate) async fn webhook_app() -> Tg {
     Tg::start_with(
         |cfg| {
-            let t = cfg.channels.telegram.as_mut().unwrap();
-            t.mode = TelegramMode::Webhook;
-            t.webhook_secret = Some(Secret::new(SECRET));
-            t.webhook_url = Some("https://butler.example.com/channels/telegram/webhook".into());
+            let t = cfg.channels.platforms.get_mut("telegram").unwrap();
+            t.insert("mode".into(), "webhook".into());
+            t.insert("webhook_secret".into(), SECRET.into());
+            t.insert("webhook_url".into(), "https://butler.example.com/channels/telegram/webhook".into());
         },
         vec![],
     )

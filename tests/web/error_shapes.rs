@@ -4,7 +4,7 @@
 
 use crate::support::app::{config, TestApp};
 use crate::support::fake_telegram::FakeTelegram;
-use butler::config::TelegramConfig;
+use butler::channels::TelegramConfig;
 use serde_json::Value;
 
 const TG_TOKEN: &str = "123456:shapes-token";
@@ -51,7 +51,7 @@ async fn every_error_is_the_json_error_shape() {
     let fake = FakeTelegram::start(TG_TOKEN).await;
     let (mut cfg, dir) = config(None);
     cfg.server.max_body_bytes = 4096;
-    cfg.channels.telegram = Some(telegram_webhook(&fake).await);
+    cfg.channels.set("telegram", telegram_webhook(&fake).await.to_table());
     let app = TestApp::start(cfg, Some(dir)).await;
     assert_eq!(app.post("c1", "local", "hello").await.0, 202, "a conversation to read");
     let json = "application/json";

@@ -5,8 +5,8 @@
 //! serde's messages can quote the offending value (`invalid type: string "x"`); for keys that
 //! may hold a secret the value is cut out. Nothing here may put a secret into a message.
 
-use super::super::error::{closest, ConfigError, KeyPath, Seg};
-use super::super::Config;
+use super::super::error::{closest, sanitize, ConfigError, KeyPath, Seg};
+use super::super::{Config, SectionOverride};
 use super::overrides::{Applied, PREFIX};
 use serde_path_to_error::Segment;
 use toml::de::{DeArray, DeTable, DeValue};
@@ -24,7 +24,10 @@ pub(super) fn deserialize(
     let mut retried: Vec<KeyPath> = Vec::new();
     loop {
         let err = match serde_path_to_error::deserialize::<_, Config>(Value::Table(table.clone())) {
-            Ok(config) => return Ok(config),
+            Ok(mut config) => {
+                config.channels.overrides = channel_overrides(&applied);
+                return Ok(config);
+            }
             Err(err) => err,
         };
         let path = key_path(err.path());
@@ -41,6 +44,31 @@ pub(super) fn deserialize(
         }
         return Err(classify(path, &message, text, origin, &applied));
     }
+}
+
+/// The overrides that set keys inside a platform channel's raw section (`channels.<name>.*`,
+/// not the web chat's), which only the channel's own type can read.
+fn channel_overrides(applied: &[Applied]) -> Vec<SectionOverride> {
+    applied
+        .iter()
+        .filter_map(|a| {
+            let keys: Vec<String> = a
+                .path
+                .0
+                .iter()
+                .map(|s| match s {
+                    Seg::Key(k) => k.clone(),
+                    Seg::Index(i) => i.to_string(),
+                })
+                .collect();
+            match keys.split_first() {
+                Some((first, rest)) if first == "channels" && rest.first().is_some_and(|n| n != "web") => {
+                    Some(SectionOverride { var: a.var.clone(), path: rest.to_vec(), raw: a.raw.clone() })
+                }
+                _ => None,
+            }
+        })
+        .collect()
 }
 
 /// For an override read as TOML that does not fit: the plain string when a string is wanted,
@@ -117,31 +145,6 @@ fn env_name(path: &KeyPath) -> Option<String> {
         })
         .collect();
     Some(format!("{PREFIX}{}", parts.join("__")))
-}
-
-/// Key path segments whose values may be secrets: their values never appear in a message.
-fn is_sensitive(path: &KeyPath) -> bool {
-    path.0.iter().any(|s| match s {
-        Seg::Key(k) => ["token", "secret", "key", "password", "pass", "url"].iter().any(|w| k.contains(w)),
-        Seg::Index(_) => false,
-    })
-}
-
-/// serde's message, with the quoted value cut out when the key may hold a secret or a string
-/// was expected (every secret is a string, so a misplaced one shows up here).
-fn sanitize(message: &str, path: &KeyPath) -> String {
-    if !is_sensitive(path) && !message.contains("expected a string") {
-        return message.to_string();
-    }
-    for prefix in ["invalid type: ", "invalid value: "] {
-        if let Some(rest) = message.strip_prefix(prefix) {
-            if let Some(at) = rest.rfind(", expected ") {
-                let kind = rest[..at].split(['"', '`']).next().unwrap_or("").trim();
-                return format!("{prefix}{kind}, {}", &rest[at + 2..]);
-            }
-        }
-    }
-    "this value is not accepted here (details hidden because the value may be a secret)".into()
 }
 
 fn key_path(path: &serde_path_to_error::Path) -> KeyPath {

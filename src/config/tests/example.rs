@@ -103,29 +103,44 @@ fn full_config() -> Config {
     c.tools.web_search.api_key = Some(Secret::new("k4"));
     c.channels.web.token = Some(Secret::new("t"));
     c.channels.web.tokens.insert("alice".into(), Secret::new("t2"));
-    c.channels.slack = Some(crate::config::SlackConfig {
-        bot_token: Secret::new("xoxb-1"),
-        signing_secret: Some(Secret::new("s")),
-        app_token: Some(Secret::new("xapp-1")),
-        api_url: "https://slack.com/api".into(),
-        working_reaction: "eyes".into(),
-        remembered_threads: 10_000,
-    });
-    c.channels.telegram = Some(crate::config::TelegramConfig {
-        token: Secret::new("123:abc"),
-        api_url: "https://api.telegram.org".into(),
-        mode: crate::config::TelegramMode::Webhook,
-        webhook_secret: Some(Secret::new("s3")),
-        webhook_url: Some("https://butler.example.com/channels/telegram/webhook".into()),
-        poll_timeout_secs: 30,
-        max_per_second: 30,
-        chat_interval_ms: 1000,
-    });
-    c.channels.discord = Some(crate::config::DiscordConfig {
-        token: Secret::new("d"),
-        public_key: Some("d75a980182b10ab7d54bfed3c964073a0ee172f3daa62325af021a68f707511a".into()),
-        api_url: "https://discord.com".into(),
-    });
+    #[cfg(feature = "slack")]
+    c.channels.set(
+        "slack",
+        crate::channels::SlackConfig {
+            bot_token: Secret::new("xoxb-1"),
+            signing_secret: Some(Secret::new("s")),
+            app_token: Some(Secret::new("xapp-1")),
+            api_url: "https://slack.com/api".into(),
+            working_reaction: "eyes".into(),
+            remembered_threads: 10_000,
+        }
+        .to_table(),
+    );
+    #[cfg(feature = "telegram")]
+    c.channels.set(
+        "telegram",
+        crate::channels::TelegramConfig {
+            token: Secret::new("123:abc"),
+            api_url: "https://api.telegram.org".into(),
+            mode: crate::channels::TelegramMode::Webhook,
+            webhook_secret: Some(Secret::new("s3")),
+            webhook_url: Some("https://butler.example.com/channels/telegram/webhook".into()),
+            poll_timeout_secs: 30,
+            max_per_second: 30,
+            chat_interval_ms: 1000,
+        }
+        .to_table(),
+    );
+    #[cfg(feature = "discord")]
+    c.channels.set(
+        "discord",
+        crate::channels::DiscordConfig {
+            token: Secret::new("d"),
+            public_key: Some("d75a980182b10ab7d54bfed3c964073a0ee172f3daa62325af021a68f707511a".into()),
+            api_url: "https://discord.com".into(),
+        }
+        .to_table(),
+    );
     c.media.transcription = Some(crate::config::TranscriptionConfig {
         base_url: "https://api.openai.com/v1".into(),
         api_key: Some(Secret::new("k5")),
@@ -215,6 +230,9 @@ fn example_with_its_optional_keys_uncommented_is_valid() {
     let text = uncommented();
     let config = parse_str(&text, ORIGIN, &referenced_env(EXAMPLE)).unwrap_or_else(|e| panic!("{e}\n{text}"));
     config.validate().unwrap();
+    let mut p = crate::config::Problems::default();
+    crate::config::ChannelChecks::check(&crate::channels::builtin(), &config.channels, &mut p);
+    assert!(p.into_lines().is_empty(), "the channel sections are valid");
     assert!(config.redis.is_some());
     assert!(config.llm.base_url.is_some() && config.llm.api_key.is_some());
     assert_eq!(config.llm.fallback.len(), 1);

@@ -3,6 +3,7 @@
 //! directory (tests run in parallel): the environment is an [`Env`] built per case and files live
 //! in temporary directories.
 
+mod channels;
 mod example;
 mod parse;
 mod tiers;

@@ -129,7 +129,6 @@ fn override_errors_name_the_variable() {
             &["BUTLER_LLM__BSE_URL", "unknown key `llm.bse_url`", "BUTLER_LLM__BASE_URL"],
         ),
         ("", ("BUTLER_NOPE__X", "1"), &["BUTLER_NOPE__X", "unknown key `nope`"]),
-        ("", ("BUTLER_CHANNELS__WEBB__TOKEN", "s3cr3t"), &["BUTLER_CHANNELS__WEBB__TOKEN", "`channels.webb`"]),
         (
             "",
             ("BUTLER_SERVER__MAX_BODY_BYTES", "big"),
@@ -171,7 +170,6 @@ fn unknown_keys_name_the_key_path_and_the_file() {
         ("[llm]\nmodel = \"m\"\nbse_url = \"x\"", "llm.bse_url", Some(3), Some("llm.base_url")),
         ("server = { listn = \"x\" }", "server.listn", Some(1), Some("server.listen")),
         ("[channels.web]\ntokn = \"x\"", "channels.web.tokn", Some(2), Some("channels.web.token")),
-        ("[channels.webb]\ntoken = \"x\"", "channels.webb", Some(1), Some("channels.web")),
         (
             "[[llm.fallback]]\nprovider = \"openai\"\nmodel = \"a\"\n\n[[llm.fallback]]\nprovider = \"openai\"\nmodle = \"b\"",
             "llm.fallback[1].modle",

@@ -1,9 +1,9 @@
 //! Checks on values that parse but make no sense: addresses, URL schemes, time zones, limits
 //! that cannot be zero, a web chat that would be open to the network without a token,
-//! `[[triggers]]` sources whose names, secrets, rules or targets cannot work, `[[hooks]]` and the
-//! platform channels, each check given only its section. The sections whose rules belong to a
-//! component (`[permissions]`, `[tools]`, `[[schedules]]`) are checked by that component; the
-//! order of all checks is [`Config::validate_with`](super::Config::validate_with).
+//! `[[triggers]]` sources whose names, secrets, rules or targets cannot work, and `[[hooks]]`,
+//! each check given only its section (a platform channel's section is checked by its channel).
+//! The sections whose rules belong to a component (`[permissions]`, `[tools]`, `[[schedules]]`)
+//! are checked by that component; the order of all checks is [`Config::validate_with`](super::Config::validate_with).
 //!
 //! Every problem names its key and says what to do. A message here must never contain a secret
 //! (tokens, keys, database and Redis URLs): it may name the scheme of a URL, never the rest.
@@ -16,10 +16,6 @@ use super::{
 };
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
-
-mod channels;
-
-pub(super) use channels::{check_discord, check_slack, check_telegram};
 
 pub(super) fn check_server(server: &ServerConfig, p: &mut Problems) {
     if server.listen.parse::<SocketAddr>().is_err() {
@@ -416,6 +412,11 @@ impl Problems {
         }
     }
 
+    /// Each problem as one line, `key: message` (for errors that are not a config check's).
+    pub fn into_lines(self) -> Vec<String> {
+        self.0.into_iter().map(|p| format!("{}: {}", p.key, p.message)).collect()
+    }
+
     /// A problem at `key` when `n` is 0.
     pub fn positive<N: PartialEq + Default>(&mut self, key: &str, n: N) {
         if n == N::default() {
@@ -424,7 +425,8 @@ impl Problems {
     }
 }
 
-pub(super) fn http_url(p: &mut Problems, key: &str, url: &str) {
+/// A problem at `key` unless `url` is http(s); the message names the scheme only.
+pub fn http_url(p: &mut Problems, key: &str, url: &str) {
     if !url.starts_with("http://") && !url.starts_with("https://") {
         p.add(key, format!("{}; use an http:// or https:// URL", scheme_note(url)));
     }
