@@ -9,20 +9,20 @@ mod tasks;
 pub use error::AppError;
 use tasks::Tasks;
 
-use crate::agent::{Agent, AgentParts};
+use crate::agent::{Agent, AgentParts, AgentStores};
 use crate::cluster::{Cluster, RedisGate};
 use crate::config::Config;
 use crate::hooks::Hooks;
 use crate::http::{self, Health};
-use crate::ingress::{Dispatcher, InboxIngress};
+use crate::ingress::{DispatchStores, Dispatcher, InboxIngress};
 use crate::llm::{Provider, Tiers};
 use crate::mcp::McpManager;
 use crate::outbox::{Channels, Deliverer, DeliveryConfig};
 use crate::permissions::Policy;
-use crate::session::{SessionDeps, Sessions};
+use crate::session::{SessionDeps, SessionStores, Sessions};
 use crate::store::{self, Store};
-use crate::tools::Tool;
-use crate::triage::{Access, Triage, TriageParts, Triggers};
+use crate::tools::{Tool, ToolStores};
+use crate::triage::{Access, Triage, TriageParts, TriageStores, Triggers};
 use crate::web;
 use butler_channel::limit::Gate;
 use butler_channel::{Channel, Identity, Ingress};
@@ -146,24 +146,26 @@ impl App {
         // interrupted at the next start.
         let running = crate::delegate::Running::new(CancellationToken::new());
         // With several replicas another one may be running them: see ARCHITECTURE.md.
-        let recovered = if cluster.shared() { 0 } else { crate::agent::recover_background(&*store).await? };
+        let agent_stores = agent_stores(&store);
+        let recovered = if cluster.shared() { 0 } else { crate::agent::recover_background(&agent_stores).await? };
         if recovered > 0 {
             tracing::info!(recovered, "background task results handed over after an earlier stop");
         }
         let media = Arc::new(crate::media::Media::new(&cfg.media, files));
-        let agent = build_agent(&cfg, &store, &tiers, &deliverer, hooks, opts.extra_tools, opts.config_path.as_deref())
-            .with_running(running.clone())
-            .with_media(media);
+        let agent =
+            build_agent(&cfg, agent_stores, &tiers, &deliverer, hooks, opts.extra_tools, opts.config_path.as_deref())
+                .with_running(running.clone())
+                .with_media(media);
         let agent = agent.with_tool_source(mcp.clone());
         let archivist = start_archivist(&cfg, &store, &tiers, &background);
         let overview = crate::mcp::ToolsOverview { own: agent.tool_names(), mcp: mcp.clone() };
-        let sessions = build_sessions(&cfg, agent, &channels, &deliverer, archivist, &cluster);
+        let sessions = build_sessions(&cfg, (agent, &store), &channels, &deliverer, archivist, &cluster);
         let access = build_access(&cfg, &gate, &cluster);
         let (triage, schedules) =
             build_triage(&cfg, &store, &tiers, &sessions, &deliverer, overview, &running, access.clone());
 
         let delivery = start_delivery(&deliverer);
-        let dispatcher = build_dispatcher(&cfg, &store, triage, &deliverer, wake.clone(), names, &cluster);
+        let dispatcher = build_dispatcher(&cfg, &store, (triage, &sessions), &deliverer, wake.clone(), names, &cluster);
         let intake = start_intake(dispatcher, &store, &ingress, &channels, opts.http.then_some(schedules), &cluster);
         replicas::start_listener(&cluster, wake, hub.clone(), (sessions.clone(), running.clone()), access, &intake);
         replicas::start_web_relay(&cluster, web_rx, &background);
@@ -319,7 +321,7 @@ async fn build_channels(
 /// (system prompt, `allowed-tools`) share one catalog.
 fn build_agent(
     cfg: &Config,
-    store: &Arc<dyn Store>,
+    store: AgentStores,
     tiers: &Tiers,
     deliverer: &Arc<Deliverer>,
     hooks: Arc<Hooks>,
@@ -335,7 +337,7 @@ fn build_agent(
     Agent::new(
         cfg,
         AgentParts {
-            store: store.clone(),
+            store,
             tiers: tiers.clone(),
             tools,
             policy: Arc::new(
@@ -350,6 +352,21 @@ fn build_agent(
     )
 }
 
+/// The store traits the agent calls (and its tools, scoped to one user each).
+fn agent_stores(store: &Arc<dyn Store>) -> AgentStores {
+    AgentStores {
+        sessions: store.clone(),
+        summaries: store.clone(),
+        turns: store.clone(),
+        memory: store.clone(),
+        approvals: store.clone(),
+        audit: store.clone(),
+        delegations: store.clone(),
+        inbox: store.clone(),
+        tools: ToolStores::new(store.clone(), store.clone(), store.clone(), store.clone()),
+    }
+}
+
 /// The archivist (when memory and the archivist are on), a background task that stops last;
 /// it runs on the `worker` tier when one is configured.
 fn start_archivist(
@@ -360,7 +377,7 @@ fn start_archivist(
 ) -> Option<Arc<crate::memory::Archivist>> {
     (cfg.memory.enabled && cfg.memory.archivist).then(|| {
         crate::memory::Archivist::start(
-            store.clone(),
+            (store.clone(), store.clone()),
             tiers.worker().provider,
             tiers.prices().clone(),
             &background.tracker,
@@ -372,14 +389,25 @@ fn start_archivist(
 /// The sessions: one actor per conversation, each running the agent's turns.
 fn build_sessions(
     cfg: &Config,
-    agent: Agent,
+    (agent, store): (Agent, &Arc<dyn Store>),
     channels: &Channels,
     deliverer: &Arc<Deliverer>,
     archivist: Option<Arc<crate::memory::Archivist>>,
     cluster: &Arc<Cluster>,
 ) -> Sessions {
+    let stores = SessionStores {
+        inbox: store.clone(),
+        dead_letters: store.clone(),
+        replicas: store.clone(),
+        recovery: store.clone(),
+        sessions: store.clone(),
+        summaries: store.clone(),
+        turns: store.clone(),
+        outbox: store.clone(),
+    };
     Sessions::new(SessionDeps::new(
         agent,
+        stores,
         channels.clone(),
         deliverer.clone(),
         cfg.agent.clone(),
@@ -421,10 +449,25 @@ fn build_triage(
     access: Arc<Access>,
 ) -> (Triage, Arc<crate::schedule::Schedules>) {
     let (worker, prices) = (tiers.worker().provider, tiers.prices().clone());
-    let triggers = Arc::new(Triggers::new(&cfg.triggers, store.clone(), worker, prices, access.clone()));
-    let schedules = Arc::new(crate::schedule::Schedules::new(&cfg.schedules, store.clone(), access.clone()));
+    let triggers =
+        Arc::new(Triggers::new(&cfg.triggers, (store.clone(), store.clone()), worker, prices, access.clone()));
+    let schedules =
+        Arc::new(crate::schedule::Schedules::new(&cfg.schedules, store.clone(), store.clone(), access.clone()));
+    let stores = TriageStores {
+        users: store.clone(),
+        codes: store.clone(),
+        outbox: store.clone(),
+        dead_letters: store.clone(),
+        sessions: store.clone(),
+        turns: store.clone(),
+        memory: store.clone(),
+        audit: store.clone(),
+        approvals: store.clone(),
+        delegations: store.clone(),
+        schedules: store.clone(),
+    };
     let triage = Triage::new(TriageParts {
-        store: store.clone(),
+        store: stores,
         access,
         sessions: sessions.clone(),
         triggers,
@@ -445,19 +488,30 @@ fn start_delivery(deliverer: &Arc<Deliverer>) -> Tasks {
     delivery
 }
 
-/// The dispatcher: claims this process's inbox events in order and hands them to triage.
+/// The dispatcher: claims this process's inbox events in order, asks triage about each and
+/// hands session work to `sessions`.
 fn build_dispatcher(
     cfg: &Config,
     store: &Arc<dyn Store>,
-    triage: Triage,
+    (triage, sessions): (Triage, &Sessions),
     deliverer: &Arc<Deliverer>,
     wake: Arc<Notify>,
     names: Vec<String>,
     cluster: &Arc<Cluster>,
 ) -> Dispatcher {
+    let stores = DispatchStores {
+        inbox: store.clone(),
+        dead_letters: store.clone(),
+        replicas: store.clone(),
+        recovery: store.clone(),
+        turns: store.clone(),
+        outbox: store.clone(),
+        audit: store.clone(),
+    };
     Dispatcher::new(
-        store.clone(),
+        stores,
         triage,
+        sessions.clone(),
         deliverer.clone(),
         wake,
         names,
@@ -479,7 +533,7 @@ fn start_intake(
     let intake = Tasks::default();
     let (tasks, stop) = (&intake.tracker, &intake.cancel);
     tasks.spawn(Arc::new(dispatcher).run(stop.clone()));
-    replicas::start_reaper(cluster, store.clone(), ingress.clone(), &intake);
+    replicas::start_reaper(cluster, (store.clone(), (store.clone(), store.clone())), ingress.clone(), &intake);
     if let Some(schedules) = schedules {
         tasks.spawn(schedules.run(ingress.clone(), stop.clone()));
     }
@@ -531,7 +585,7 @@ async fn serve_http(
         .await
         .map_err(|source| AppError::Bind { addr: cfg.server.listen.clone(), source })?;
     let addr = listener.local_addr().ok();
-    let health = Health::new(store.clone(), cluster.clone(), ready.clone());
+    let health = Health::new((store.clone(), store.clone(), store.clone()), cluster.clone(), ready.clone());
     // Without a web token the API trusts `user`: only this machine's own names are served.
     let local = cfg.channels.web.enabled && web::WebAuth::from_config(&cfg.channels.web).is_local();
     let hosts = local.then(|| addr.map(|a| http::HostRule::local(a, &cfg.server.allowed_hosts))).flatten();

@@ -9,7 +9,7 @@
 mod dispatch;
 
 pub use crate::session::retry::{backoff_ms, dead_letter, failed_key, poisoned, retry_or_fail};
-pub use dispatch::Dispatcher;
+pub use dispatch::{DispatchStores, Dispatcher};
 
 use crate::metrics::METRICS;
 use crate::store::InboxStore;

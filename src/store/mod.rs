@@ -215,10 +215,6 @@ pub trait AccessStore: Send + Sync {
     /// belonged to another user, that user's memories, sessions and usage move to `user_id`, and
     /// the old user is deleted once no identity points at it. Returns the previous user id.
     async fn identity_link(&self, identity: &Identity, user_id: &str) -> Result<Option<String>>;
-    /// `false` when there is no such user.
-    async fn user_set_role(&self, user_id: &str, role: UserRole) -> Result<bool>;
-    /// The identities of a user, sorted.
-    async fn user_identities(&self, user_id: &str) -> Result<Vec<Identity>>;
 }
 
 /// The record of triage decisions and of permission decisions on tool calls.
@@ -282,6 +278,10 @@ pub trait UserStore: Send + Sync {
     async fn conversation_get(&self, id: &str) -> Result<Option<ConversationRow>>;
     /// Returns the conversation, creating it with `new` as its first state if it does not exist.
     async fn conversation_ensure(&self, new: &ConversationRow) -> Result<ConversationRow>;
+    /// The identities of a user, sorted.
+    async fn user_identities(&self, user_id: &str) -> Result<Vec<Identity>>;
+    /// `false` when there is no such user.
+    async fn user_set_role(&self, user_id: &str, role: UserRole) -> Result<bool>;
 }
 
 /// The web chat's own message log (its "platform" side).
@@ -341,6 +341,13 @@ pub trait ScheduleStore: Send + Sync {
     ) -> Result<bool>;
 }
 
+/// Whether the database answers: readiness and `doctor`.
+#[async_trait]
+pub trait PingStore: Send + Sync {
+    /// A cheap round trip.
+    async fn ping(&self) -> Result<()>;
+}
+
 /// Everything Butler persists. Two implementations: [`sql::SqliteStore`] and [`sql::PgStore`].
 #[async_trait]
 pub trait Store:
@@ -361,14 +368,13 @@ pub trait Store:
     + SummaryStore
     + ReplicaStore
     + RecoveryStore
+    + PingStore
     + Send
     + Sync
 {
     fn backend(&self) -> Backend;
     /// Applies pending migrations of this backend.
     async fn migrate(&self) -> Result<()>;
-    /// A cheap round trip, for readiness and `doctor`.
-    async fn ping(&self) -> Result<()>;
     /// Closes the pool, waiting for in-flight queries.
     async fn close(&self);
 }

@@ -9,14 +9,16 @@ pub mod builtin;
 mod check;
 mod registry;
 pub mod sandbox;
+mod store;
 mod validate;
 
 pub use check::check_config;
 pub use registry::builtin_tools;
+pub use store::{ToolStore, ToolStores};
 pub use validate::validate_args;
 
 use crate::llm::ToolDef;
-use crate::store::{Store, UserRow};
+use crate::store::UserRow;
 use async_trait::async_trait;
 use butler_channel::{ConversationRef, Identity};
 use serde_json::Value;
@@ -51,7 +53,8 @@ pub struct ToolCtx {
     pub session_id: String,
     pub conversation: ConversationRef,
     pub kind: butler_channel::ConversationKind,
-    pub store: Arc<dyn Store>,
+    /// This user's rows, and no one else's.
+    pub store: ToolStore,
     /// Fires when the turn is stopped; long tools should give up.
     pub cancel: CancellationToken,
     pub recall_limit: usize,
@@ -63,12 +66,7 @@ impl ToolCtx {
     /// Whose memory the memory tools use: the user's own in a DM, the user's share of the group
     /// inside a group (so a group never sees DM memories, nor a DM group memories).
     pub fn memory_scope(&self) -> crate::store::MemoryScope {
-        match self.kind {
-            butler_channel::ConversationKind::Direct => crate::store::MemoryScope::personal(&self.user.id),
-            butler_channel::ConversationKind::Group => {
-                crate::store::MemoryScope::group(&self.user.id, &self.conversation.to_string())
-            }
-        }
+        self.store.memory_scope().clone()
     }
 }
 

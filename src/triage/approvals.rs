@@ -14,7 +14,7 @@ use crate::ids::SYSTEM_CHANNEL;
 use crate::outbox::Deliverer;
 use crate::permissions::approval::{answered_text, decision_audit, may_decide, outcome_text, typed_answer};
 use crate::session::{Job, JobKind};
-use crate::store::{now_ms, ApprovalDecision, ApprovalKind, ApprovalRow, ApprovalStatus, Store, StoreError};
+use crate::store::{now_ms, ApprovalDecision, ApprovalKind, ApprovalRow, ApprovalStatus, StoreError};
 use butler_channel::{Actor, ConversationKind, ConversationRef, EventBody, Identity, InboundEvent};
 use std::sync::Arc;
 
@@ -46,14 +46,14 @@ pub fn expiry_event(row: &ApprovalRow) -> Option<InboundEvent> {
 /// Decides answers to approval requests.
 #[derive(Clone)]
 pub(super) struct Approvals {
-    store: Arc<dyn Store>,
+    store: super::stores::TriageStores,
     access: Arc<Access>,
     /// Told when an approval's message was edited, so the edit goes out at once.
     deliverer: Arc<Deliverer>,
 }
 
 impl Approvals {
-    pub(super) fn new(store: Arc<dyn Store>, access: Arc<Access>, deliverer: Arc<Deliverer>) -> Self {
+    pub(super) fn new(store: super::stores::TriageStores, access: Arc<Access>, deliverer: Arc<Deliverer>) -> Self {
         Self { store, access, deliverer }
     }
 
@@ -63,7 +63,7 @@ impl Approvals {
         let Some((id, choice)) = rest.rsplit_once(':') else {
             return Ok(refused("That button is not valid.", format!("malformed approval action from {who}")));
         };
-        let Some(row) = self.store.approval_get(id).await? else {
+        let Some(row) = self.store.approvals.approval_get(id).await? else {
             return Ok(refused("That approval request does not exist.", format!("unknown approval id from {who}")));
         };
         let system = who.channel == SYSTEM_CHANNEL;
@@ -91,7 +91,7 @@ impl Approvals {
             _ => return Ok(refused("That button is not valid.", format!("unknown approval choice from {who}"))),
         };
         if status != ApprovalStatus::Expired {
-            let user = self.access.user_for(&*self.store, who).await?;
+            let user = self.access.user_for(&*self.store.users, who).await?;
             if !may_decide(&row, &who.to_string(), user.as_ref()) {
                 let text = match row.kind {
                     ApprovalKind::Tool => format!("Sorry, only {} can answer this request.", approvers_in_words(&row)),
@@ -113,7 +113,9 @@ impl Approvals {
         text: &str,
     ) -> Result<Option<Verdict>, StoreError> {
         let (conversation, who) = (event.conversation.to_string(), event.actor.identity.to_string());
-        let Some(row) = self.store.question_pending(&conversation, &who, now_ms()).await? else { return Ok(None) };
+        let Some(row) = self.store.approvals.question_pending(&conversation, &who, now_ms()).await? else {
+            return Ok(None);
+        };
         let answer = typed_answer(&row, text);
         let by = event.actor.name().to_string();
         Ok(Some(self.settle(event, &row, ApprovalStatus::Approved, None, Some(answer), &by).await?))
@@ -122,10 +124,12 @@ impl Approvals {
     /// `/stop` while a turn waits for approvals: they are cancelled and the turn ends.
     /// `None` when nothing waits in this session.
     pub(super) async fn cancel_waiting(&self, event: &InboundEvent, key: &str) -> Result<Option<Verdict>, StoreError> {
-        let Some(session) = self.store.session_active(key).await? else { return Ok(None) };
-        let mut pending = self.store.approvals_pending(&session.id).await?;
+        let Some(session) = self.store.sessions.session_active(key).await? else { return Ok(None) };
+        let mut pending = self.store.approvals.approvals_pending(&session.id).await?;
         // Approvals asked inside this session's children wait under the children's sessions.
-        for (_, under) in crate::delegate::waiting_children(&*self.store, &session.id).await? {
+        for (_, under) in
+            crate::delegate::waiting_children((&*self.store.delegations, &*self.store.approvals), &session.id).await?
+        {
             pending.extend(under);
         }
         let by = event.actor.name().to_string();
@@ -157,19 +161,19 @@ impl Approvals {
         };
         let decision =
             ApprovalDecision { status, scope: scope.map(str::to_string), decided_by: by.to_string(), message, answer };
-        let Some(decided) = self.store.approval_decide(&row.id, &decision).await? else {
+        let Some(decided) = self.store.approvals.approval_decide(&row.id, &decision).await? else {
             return Ok(refused("This request was already answered.", format!("lost the race for approval {}", row.id)));
         };
-        self.store.audit_add(&decision_audit(&decided, status, scope, by)).await?;
+        self.store.audit.audit_add(&decision_audit(&decided, status, scope, by)).await?;
         self.deliverer.wake();
         let requester: Identity = match decided.requester.parse() {
             Ok(i) => i,
             Err(_) => return Ok(Verdict::drop(format!("approval {} has a bad requester", row.id))),
         };
-        let Some(user) = self.access.user_for(&*self.store, &requester).await? else {
+        let Some(user) = self.access.user_for(&*self.store.users, &requester).await? else {
             return Ok(Verdict::drop(format!("{requester} may no longer use Butler")));
         };
-        let pending_left = self.store.approvals_pending(&decided.session_id).await?.len();
+        let pending_left = self.store.approvals.approvals_pending(&decided.session_id).await?.len();
         let Ok(conversation) = decided.conversation.parse::<ConversationRef>() else {
             return Ok(Verdict::drop(format!("approval {} has a bad conversation", row.id)));
         };

@@ -108,6 +108,15 @@ macro_rules! impl_store {
         $crate::store::sql::recovery::impl_recovery!($store, $db);
 
         #[async_trait::async_trait]
+        impl $crate::store::PingStore for $store {
+            /// `SELECT 1`.
+            async fn ping(&self) -> $crate::store::Result<()> {
+                sqlx::query("SELECT 1").execute(self.reader()).await.map_err($crate::store::sql::error::db_err)?;
+                Ok(())
+            }
+        }
+
+        #[async_trait::async_trait]
         impl $crate::store::Store for $store {
             fn backend(&self) -> $crate::store::Backend {
                 Self::BACKEND
@@ -119,12 +128,6 @@ macro_rules! impl_store {
                     .run(self.writer())
                     .await
                     .map_err(|e| $crate::store::StoreError::Migration(e.to_string()))
-            }
-
-            /// `SELECT 1`.
-            async fn ping(&self) -> $crate::store::Result<()> {
-                sqlx::query("SELECT 1").execute(self.reader()).await.map_err($crate::store::sql::error::db_err)?;
-                Ok(())
             }
 
             async fn close(&self) {
