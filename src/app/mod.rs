@@ -4,6 +4,7 @@
 
 mod error;
 mod replicas;
+mod stores;
 mod tasks;
 
 pub use error::AppError;
@@ -14,15 +15,15 @@ use crate::cluster::{Cluster, RedisGate};
 use crate::config::Config;
 use crate::hooks::Hooks;
 use crate::http::{self, Health};
-use crate::ingress::{DispatchStores, Dispatcher, InboxIngress};
+use crate::ingress::{Dispatcher, InboxIngress};
 use crate::llm::{Provider, Tiers};
 use crate::mcp::McpManager;
 use crate::outbox::{Channels, Deliverer, DeliveryConfig};
 use crate::permissions::Policy;
-use crate::session::{SessionDeps, SessionStores, Sessions};
+use crate::session::{SessionDeps, Sessions};
 use crate::store::{self, Store};
-use crate::tools::{Tool, ToolStores};
-use crate::triage::{Access, Triage, TriageParts, TriageStores, Triggers};
+use crate::tools::Tool;
+use crate::triage::{Access, Triage, TriageParts, Triggers};
 use crate::web;
 use butler_channel::limit::Gate;
 use butler_channel::{Channel, Identity, Ingress};
@@ -146,7 +147,7 @@ impl App {
         // interrupted at the next start.
         let running = crate::delegate::Running::new(CancellationToken::new());
         // With several replicas another one may be running them: see ARCHITECTURE.md.
-        let agent_stores = agent_stores(&store);
+        let agent_stores = stores::agent(&store);
         let recovered = if cluster.shared() { 0 } else { crate::agent::recover_background(&agent_stores).await? };
         if recovered > 0 {
             tracing::info!(recovered, "background task results handed over after an earlier stop");
@@ -352,21 +353,6 @@ fn build_agent(
     )
 }
 
-/// The store traits the agent calls (and its tools, scoped to one user each).
-fn agent_stores(store: &Arc<dyn Store>) -> AgentStores {
-    AgentStores {
-        sessions: store.clone(),
-        summaries: store.clone(),
-        turns: store.clone(),
-        memory: store.clone(),
-        approvals: store.clone(),
-        audit: store.clone(),
-        delegations: store.clone(),
-        inbox: store.clone(),
-        tools: ToolStores::new(store.clone(), store.clone(), store.clone(), store.clone()),
-    }
-}
-
 /// The archivist (when memory and the archivist are on), a background task that stops last;
 /// it runs on the `worker` tier when one is configured.
 fn start_archivist(
@@ -395,19 +381,9 @@ fn build_sessions(
     archivist: Option<Arc<crate::memory::Archivist>>,
     cluster: &Arc<Cluster>,
 ) -> Sessions {
-    let stores = SessionStores {
-        inbox: store.clone(),
-        dead_letters: store.clone(),
-        replicas: store.clone(),
-        recovery: store.clone(),
-        sessions: store.clone(),
-        summaries: store.clone(),
-        turns: store.clone(),
-        outbox: store.clone(),
-    };
     Sessions::new(SessionDeps::new(
         agent,
-        stores,
+        stores::sessions(store),
         channels.clone(),
         deliverer.clone(),
         cfg.agent.clone(),
@@ -453,21 +429,8 @@ fn build_triage(
         Arc::new(Triggers::new(&cfg.triggers, (store.clone(), store.clone()), worker, prices, access.clone()));
     let schedules =
         Arc::new(crate::schedule::Schedules::new(&cfg.schedules, store.clone(), store.clone(), access.clone()));
-    let stores = TriageStores {
-        users: store.clone(),
-        codes: store.clone(),
-        outbox: store.clone(),
-        dead_letters: store.clone(),
-        sessions: store.clone(),
-        turns: store.clone(),
-        memory: store.clone(),
-        audit: store.clone(),
-        approvals: store.clone(),
-        delegations: store.clone(),
-        schedules: store.clone(),
-    };
     let triage = Triage::new(TriageParts {
-        store: stores,
+        store: stores::triage(store),
         access,
         sessions: sessions.clone(),
         triggers,
@@ -499,17 +462,8 @@ fn build_dispatcher(
     names: Vec<String>,
     cluster: &Arc<Cluster>,
 ) -> Dispatcher {
-    let stores = DispatchStores {
-        inbox: store.clone(),
-        dead_letters: store.clone(),
-        replicas: store.clone(),
-        recovery: store.clone(),
-        turns: store.clone(),
-        outbox: store.clone(),
-        audit: store.clone(),
-    };
     Dispatcher::new(
-        stores,
+        stores::dispatch(store),
         triage,
         sessions.clone(),
         deliverer.clone(),
