@@ -150,7 +150,7 @@ async fn scenario(backend: &str, url: &str, schedules: usize, due: usize) {
     let setup_secs = started.elapsed().as_secs_f64();
     let late_at_start = if now_ms() > base { (now_ms() - base) / 1000 + 1 } else { 0 };
     let access = Arc::new(Access::new(&AccessConfig::default(), ["cli:local".parse().unwrap()], "UTC"));
-    let sched = Schedules::new(&[], store.clone(), access);
+    let sched = Schedules::new(&[], store.clone(), store.clone(), access);
     let ingress = Timed {
         inner: InboxIngress::new(store.clone(), Arc::new(tokio::sync::Notify::new())),
         delays: Mutex::new(vec![]),

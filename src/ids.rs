@@ -21,7 +21,9 @@ pub const TASK_SOURCE: &str = "task";
 /// `dm:<channel>:<conversation>:<user>` or `group:<channel>:<conversation>[/<thread>]`.
 pub fn session_key(event: &butler_channel::InboundEvent) -> String {
     match event.kind {
-        butler_channel::ConversationKind::Direct => format!("dm:{}:{}", event.conversation, event.actor.identity.user_id),
+        butler_channel::ConversationKind::Direct => {
+            format!("dm:{}:{}", event.conversation, event.actor.identity.user_id)
+        }
         butler_channel::ConversationKind::Group => format!("group:{}", event.conversation),
     }
 }

@@ -9,16 +9,17 @@
 use super::budget::{day_start_ms, Budget};
 use super::input::Tree;
 use super::state::Ending;
+use super::stores::AgentStores;
 use super::tasks::report_of;
 use crate::config::{AgentConfig, LimitsConfig};
 use crate::delegate::{BackgroundSlot, Caps, Chain, Refusal, Running, Totals};
 use crate::llm::{Prices, Usage};
-use crate::store::{Store, StoreError};
+use crate::store::StoreError;
 use butler_channel::InboundEvent;
 
 /// What the tree of a conversation's own turn is made from.
 pub(super) struct RootParts<'a> {
-    pub store: &'a dyn Store,
+    pub store: &'a AgentStores,
     pub limits: &'a LimitsConfig,
     pub caps: Caps,
     pub running: &'a Running,
@@ -44,7 +45,7 @@ pub(super) async fn root_tree(
         _ => Chain::new(&event.id.0, session_key, parts.caps, Totals::default()),
     };
     let day_before = if Budget::any(parts.limits) {
-        parts.store.usage_since(user_id, day_start_ms(crate::clock::now_ms())).await?.cost_usd
+        parts.store.turns.usage_since(user_id, day_start_ms(crate::clock::now_ms())).await?.cost_usd
     } else {
         0.0
     };
@@ -82,7 +83,7 @@ pub(super) fn refused(tree: &Tree, refusal: Refusal) -> Ending {
 /// call's refusal.
 pub(super) async fn admit_helper(
     running: &std::sync::Arc<Running>,
-    store: &dyn Store,
+    store: &AgentStores,
     cfg: &AgentConfig,
     (tree, user_id): (&Tree, &str),
     background: bool,
@@ -101,7 +102,7 @@ pub(super) async fn admit_helper(
             limit: max + 1,
             ..Default::default()
         };
-        if store.delegations_list(&filter).await?.len() >= max {
+        if store.delegations.delegations_list(&filter).await?.len() >= max {
             return Ok(Err(busy));
         }
         Some(slot)

@@ -11,13 +11,14 @@
 use super::ask::{answer_result, question_row, Asked, ASK_USER_TOOL};
 use super::exec::{prepare, run_calls, Ready, ToolResult};
 use super::narrow::Narrowing;
+use super::stores::AgentStores;
 use crate::clock::now_ms;
 use crate::config::{HookEvent, LimitsConfig};
 use crate::hooks::{HookOutcome, Hooks};
 use crate::llm::ToolCall;
 use crate::permissions::approval::{approval_id, args_hash};
 use crate::permissions::{Permission, Policy, Request};
-use crate::store::{ApprovalKind, ApprovalRow, ApprovalStatus, AuditRow, NewMessage, Role, Store, StoreError};
+use crate::store::{ApprovalKind, ApprovalRow, ApprovalStatus, AuditRow, NewMessage, Role, StoreError};
 use crate::tools::{ToolCtx, Tools};
 use butler_channel::InboundEvent;
 use serde_json::json;
@@ -48,7 +49,7 @@ pub(super) enum Resumed {
 /// What a tool round needs of the agent: the tools, the policy, the hooks, the limits and the
 /// store for audit rows and granted approvals.
 pub(super) struct ToolRound<'a> {
-    pub(super) store: &'a dyn Store,
+    pub(super) store: &'a AgentStores,
     pub(super) tools: &'a Tools,
     pub(super) policy: &'a Policy,
     pub(super) hooks: &'a Hooks,
@@ -88,7 +89,7 @@ impl ToolRound<'_> {
             let hash = args_hash(&call.arguments);
             let refuse = |content: String| ToolResult::error(call.id.clone(), content);
             if let Some(reason) = narrowing.refusal(&call.name) {
-                self.store.audit_add(&self.audit(ctx, &actor, &call.name, &hash, "refused", &reason)).await?;
+                self.store.audit.audit_add(&self.audit(ctx, &actor, &call.name, &hash, "refused", &reason)).await?;
                 immediate.push((i, refuse(reason)));
                 continue;
             }
@@ -102,7 +103,7 @@ impl ToolRound<'_> {
             let payload = json!({"tool": call.name, "arguments": args, "session": ctx.session_id, "user": ctx.user.id});
             if let HookOutcome::Block(reason) = self.hooks.run(HookEvent::PreToolUse, Some(&call.name), &payload).await
             {
-                self.store.audit_add(&self.audit(ctx, &actor, &call.name, &hash, "blocked", &reason)).await?;
+                self.store.audit.audit_add(&self.audit(ctx, &actor, &call.name, &hash, "blocked", &reason)).await?;
                 immediate.push((i, refuse(format!("blocked by a hook: {reason}"))));
                 continue;
             }
@@ -115,7 +116,7 @@ impl ToolRound<'_> {
             }
             let spec = tool.spec();
             let action = tool.action(ctx, &args);
-            let granted = !spec.read_only && self.store.approval_granted(&ctx.session_id, &spec.name).await?;
+            let granted = !spec.read_only && self.store.approvals.approval_granted(&ctx.session_id, &spec.name).await?;
             let req = Request {
                 tool: spec,
                 action: &action,
@@ -167,7 +168,7 @@ impl ToolRound<'_> {
                     ("asked", reason)
                 }
             };
-            self.store.audit_add(&self.audit(ctx, &actor, &call.name, &hash, outcome, &reason)).await?;
+            self.store.audit.audit_add(&self.audit(ctx, &actor, &call.name, &hash, outcome, &reason)).await?;
         }
         let order: Vec<usize> = ready.iter().map(|(i, _)| *i).collect();
         let ran = self.run_ready(ctx, ready.into_iter().map(|(_, r)| r).collect()).await;
@@ -194,7 +195,7 @@ impl ToolRound<'_> {
             Ok(r) => ("asked", format!("question {} to {}", r.id, r.requester)),
             Err(why) => ("refused", why.clone()),
         };
-        self.store.audit_add(&self.audit(ctx, &actor, &call.name, &hash, outcome, &reason)).await?;
+        self.store.audit.audit_add(&self.audit(ctx, &actor, &call.name, &hash, outcome, &reason)).await?;
         Ok(row)
     }
 
@@ -254,7 +255,10 @@ impl ToolRound<'_> {
             }
             ApprovalStatus::Approved if args_hash(&call.arguments) != approval.args_hash => {
                 let reason = "the arguments changed after the request was made";
-                self.store.audit_add(&self.audit(ctx, &by, &call.name, &approval.args_hash, "refused", reason)).await?;
+                self.store
+                    .audit
+                    .audit_add(&self.audit(ctx, &by, &call.name, &approval.args_hash, "refused", reason))
+                    .await?;
                 Ok((vec![refuse(format!("not run: {reason}"))], next(pending_left)))
             }
             ApprovalStatus::Approved => {

@@ -14,6 +14,7 @@ use super::context::{dangling_results, INTERRUPTED};
 use super::exec::ToolResult;
 use super::input::{Start, Tree, TurnInput};
 use super::state::{Ending, Turn};
+use super::stores::AgentStores;
 use super::tasks::{child_event, child_event_id, child_key, deliver, recorded_result};
 use super::window::SessionState;
 use crate::clock::now_ms;
@@ -95,7 +96,7 @@ pub(super) type Finish<'f> = &'f (dyn Fn(&Ending, &str) -> Option<String> + Send
 /// this file never imports the turn loop that runs children.
 #[async_trait::async_trait]
 pub(super) trait ChildHost: Send + Sync {
-    fn store(&self) -> &Arc<dyn crate::store::Store>;
+    fn store(&self) -> &AgentStores;
     /// The assistant's name, `[agent.delegation]` and the archetypes.
     fn config(&self) -> &crate::config::AgentConfig;
     fn tiers(&self) -> &crate::llm::Tiers;
@@ -161,7 +162,7 @@ impl Children<'_> {
             Err(e) => return refuse(e.to_string()),
         };
         let who = (&parent.tree, parent.user.id.as_str());
-        let admitted = admit_helper(self.agent.running(), &**self.agent.store(), cfg, who, plan.background).await?;
+        let admitted = admit_helper(self.agent.running(), self.agent.store(), cfg, who, plan.background).await?;
         let slot = match admitted {
             Ok(slot) => slot,
             Err(text) => return refuse(text),
@@ -199,12 +200,13 @@ impl Children<'_> {
     /// Creates the child's session and its `delegations` row (or finds the row a re-run left).
     async fn open(&self, parent: &Parent, call: &ToolCall, plan: &Plan) -> Result<Opened, StoreError> {
         let store = self.agent.store();
-        if let Some(row) = store.delegation_find(&parent.session_id, Some(&call.id)).await? {
+        if let Some(row) = store.delegations.delegation_find(&parent.session_id, Some(&call.id)).await? {
             return Ok(Opened::Existing(Box::new(row)));
         }
         let id = format!("t-{}", &uuid::Uuid::new_v4().simple().to_string()[..10]);
         let choice = self.agent.tiers().get(&plan.tier);
         let session = store
+            .sessions
             .session_open(&NewSession {
                 id: uuid::Uuid::new_v4().to_string(),
                 key: child_key(&id),
@@ -241,7 +243,7 @@ impl Children<'_> {
             delivered_ms: None,
             origin: parent.tree.chain.origin().to_string(),
         };
-        let row = store.delegation_start(&row).await?;
+        let row = store.delegations.delegation_start(&row).await?;
         tracing::info!(task = %row.id, tier = %row.tier, model = %row.model, depth = row.depth, background = row.background, "child agent started");
         Ok(Opened::New(Box::new((row, SessionState { row: session, history: vec![], base_seq: 1, summary: None }))))
     }
@@ -364,7 +366,7 @@ impl Children<'_> {
         for mut r in usage.rows.into_iter().filter(|r| r.iterations > 0 || r.input_tokens > 0) {
             r.kind = "delegate".into();
             r.event_id = child_event_id(&row.id);
-            self.agent.store().usage_add(&r).await?;
+            self.agent.store().turns.usage_add(&r).await?;
         }
         let update = DelegationUpdate {
             status: DelegationStatus::Running,
@@ -374,7 +376,7 @@ impl Children<'_> {
             input_tokens: usage.input_tokens,
             output_tokens: usage.output_tokens,
         };
-        self.agent.store().delegation_update(&row.id, &update).await?;
+        self.agent.store().delegations.delegation_update(&row.id, &update).await?;
         Ok(())
     }
 
@@ -410,7 +412,7 @@ impl Children<'_> {
         reason: Option<String>,
     ) -> Result<Option<DelegationRow>, StoreError> {
         let update = DelegationUpdate::to(status, result, reason.as_deref());
-        self.agent.store().delegation_update(&row.id, &update).await
+        self.agent.store().delegations.delegation_update(&row.id, &update).await
     }
 
     /// The audit row of an ended child: archetype, tier, model, tools, outcome.
@@ -428,6 +430,7 @@ impl Children<'_> {
         );
         self.agent
             .store()
+            .audit
             .audit_add(&AuditRow {
                 at_ms: now_ms(),
                 actor: row.requester.clone(),
@@ -482,7 +485,7 @@ impl Children<'_> {
                     )
                 })
                 .collect();
-            if self.agent.store().messages_append(&state.row.id, &refusals).await.is_err() {
+            if self.agent.store().sessions.messages_append(&state.row.id, &refusals).await.is_err() {
                 break ChildEnd::Parked;
             }
             state.history.extend(refusals);
@@ -501,13 +504,13 @@ impl Children<'_> {
         }
         let chain = &parent.tree.chain;
         if chain.halted().is_some() {
-            if let Err(e) = self.agent.store().delegation_delivered(&ended.id).await {
+            if let Err(e) = self.agent.store().delegations.delegation_delivered(&ended.id).await {
                 tracing::warn!(task = %ended.id, error = %e, "could not mark the halted task's report as not needed");
             }
             return;
         }
         running.chains().report_pending(chain, &ended.id);
-        if let Err(e) = deliver(&**self.agent.store(), &ended, Some(chain.totals())).await {
+        if let Err(e) = deliver(self.agent.store(), &ended, Some(chain.totals())).await {
             tracing::warn!(task = %ended.id, error = %e, "background result not handed over; it is at next start");
         }
     }
@@ -523,7 +526,7 @@ impl Children<'_> {
         let mut out = Vec::with_capacity(fixes.len());
         for fix in fixes {
             let Some(call_id) = fix.tool_call_id.clone() else { continue };
-            let Some(row) = self.agent.store().delegation_find(session_id, Some(&call_id)).await? else {
+            let Some(row) = self.agent.store().delegations.delegation_find(session_id, Some(&call_id)).await? else {
                 out.push(fix);
                 continue;
             };
@@ -551,7 +554,7 @@ impl Children<'_> {
     ) -> Result<Option<Outcome>, StoreError> {
         let store = self.agent.store();
         // Walk up from the asking child to this turn's direct child.
-        let mut row = match store.delegation_find(&approval.session_id, None).await? {
+        let mut row = match store.delegations.delegation_find(&approval.session_id, None).await? {
             Some(r) => r,
             None => return Ok(None),
         };
@@ -559,7 +562,7 @@ impl Children<'_> {
             if row.parent_session_id == turn.sid {
                 break;
             }
-            row = match store.delegation_find(&row.parent_session_id, None).await? {
+            row = match store.delegations.delegation_find(&row.parent_session_id, None).await? {
                 Some(r) => r,
                 None => return Ok(None),
             };
@@ -571,8 +574,8 @@ impl Children<'_> {
         {
             return Ok(None);
         }
-        let Some(session) = store.session_active(&child_key(&row.id)).await? else { return Ok(None) };
-        let mut state = SessionState::load(&**store, session, 200).await?;
+        let Some(session) = store.sessions.session_active(&child_key(&row.id)).await? else { return Ok(None) };
+        let mut state = SessionState::load((&*store.sessions, &*store.summaries), session, 200).await?;
         let parent = Parent::of(turn);
         self.set_status(&row, DelegationStatus::Running, None, None).await?;
         let start = Start::Resume { approval: Box::new(approval.clone()), pending_left };

@@ -7,17 +7,18 @@ use super::child::{ChildHost, ChildTurn, Finish};
 use super::input::TurnInput;
 use super::progress::NullObserver;
 use super::state::Ending;
+use super::stores::AgentStores;
 use super::turn::Agent;
 use crate::config::AgentConfig;
 use crate::delegate::Running;
 use crate::llm::Tiers;
-use crate::store::{NewMessage, Store, StoreError};
+use crate::store::{NewMessage, StoreError};
 use crate::tools::Tools;
 use std::sync::Arc;
 
 #[async_trait::async_trait]
 impl ChildHost for Agent {
-    fn store(&self) -> &Arc<dyn Store> {
+    fn store(&self) -> &AgentStores {
         &self.store
     }
 

@@ -10,16 +10,17 @@ use super::child::Children;
 use super::context::dangling_results;
 use super::progress::Nudge;
 use super::state::Progress;
+use super::stores::AgentStores;
 use super::window::SessionState;
 use crate::permissions::approval::{decision_audit, outcome_text};
 use crate::store::{
-    ApprovalDecision, ApprovalStatus, DelegationStatus, DelegationUpdate, NewMessage, Role, Store, StoreError,
+    ApprovalDecision, ApprovalStatus, DelegationStatus, DelegationUpdate, NewMessage, Role, StoreError,
 };
 use butler_channel::{ConversationKind, InboundEvent};
 
 /// The re-run part of an agent.
 pub(super) struct Rerun<'a> {
-    pub(super) store: &'a dyn Store,
+    pub(super) store: &'a AgentStores,
     /// `[limits] history_messages`: how much of the transcript a reload brings back.
     pub(super) history_messages: usize,
     /// Woken when a cancelled approval's message was edited.
@@ -31,7 +32,7 @@ pub(super) struct Rerun<'a> {
 /// Persists `msgs` (preceded by the turn's user message if that is not stored yet) and adds
 /// them to the cached transcript.
 pub(super) async fn append(
-    store: &dyn Store,
+    store: &AgentStores,
     session: &mut SessionState,
     progress: &mut Progress,
     msgs: Vec<NewMessage>,
@@ -40,7 +41,7 @@ pub(super) async fn append(
     if msgs.is_empty() {
         return Ok(());
     }
-    store.messages_append(&session.row.id, &msgs).await?;
+    store.sessions.messages_append(&session.row.id, &msgs).await?;
     session.history.extend(msgs);
     Ok(())
 }
@@ -54,12 +55,15 @@ impl Rerun<'_> {
             return Ok(());
         }
         let by = event.actor.name().to_string();
-        let mut pending = self.store.approvals_pending(&session.row.id).await?;
+        let mut pending = self.store.approvals.approvals_pending(&session.row.id).await?;
         // Children parked with the turn wait under their own sessions: they end here too.
-        for (child, under) in crate::delegate::waiting_children(self.store, &session.row.id).await? {
+        for (child, under) in
+            crate::delegate::waiting_children((&*self.store.delegations, &*self.store.approvals), &session.row.id)
+                .await?
+        {
             pending.extend(under);
             let update = DelegationUpdate::to(DelegationStatus::Cancelled, None, Some("a new message came first"));
-            self.store.delegation_update(&child.id, &update).await?;
+            self.store.delegations.delegation_update(&child.id, &update).await?;
         }
         for approval in pending {
             let decision = ApprovalDecision {
@@ -74,9 +78,9 @@ impl Rerun<'_> {
                 ),
                 answer: None,
             };
-            if let Some(row) = self.store.approval_decide(&approval.id, &decision).await? {
+            if let Some(row) = self.store.approvals.approval_decide(&approval.id, &decision).await? {
                 let audit = decision_audit(&row, ApprovalStatus::Cancelled, None, &by);
-                self.store.audit_add(&audit).await?;
+                self.store.audit.audit_add(&audit).await?;
                 self.nudge.wake();
             }
         }
@@ -85,7 +89,7 @@ impl Rerun<'_> {
             .filter_map(|f| f.tool_call_id)
             .map(|id| NewMessage::tool(id, "not run: cancelled because a new message came first", true))
             .collect();
-        self.store.messages_append(&session.row.id, &msgs).await?;
+        self.store.sessions.messages_append(&session.row.id, &msgs).await?;
         session.history.extend(msgs);
         Ok(())
     }
@@ -106,10 +110,12 @@ impl Rerun<'_> {
         let found = match found {
             Some(i) => Some(i),
             None if first_attempt => None,
-            None if self.store.message_seq_for_event(&session.row.id, eid).await?.is_some() => {
+            None if self.store.sessions.message_seq_for_event(&session.row.id, eid).await?.is_some() => {
                 // In the store but outside the cached window: reload the tail.
                 let row = session.row.clone();
-                *session = SessionState::load(self.store, row, self.history_messages).await?;
+                *session =
+                    SessionState::load((&*self.store.sessions, &*self.store.summaries), row, self.history_messages)
+                        .await?;
                 session.history.iter().rposition(|m| m.event_id.as_deref() == Some(eid))
             }
             None => None,

@@ -6,6 +6,7 @@
 
 use super::context::INTERRUPTED;
 use super::exec::ToolResult;
+use super::stores::AgentStores;
 use crate::clock::now_ms;
 use crate::delegate::Totals;
 use crate::ids::TASK_SOURCE;
@@ -106,7 +107,7 @@ pub(super) fn report_of(event: &InboundEvent) -> Option<Report> {
 /// `task:<id>` (its id makes it once) with its chain's origin and `totals`, then marks the
 /// task delivered.
 pub(crate) async fn deliver(
-    store: &dyn crate::store::Store,
+    store: &AgentStores,
     row: &DelegationRow,
     totals: Option<Totals>,
 ) -> Result<(), StoreError> {
@@ -144,23 +145,23 @@ pub(crate) async fn deliver(
         at_ms: now_ms(),
         attachments: Vec::new(),
     };
-    store.inbox_insert(&event).await?;
-    store.delegation_delivered(&row.id).await?;
+    store.inbox.inbox_insert(&event).await?;
+    store.delegations.delegation_delivered(&row.id).await?;
     Ok(())
 }
 
 /// At start (one process owns its conversations): background tasks a dead process left open
 /// are reported as interrupted, once, and ended results not yet handed over are handed over.
-pub(crate) async fn recover_background(store: &dyn crate::store::Store) -> Result<usize, StoreError> {
+pub(crate) async fn recover_background(store: &AgentStores) -> Result<usize, StoreError> {
     let filter = crate::store::DelegationFilter { background_only: true, limit: 1000, ..Default::default() };
     let mut handed = 0;
-    for row in store.delegations_list(&filter).await? {
+    for row in store.delegations.delegations_list(&filter).await? {
         if row.delivered_ms.is_some() {
             continue;
         }
         let row = if row.status.is_open() {
             let update = DelegationUpdate::to(DelegationStatus::Interrupted, None, Some("interrupted by a restart"));
-            match store.delegation_update(&row.id, &update).await? {
+            match store.delegations.delegation_update(&row.id, &update).await? {
                 Some(r) => r,
                 None => continue,
             }

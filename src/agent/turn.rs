@@ -20,6 +20,7 @@ use super::state::{
     done_only, final_reply, finished_commit, read_stream, waiting_commit, Ending, Progress, Settled, Spent, Turn,
 };
 use super::storable;
+use super::stores::AgentStores;
 use super::window::{shrink, SessionState, Window};
 use crate::config::{AgentConfig, Config, LimitsConfig};
 use crate::delegate::Running;
@@ -27,15 +28,14 @@ use crate::hooks::Hooks;
 use crate::llm::{Assembled, ChatRequest, LlmError, PriceBook, Provider, Tiers, ToolCall};
 use crate::permissions::Policy;
 use crate::skills::{Skills, SKILL_TOOL};
-use crate::store::{ApprovalStatus, NewMessage, OutboxRow, Store, StoreError, TurnCommit, TurnUsage, UsageRecord};
+use crate::store::{ApprovalStatus, NewMessage, OutboxRow, StoreError, TurnCommit, TurnUsage, UsageRecord};
 use crate::tools::{ToolCtx, ToolSource, Tools};
 use std::sync::Arc;
 
 /// Everything a turn needs that outlives it. Built once by [`Agent::new`].
 #[derive(Clone)]
 pub struct Agent {
-    /// Read by the session actor (session rows, the inbox) as well.
-    pub(crate) store: Arc<dyn Store>,
+    pub(super) store: AgentStores,
     /// The model of the turns: the `chat` tier, which is `[llm]` unless configured.
     llm: Arc<dyn Provider>,
     /// Every model tier (children and background work run on them).
@@ -77,7 +77,7 @@ pub struct Agent {
 
 /// The services an [`Agent`] calls, besides what it reads from the config.
 pub(crate) struct AgentParts {
-    pub store: Arc<dyn Store>,
+    pub store: AgentStores,
     /// The model tiers; turns run on `chat`, compaction on `worker`.
     pub tiers: Tiers,
     pub tools: Tools,
@@ -157,7 +157,7 @@ impl Agent {
     /// The re-run part of the agent (crash repair, superseded approvals).
     fn rerun(&self) -> super::rerun::Rerun<'_> {
         super::rerun::Rerun {
-            store: &*self.store,
+            store: &self.store,
             history_messages: self.limits.history_messages,
             nudge: &*self.nudge,
             children: Children { agent: self },
@@ -209,13 +209,13 @@ impl Agent {
 
     /// The tool-round part of the agent (policy, hooks, the turn's tools, limits).
     fn round<'a>(&'a self, tools: &'a Tools) -> ToolRound<'a> {
-        ToolRound { store: &*self.store, tools, policy: &self.policy, hooks: &self.hooks, limits: &self.limits }
+        ToolRound { store: &self.store, tools, policy: &self.policy, hooks: &self.hooks, limits: &self.limits }
     }
 
     /// The context-window part of the agent (request building, recall, compaction).
     fn window(&self) -> Window<'_> {
         Window {
-            store: &*self.store,
+            store: &self.store,
             llm: &*self.tiers.choice(crate::config::WORKER_TIER).provider,
             hooks: &self.hooks,
             prices: &self.prices,
@@ -256,7 +256,7 @@ impl Agent {
             Some(t) => t,
             None => {
                 let parts = RootParts {
-                    store: &*self.store,
+                    store: &self.store,
                     limits: &self.limits,
                     caps: crate::delegate::Caps::of(&self.delegation.delegation),
                     running: &self.running,
@@ -271,7 +271,7 @@ impl Agent {
             session_id: sid.clone(),
             conversation: event.conversation.clone(),
             kind: event.kind,
-            store: self.store.clone(),
+            store: self.store.tools.serve(user, &event.actor.identity, &event.conversation, event.kind),
             cancel: stop.child_token(),
             recall_limit: self.recall_limit,
             workspace: self.workspace_root.join(&user.id),
@@ -546,7 +546,7 @@ impl Agent {
         session: &mut SessionState,
         commit: &TurnCommit,
     ) -> Result<Option<OutboxRow>, StoreError> {
-        let reply = self.store.finish_event(commit).await?;
+        let reply = self.store.turns.finish_event(commit).await?;
         session.history.extend(commit.messages.iter().cloned());
         session.trim(self.limits.history_messages.max(2));
         Ok(reply)
@@ -587,6 +587,6 @@ impl Agent {
         progress: &mut Progress,
         msgs: Vec<NewMessage>,
     ) -> Result<(), StoreError> {
-        super::rerun::append(&*self.store, session, progress, msgs).await
+        super::rerun::append(&self.store, session, progress, msgs).await
     }
 }

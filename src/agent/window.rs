@@ -8,10 +8,13 @@
 //! deleted; checkpoints only change what is sent. Per-turn memory recall goes into the current
 //! user message, never into the system prompt.
 
+use super::stores::AgentStores;
 use crate::config::HookEvent;
 use crate::hooks::Hooks;
 use crate::llm::{ChatMessage, ChatRequest, PriceBook, Provider};
-use crate::store::{now_ms, MemoryScope, NewMessage, Role, SessionRow, Store, StoreError, SummaryRow, UsageRecord};
+use crate::store::{
+    now_ms, MemoryScope, NewMessage, Role, SessionRow, SessionStore, StoreError, SummaryRow, SummaryStore, UsageRecord,
+};
 
 /// Messages at the end of the request that are never cleared or collapsed.
 const KEEP_RECENT: usize = 8;
@@ -32,11 +35,15 @@ pub(crate) struct SessionState {
 
 impl SessionState {
     /// Loads the latest checkpoint and up to `limit` messages after it.
-    pub async fn load(store: &dyn Store, row: SessionRow, limit: usize) -> Result<Self, StoreError> {
-        let summary = store.summary_latest(&row.id).await?;
+    pub async fn load(
+        (sessions, summaries): (&dyn SessionStore, &dyn SummaryStore),
+        row: SessionRow,
+        limit: usize,
+    ) -> Result<Self, StoreError> {
+        let summary = summaries.summary_latest(&row.id).await?;
         let after = summary.as_ref().map_or(0, |s| s.up_to_seq);
         let recent: Vec<_> =
-            store.messages_recent(&row.id, limit).await?.into_iter().filter(|m| m.seq > after).collect();
+            sessions.messages_recent(&row.id, limit).await?.into_iter().filter(|m| m.seq > after).collect();
         let base_seq = recent.first().map_or(after + 1, |m| m.seq);
         Ok(Self { row, history: recent.into_iter().map(|m| m.msg).collect(), base_seq, summary })
     }
@@ -162,7 +169,7 @@ fn transcript_text(summary: Option<&SummaryRow>, msgs: &[NewMessage]) -> String 
 
 /// What building a request and keeping it within the context window need of the agent.
 pub(super) struct Window<'a> {
-    pub(super) store: &'a dyn Store,
+    pub(super) store: &'a AgentStores,
     /// The model that writes compaction summaries: the `worker` tier when configured.
     pub(super) llm: &'a dyn Provider,
     pub(super) hooks: &'a Hooks,
@@ -210,7 +217,7 @@ impl Window<'_> {
         if !self.auto_recall || text.trim().is_empty() {
             return Ok(None);
         }
-        let found = self.store.memory_search(owner, text, self.recall_limit).await?;
+        let found = self.store.memory.memory_search(owner, text, self.recall_limit).await?;
         let mut budget = self.recall_budget_tokens * 4;
         let mut lines = Vec::new();
         for m in found {
@@ -262,12 +269,12 @@ impl Window<'_> {
             return Ok(false);
         }
         let up_to_seq = session.base_seq + cut as i64 - 1;
-        self.store.summary_add(&session.row.id, up_to_seq, &text).await?;
+        self.store.summaries.summary_add(&session.row.id, up_to_seq, &text).await?;
         let event_id = format!("compaction:{}:{up_to_seq}", session.row.id);
         let ids = [user_id, session.row.id.as_str(), event_id.as_str()];
         let model = asm.model_or(self.llm.model());
         let usage = UsageRecord::priced(&self.prices.get(model), "compaction", ids, model, &asm.usage);
-        self.store.usage_add(&usage).await?;
+        self.store.turns.usage_add(&usage).await?;
         session.history.drain(..cut);
         session.base_seq += cut as i64;
         session.summary = Some(SummaryRow { up_to_seq, text, created_ms: now_ms() });

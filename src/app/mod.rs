@@ -4,12 +4,13 @@
 
 mod error;
 mod replicas;
+mod stores;
 mod tasks;
 
 pub use error::AppError;
 use tasks::Tasks;
 
-use crate::agent::{Agent, AgentParts};
+use crate::agent::{Agent, AgentParts, AgentStores};
 use crate::cluster::{Cluster, RedisGate};
 use crate::config::Config;
 use crate::hooks::Hooks;
@@ -164,24 +165,26 @@ impl App {
         // interrupted at the next start.
         let running = crate::delegate::Running::new(CancellationToken::new());
         // With several replicas another one may be running them: see ARCHITECTURE.md.
-        let recovered = if cluster.shared() { 0 } else { crate::agent::recover_background(&*store).await? };
+        let agent_stores = stores::agent(&store);
+        let recovered = if cluster.shared() { 0 } else { crate::agent::recover_background(&agent_stores).await? };
         if recovered > 0 {
             tracing::info!(recovered, "background task results handed over after an earlier stop");
         }
         let media = Arc::new(crate::media::Media::new(&cfg.media, files));
-        let agent = build_agent(&cfg, &store, &tiers, &deliverer, hooks, opts.extra_tools, opts.config_path.as_deref())
-            .with_running(running.clone())
-            .with_media(media);
+        let agent =
+            build_agent(&cfg, agent_stores, &tiers, &deliverer, hooks, opts.extra_tools, opts.config_path.as_deref())
+                .with_running(running.clone())
+                .with_media(media);
         let agent = agent.with_tool_source(mcp.clone());
         let archivist = start_archivist(&cfg, &store, &tiers, &background);
         let overview = crate::mcp::ToolsOverview { own: agent.tool_names(), mcp: mcp.clone() };
-        let sessions = build_sessions(&cfg, agent, &channels, &deliverer, archivist, &cluster);
+        let sessions = build_sessions(&cfg, (agent, &store), &channels, &deliverer, archivist, &cluster);
         let access = build_access(&cfg, &gate, &cluster);
         let (triage, schedules) =
             build_triage(&cfg, &store, &tiers, &sessions, &deliverer, overview, &running, access.clone());
 
         let delivery = start_delivery(&deliverer);
-        let dispatcher = build_dispatcher(&cfg, &store, triage, &deliverer, wake.clone(), names, &cluster);
+        let dispatcher = build_dispatcher(&cfg, &store, (triage, &sessions), &deliverer, wake.clone(), names, &cluster);
         let intake = start_intake(dispatcher, &store, &ingress, &channels, opts.http.then_some(schedules), &cluster);
         replicas::start_listener(&cluster, wake, hub.clone(), (sessions.clone(), running.clone()), access, &intake);
         replicas::start_web_relay(&cluster, web_rx, &background);
@@ -304,7 +307,7 @@ async fn build_channels(
     let mut files = platforms.files;
     let uploads = hub.as_ref().map(|_| Arc::new(web::Uploads::from_config(cfg)));
     if let (Some(hub), Some(uploads)) = (&hub, &uploads) {
-        out.add(Arc::new(web::WebChannel::new(&web_stores(store), hub.clone(), uploads.clone())));
+        out.add(Arc::new(web::WebChannel::new(&stores::web(store), hub.clone(), uploads.clone())));
         files.insert(crate::ids::WEB_CHANNEL.to_string(), uploads.clone() as Arc<dyn butler_channel::FileSource>);
     }
     for ch in platforms.channels.into_iter().chain(extra) {
@@ -339,7 +342,7 @@ async fn build_channels(
 /// (system prompt, `allowed-tools`) share one catalog.
 fn build_agent(
     cfg: &Config,
-    store: &Arc<dyn Store>,
+    store: AgentStores,
     tiers: &Tiers,
     deliverer: &Arc<Deliverer>,
     hooks: Arc<Hooks>,
@@ -355,7 +358,7 @@ fn build_agent(
     Agent::new(
         cfg,
         AgentParts {
-            store: store.clone(),
+            store,
             tiers: tiers.clone(),
             tools,
             policy: Arc::new(
@@ -380,7 +383,7 @@ fn start_archivist(
 ) -> Option<Arc<crate::memory::Archivist>> {
     (cfg.memory.enabled && cfg.memory.archivist).then(|| {
         crate::memory::Archivist::start(
-            store.clone(),
+            (store.clone(), store.clone()),
             tiers.worker().provider,
             tiers.prices().clone(),
             &background.tracker,
@@ -392,7 +395,7 @@ fn start_archivist(
 /// The sessions: one actor per conversation, each running the agent's turns.
 fn build_sessions(
     cfg: &Config,
-    agent: Agent,
+    (agent, store): (Agent, &Arc<dyn Store>),
     channels: &Channels,
     deliverer: &Arc<Deliverer>,
     archivist: Option<Arc<crate::memory::Archivist>>,
@@ -400,6 +403,7 @@ fn build_sessions(
 ) -> Sessions {
     Sessions::new(SessionDeps::new(
         agent,
+        stores::sessions(store),
         channels.clone(),
         deliverer.clone(),
         cfg.agent.clone(),
@@ -441,10 +445,12 @@ fn build_triage(
     access: Arc<Access>,
 ) -> (Triage, Arc<crate::schedule::Schedules>) {
     let (worker, prices) = (tiers.worker().provider, tiers.prices().clone());
-    let triggers = Arc::new(Triggers::new(&cfg.triggers, store.clone(), worker, prices, access.clone()));
-    let schedules = Arc::new(crate::schedule::Schedules::new(&cfg.schedules, store.clone(), access.clone()));
+    let triggers =
+        Arc::new(Triggers::new(&cfg.triggers, (store.clone(), store.clone()), worker, prices, access.clone()));
+    let schedules =
+        Arc::new(crate::schedule::Schedules::new(&cfg.schedules, store.clone(), store.clone(), access.clone()));
     let triage = Triage::new(TriageParts {
-        store: store.clone(),
+        store: stores::triage(store),
         access,
         sessions: sessions.clone(),
         triggers,
@@ -465,19 +471,21 @@ fn start_delivery(deliverer: &Arc<Deliverer>) -> Tasks {
     delivery
 }
 
-/// The dispatcher: claims this process's inbox events in order and hands them to triage.
+/// The dispatcher: claims this process's inbox events in order, asks triage about each and
+/// hands session work to `sessions`.
 fn build_dispatcher(
     cfg: &Config,
     store: &Arc<dyn Store>,
-    triage: Triage,
+    (triage, sessions): (Triage, &Sessions),
     deliverer: &Arc<Deliverer>,
     wake: Arc<Notify>,
     names: Vec<String>,
     cluster: &Arc<Cluster>,
 ) -> Dispatcher {
     Dispatcher::new(
-        store.clone(),
+        stores::dispatch(store),
         triage,
+        sessions.clone(),
         deliverer.clone(),
         wake,
         names,
@@ -499,7 +507,7 @@ fn start_intake(
     let intake = Tasks::default();
     let (tasks, stop) = (&intake.tracker, &intake.cancel);
     tasks.spawn(Arc::new(dispatcher).run(stop.clone()));
-    replicas::start_reaper(cluster, store.clone(), ingress.clone(), &intake);
+    replicas::start_reaper(cluster, (store.clone(), (store.clone(), store.clone())), ingress.clone(), &intake);
     if let Some(schedules) = schedules {
         tasks.spawn(schedules.run(ingress.clone(), stop.clone()));
     }
@@ -527,7 +535,7 @@ fn http_routes(
             model: llm.model().to_string(),
         };
         let auth = web::WebAuth::from_config(&cfg.channels.web);
-        let state = web::WebState::new(web_stores(store), ingress.clone(), hub, auth, info, shutdown.clone(), uploads);
+        let state = web::WebState::new(stores::web(store), ingress.clone(), hub, auth, info, shutdown.clone(), uploads);
         let routes = web::routes(state.clone()).merge(web::download_routes(state.clone()));
         let routes = routes.merge(web::event_routes(state.clone()));
         (routes.merge(web::openai_routes(state.clone())), web::upload_routes(state))
@@ -552,7 +560,7 @@ async fn serve_http(
         .await
         .map_err(|source| AppError::Bind { addr: cfg.server.listen.clone(), source })?;
     let addr = listener.local_addr().ok();
-    let health = Health::new(store.clone(), cluster.clone(), ready.clone());
+    let health = Health::new((store.clone(), store.clone(), store.clone()), cluster.clone(), ready.clone());
     // Without a web token the API trusts `user`: only this machine's own names are served.
     let local = cfg.channels.web.enabled && web::WebAuth::from_config(&cfg.channels.web).is_local();
     let hosts = local.then(|| addr.map(|a| http::HostRule::local(a, &cfg.server.allowed_hosts))).flatten();
@@ -560,16 +568,4 @@ async fn serve_http(
     let limits = http::ServeLimits::from_config(&cfg.server);
     intake.tracker.spawn(http::serve(listener, router, limits, intake.cancel.clone()));
     Ok(addr)
-}
-
-/// The store traits the web chat calls.
-fn web_stores(store: &Arc<dyn Store>) -> Arc<web::WebStores> {
-    Arc::new(web::WebStores {
-        users: store.clone(),
-        messages: store.clone(),
-        conversations: store.clone(),
-        approvals: store.clone(),
-        outcomes: store.clone(),
-        usage: store.clone(),
-    })
 }

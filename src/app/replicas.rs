@@ -9,7 +9,7 @@ use super::tasks::Tasks;
 use crate::cluster::{run_as_leader, Cluster, Topic};
 use crate::config::Config;
 use crate::metrics::METRICS;
-use crate::store::{ApprovalStore, ReplicaStore};
+use crate::store::{ApprovalStore, RecoveryStore, ReplicaStore};
 use butler_channel::{Channel, Ingress};
 use std::sync::Arc;
 use std::time::Duration;
@@ -64,15 +64,14 @@ async fn receive(ch: Arc<dyn Channel>, ingress: Arc<dyn Ingress>, stop: Cancella
 /// replicas, takes back the events of replicas whose heartbeat has expired.
 pub(super) fn start_reaper(
     cluster: &Arc<Cluster>,
-    store: Arc<dyn crate::store::Store>,
+    (approvals, store): (Arc<dyn ApprovalStore>, Leftovers),
     ingress: Arc<dyn Ingress>,
     tasks: &Tasks,
 ) {
     let me = cluster.clone();
     tasks.tracker.spawn(run_as_leader(cluster.clone(), "reaper".into(), tasks.cancel.clone(), move |stop| {
-        let (store, ingress, cluster) = (store.clone(), ingress.clone(), me.clone());
+        let (approvals, store, ingress, cluster) = (approvals.clone(), store.clone(), ingress.clone(), me.clone());
         async move {
-            let approvals: Arc<dyn ApprovalStore> = store.clone();
             let expiring = expire_approvals(approvals, ingress, stop.clone());
             let taking = take_over_dead(cluster, store, stop);
             tokio::join!(expiring, taking);
@@ -84,7 +83,10 @@ pub(super) fn start_reaper(
 /// to `pending` (charged like a crash, only to the events that were running), everyone is
 /// woken to claim them, and the reply drafts a dead replica left to events that ended are
 /// settled.
-async fn take_over_dead(cluster: Arc<Cluster>, store: Arc<dyn crate::store::Store>, cancel: CancellationToken) {
+/// What a dead replica leaves: the events it held, and its reply drafts.
+pub(super) type Leftovers = (Arc<dyn ReplicaStore>, Arc<dyn RecoveryStore>);
+
+async fn take_over_dead(cluster: Arc<Cluster>, (events, drafts): Leftovers, cancel: CancellationToken) {
     if !cluster.shared() {
         return;
     }
@@ -104,7 +106,7 @@ async fn take_over_dead(cluster: Arc<Cluster>, store: Arc<dyn crate::store::Stor
         // A replica gone since the last look may have died between ending an event and
         // settling its draft.
         let mut gone = known.iter().any(|w| !alive.contains(w));
-        match ReplicaStore::inbox_takeover(&*store, &alive).await {
+        match events.inbox_takeover(&alive).await {
             Ok(0) => {}
             Ok(n) => {
                 METRICS.takeovers.add(n);
@@ -115,7 +117,7 @@ async fn take_over_dead(cluster: Arc<Cluster>, store: Arc<dyn crate::store::Stor
             Err(e) => tracing::warn!(error = %e, "could not take back a dead replica's events"),
         }
         if gone {
-            match crate::outbox::settle_orphan_drafts(&*store).await {
+            match crate::outbox::settle_orphan_drafts(&*drafts).await {
                 Ok(_) => known = alive,
                 Err(e) => tracing::warn!(error = %e, "could not settle a dead replica's drafts"),
             }

@@ -104,7 +104,7 @@ async fn database(r: &mut Report, cfg: &Config) {
 }
 
 /// Events given up on are a warning, not a failure: Butler runs, but someone was not answered.
-async fn failed_events(store: &dyn crate::store::Store) {
+async fn failed_events(store: &dyn crate::store::DeadLetterStore) {
     match store.inbox_count(crate::store::InboxStatus::Failed).await {
         Ok(0) => println!("[ ok ] failed events: none"),
         Ok(n) => {

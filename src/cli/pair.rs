@@ -34,23 +34,25 @@ pub async fn run(cfg: Config, cmd: PairCommand) -> Result<ExitCode, ExitCode> {
             }
             ExitCode::SUCCESS
         }
-        PairCommand::Approve { code } => match approve_pairing(&*store, &code, &cfg.agent.timezone).await {
-            Ok(Some((row, user))) => {
-                println!("approved {} (user {}, role {})", row.identity, user.id, user.role.as_str());
-                ExitCode::SUCCESS
-            }
-            Ok(None) => match approved_earlier(&*store, &code).await {
-                Ok(Some(who)) => {
-                    println!("{code} was already approved: {who} is in");
+        PairCommand::Approve { code } => {
+            match approve_pairing((&*store, &*store, &*store), &code, &cfg.agent.timezone).await {
+                Ok(Some((row, user))) => {
+                    println!("approved {} (user {}, role {})", row.identity, user.id, user.role.as_str());
                     ExitCode::SUCCESS
                 }
-                _ => {
-                    eprintln!("error: no waiting request has the code {code}; `butler pair list` shows them (codes expire after an hour)");
-                    ExitCode::from(1)
-                }
-            },
-            Err(e) => exit::fail(1, e),
-        },
+                Ok(None) => match approved_earlier(&*store, &code).await {
+                    Ok(Some(who)) => {
+                        println!("{code} was already approved: {who} is in");
+                        ExitCode::SUCCESS
+                    }
+                    _ => {
+                        eprintln!("error: no waiting request has the code {code}; `butler pair list` shows them (codes expire after an hour)");
+                        ExitCode::from(1)
+                    }
+                },
+                Err(e) => exit::fail(1, e),
+            }
+        }
         PairCommand::Deny { code } => match deny_pairing(&*store, &code).await {
             Ok(Some(row)) => {
                 println!("declined {}", row.identity);

@@ -13,7 +13,9 @@ use crate::ingress::InboxIngress;
 use crate::schedule::cron::{parse_cron, parse_time, parse_tz, rfc3339};
 use crate::schedule::jobs::{self, JobOwner, JobSpec};
 use crate::schedule::Schedules;
-use crate::store::{now_ms, RunQuery, ScheduleChange, ScheduleFilter, ScheduleSource, Store};
+use crate::store::{
+    now_ms, InboxStore, RunQuery, ScheduleChange, ScheduleFilter, ScheduleSource, ScheduleStore, UserStore,
+};
 use crate::triage::Access;
 use butler_channel::Identity;
 use clap::Subcommand;
@@ -90,7 +92,7 @@ pub async fn run(config: Option<&std::path::Path>, cmd: ScheduleCommand) -> Resu
     let cfg = exit::load_config(config)?.config;
     let store = crate::store::connect(cfg.database.url.expose(), 2).await.map_err(|e| exit::fail(1, e))?;
     store.migrate().await.map_err(|e| exit::fail(1, e))?;
-    let code = on_store(&cfg, store.clone(), cmd).await;
+    let code = on_store(&cfg, Stores { jobs: store.clone(), users: store.clone(), inbox: store.clone() }, cmd).await;
     store.close().await;
     code
 }
@@ -123,17 +125,27 @@ fn access(cfg: &Config) -> Access {
     Access::new(&cfg.access, local, &cfg.agent.timezone)
 }
 
-async fn on_store(cfg: &Config, store: Arc<dyn Store>, cmd: ScheduleCommand) -> Result<ExitCode, ExitCode> {
+/// The store traits `butler schedule` uses.
+struct Stores {
+    jobs: Arc<dyn ScheduleStore>,
+    /// Who a job's owner is.
+    users: Arc<dyn UserStore>,
+    /// `run-now` queues the job's event.
+    inbox: Arc<dyn InboxStore>,
+}
+
+async fn on_store(cfg: &Config, stores: Stores, cmd: ScheduleCommand) -> Result<ExitCode, ExitCode> {
     let fail = |e: crate::store::StoreError| exit::fail(1, e);
     let access = Arc::new(access(cfg));
+    let Stores { jobs: store, users, inbox } = stores;
     match cmd {
-        ScheduleCommand::List { owner, runs } => list(&*store, &access, owner, runs).await,
+        ScheduleCommand::List { owner, runs } => list((&*store, &*users), &access, owner, runs).await,
         ScheduleCommand::Add { name, cron, at, tz, prompt, target, owner, mode, missed, grace_secs } => {
             let identity = match owner {
                 Some(o) => o.parse::<Identity>().map_err(|e| exit::fail(2, format!("--owner: {e}")))?,
                 None => access.owners().first().cloned().unwrap_or_else(|| Identity::new("cli", "local")),
             };
-            let Some(user) = access.user_for(&*store, &identity).await.map_err(fail)? else {
+            let Some(user) = access.user_for(&*users, &identity).await.map_err(fail)? else {
                 return Err(exit::fail(
                     1,
                     format!(
@@ -183,8 +195,8 @@ async fn on_store(cfg: &Config, store: Arc<dyn Store>, cmd: ScheduleCommand) -> 
             Ok(ExitCode::SUCCESS)
         }
         ScheduleCommand::RunNow { id } => {
-            let ingress = InboxIngress::new(store.clone(), Arc::new(tokio::sync::Notify::new()));
-            let schedules = Schedules::new(&cfg.schedules, store.clone(), access);
+            let ingress = InboxIngress::new(inbox, Arc::new(tokio::sync::Notify::new()));
+            let schedules = Schedules::new(&cfg.schedules, store.clone(), users, access);
             match schedules.run_now(&ingress, id).await.map_err(fail)? {
                 Some(run) => {
                     println!("queued run of job #{id} as event {} (a running Butler delivers it)", run.event_id);
@@ -197,13 +209,18 @@ async fn on_store(cfg: &Config, store: Arc<dyn Store>, cmd: ScheduleCommand) -> 
     }
 }
 
-async fn list(store: &dyn Store, access: &Access, owner: Option<String>, runs: usize) -> Result<ExitCode, ExitCode> {
+async fn list(
+    (store, users): (&dyn ScheduleStore, &dyn UserStore),
+    access: &Access,
+    owner: Option<String>,
+    runs: usize,
+) -> Result<ExitCode, ExitCode> {
     let fail = |e: crate::store::StoreError| exit::fail(1, e);
     let filter = match owner {
         None => ScheduleFilter::All,
         Some(o) => {
             let identity = o.parse::<Identity>().map_err(|e| exit::fail(2, format!("--owner: {e}")))?;
-            match access.user_for(store, &identity).await.map_err(fail)? {
+            match access.user_for(users, &identity).await.map_err(fail)? {
                 Some(user) => ScheduleFilter::Owner(user.id),
                 None => ScheduleFilter::Owner(String::new()),
             }

@@ -22,8 +22,8 @@ mod permissions;
 mod roles;
 mod root;
 mod schedules;
-mod sections;
 mod secret;
+mod sections;
 mod skills;
 #[cfg(test)]
 mod tests;
@@ -47,8 +47,11 @@ pub use permissions::{ContextKind, Mode, PermissionContext, PermissionsConfig};
 pub use roles::UserRole;
 pub use root::{Config, OwnerChecks, ScheduleCheck, SectionCheck};
 pub use schedules::{Missed, ScheduleConfig, ScheduleMode, DEFAULT_GRACE_SECS};
-pub use sections::{AccessConfig, AccessPolicy, AgentConfig, DatabaseConfig, GroupConfig, GroupSession, LimitsConfig, MemoryConfig, RedisConfig, Respond, ServerConfig, SignatureKind, TriggerAction, TriggerConfig, TriggerRule, WebConfig};
 pub use secret::{is_secret_name, redact_url, Secret, SECRET_WORDS};
+pub use sections::{
+    AccessConfig, AccessPolicy, AgentConfig, DatabaseConfig, GroupConfig, GroupSession, LimitsConfig, MemoryConfig,
+    RedisConfig, Respond, ServerConfig, SignatureKind, TriggerAction, TriggerConfig, TriggerRule, WebConfig,
+};
 pub use skills::SkillsConfig;
 pub use tools::{
     FilesConfig, HttpRequestConfig, SandboxMode, SearchProvider, SendMessageConfig, ShellConfig, ToolsConfig,

@@ -16,7 +16,7 @@ pub(crate) use serve::{serve, ServeLimits};
 
 use crate::config::ServerConfig;
 use crate::metrics::METRICS;
-use crate::store::Store;
+use crate::store::{ApprovalStore, DeadLetterStore, PingStore};
 use axum::extract::{DefaultBodyLimit, State};
 use axum::http::{header, StatusCode};
 use axum::response::IntoResponse;
@@ -29,7 +29,12 @@ use std::sync::Arc;
 /// Shared by the health endpoints.
 #[derive(Clone)]
 pub(crate) struct Health {
-    store: Arc<dyn Store>,
+    /// Readiness: does the database answer?
+    store: Arc<dyn PingStore>,
+    /// Metrics: events waiting and failed.
+    inbox: Arc<dyn DeadLetterStore>,
+    /// Metrics: approvals waiting.
+    approvals: Arc<dyn ApprovalStore>,
     /// The other replicas: readiness reports whether Redis answers.
     cluster: Arc<crate::cluster::Cluster>,
     /// True between start-up finishing and shutdown beginning.
@@ -38,8 +43,12 @@ pub(crate) struct Health {
 
 impl Health {
     /// `ready` is true between start-up finishing and shutdown beginning.
-    pub(crate) fn new(store: Arc<dyn Store>, cluster: Arc<crate::cluster::Cluster>, ready: Arc<AtomicBool>) -> Self {
-        Self { store, cluster, ready }
+    pub(crate) fn new(
+        (store, inbox, approvals): (Arc<dyn PingStore>, Arc<dyn DeadLetterStore>, Arc<dyn ApprovalStore>),
+        cluster: Arc<crate::cluster::Cluster>,
+        ready: Arc<AtomicBool>,
+    ) -> Self {
+        Self { store, inbox, approvals, cluster, ready }
     }
 }
 
@@ -114,10 +123,10 @@ const APPROVALS_COUNTED: usize = 10_000;
 async fn metrics(State(h): State<Health>) -> impl IntoResponse {
     let mut text = METRICS.render();
     // Read from the database at scrape time, so every replica reports the shared truth.
-    let pending = h.store.inbox_count(crate::store::InboxStatus::Pending).await.ok();
+    let pending = h.inbox.inbox_count(crate::store::InboxStatus::Pending).await.ok();
     crate::metrics::render_gauge(&mut text, "butler_inbox_pending", "Inbound events waiting to be handled", pending);
     // Every pending approval is due by the end of time: the ones waiting for a person.
-    let waiting = h.store.approvals_due(i64::MAX, APPROVALS_COUNTED).await.ok().map(|v| v.len() as i64);
+    let waiting = h.approvals.approvals_due(i64::MAX, APPROVALS_COUNTED).await.ok().map(|v| v.len() as i64);
     crate::metrics::render_gauge(
         &mut text,
         "butler_approvals_waiting",

@@ -7,8 +7,11 @@ use crate::cluster::{Cluster, Topic};
 use crate::ids::HOOK_CHANNEL;
 use crate::outbox::Deliverer;
 use crate::session::retry::{dead_letter, poison_error, poisoned, retry_or_fail, until_recorded};
-use crate::session::Placement;
-use crate::store::{now_ms, DecisionRow, InboxRow, InboxStatus, NewOutbox, Store, StoreError, TurnCommit};
+use crate::session::{Placement, Sessions};
+use crate::store::{
+    now_ms, AuditStore, DeadLetterStore, DecisionRow, InboxRow, InboxStatus, InboxStore, NewOutbox, OutboxStore,
+    RecoveryStore, ReplicaStore, StoreError, TurnCommit, TurnStore,
+};
 use crate::triage::{Decision, Triage};
 use butler_channel::{EventBody, InboundEvent, PrivateTo};
 use std::collections::HashMap;
@@ -27,9 +30,30 @@ const BUSY_RETRY_MS: i64 = 300;
 const AWAY_RETRY_MS: i64 = 1000;
 const BATCH: usize = 256;
 
+/// The store traits the dispatcher calls, one field each.
+#[derive(Clone)]
+pub struct DispatchStores {
+    /// Claiming events and ending them.
+    pub inbox: Arc<dyn InboxStore>,
+    /// Offering an event again later without counting a try.
+    pub dead_letters: Arc<dyn DeadLetterStore>,
+    /// Handing an event to the replica of its session; taking back an unsure claim.
+    pub replicas: Arc<dyn ReplicaStore>,
+    /// Settling the drafts a failed event leaves.
+    pub recovery: Arc<dyn RecoveryStore>,
+    /// Committing triage's own answers.
+    pub turns: Arc<dyn TurnStore>,
+    /// Acknowledgements, and the notice of a failed event.
+    pub outbox: Arc<dyn OutboxStore>,
+    /// Triage's decisions, recorded.
+    pub audit: Arc<dyn AuditStore>,
+}
+
 pub struct Dispatcher {
-    store: Arc<dyn Store>,
+    store: DispatchStores,
     triage: Triage,
+    /// Where session work goes (handed in by the app, the same sessions triage stops).
+    sessions: Sessions,
     deliverer: Arc<Deliverer>,
     wake: Arc<Notify>,
     /// Channels whose events this process handles.
@@ -43,16 +67,18 @@ pub struct Dispatcher {
 impl Dispatcher {
     /// `channels`: whose events this process handles; `cluster`: this replica (its id is
     /// recorded on claimed rows); `max_attempts`: `[limits] max_event_attempts`.
+    #[allow(clippy::too_many_arguments)]
     pub fn new(
-        store: Arc<dyn Store>,
+        store: DispatchStores,
         triage: Triage,
+        sessions: Sessions,
         deliverer: Arc<Deliverer>,
         wake: Arc<Notify>,
         channels: Vec<String>,
         cluster: Arc<Cluster>,
         max_attempts: u32,
     ) -> Self {
-        Self { store, triage, deliverer, wake, channels, cluster, max_attempts }
+        Self { store, triage, sessions, deliverer, wake, channels, cluster, max_attempts }
     }
 
     /// Claims and routes events until `cancel` fires.
@@ -68,7 +94,7 @@ impl Dispatcher {
         let mut last_claim_ms = 0;
         loop {
             if let Some(since) = unsure_since {
-                match self.store.inbox_unclaim(self.cluster.worker(), since).await {
+                match self.store.replicas.inbox_unclaim(self.cluster.worker(), since).await {
                     Ok(n) => {
                         if n > 0 {
                             tracing::info!(events = n, "events of a claim whose answer was lost are pending again");
@@ -89,7 +115,7 @@ impl Dispatcher {
                 tokio::time::sleep(Duration::from_millis(1)).await;
             }
             let tried = now_ms();
-            let claimed = match self.store.inbox_claim(&self.channels, self.cluster.worker(), BATCH).await {
+            let claimed = match self.store.inbox.inbox_claim(&self.channels, self.cluster.worker(), BATCH).await {
                 Ok(rows) => {
                     last_claim_ms = now_ms();
                     rows
@@ -147,11 +173,12 @@ impl Dispatcher {
                 Err(e) => e.to_string(),
             }
         };
-        let (store, event) = (&*self.store, &row.event);
+        let store = (&*self.store.inbox, &*self.store.outbox, &*self.store.recovery);
+        let event = &row.event;
         until_recorded(stop, &event.id.0, || async {
             if spent {
                 // This claim is not a try: give it back first, so the row counts the runs.
-                store.inbox_release(&event.id.0, 0).await?;
+                self.store.dead_letters.inbox_release(&event.id.0, 0).await?;
                 dead_letter(store, &self.deliverer, event, row.attempts - 1, &error).await
             } else {
                 retry_or_fail(store, &self.deliverer, event, row.attempts, self.max_attempts, &error).await
@@ -168,10 +195,10 @@ impl Dispatcher {
         // that must happen once, on the replica that then runs the session.
         if self.cluster.shared() && event.channel() != HOOK_CHANNEL && !matches!(event.body, EventBody::Trigger { .. })
         {
-            match self.triage.sessions().place(&crate::session::session_key(event)).await {
+            match self.sessions.place(&crate::session::session_key(event)).await {
                 Placement::Here => {}
                 Placement::Elsewhere(owner) => return self.hand_to(id, &owner).await,
-                Placement::Away => return self.store.inbox_release(id, AWAY_RETRY_MS).await,
+                Placement::Away => return self.store.dead_letters.inbox_release(id, AWAY_RETRY_MS).await,
             }
         }
         let verdict = self.triage.decide(event).await?;
@@ -185,7 +212,7 @@ impl Dispatcher {
                 decision: kind.to_string(),
                 reason: reason.clone(),
             };
-            self.store.decision_add(&record).await?;
+            self.store.audit.decision_add(&record).await?;
         }
         // A click is answered privately (an alert, an ephemeral message), at once: a refusal
         // with its text, anything else with a bare acknowledgement.
@@ -203,24 +230,24 @@ impl Dispatcher {
         match verdict.decision {
             Decision::Drop { reason } => {
                 tracing::debug!(event = %id, reason, "dropped");
-                self.store.inbox_finish(id, InboxStatus::Dropped, Some(&reason)).await
+                self.store.inbox.inbox_finish(id, InboxStatus::Dropped, Some(&reason)).await
             }
-            Decision::Done => self.store.inbox_finish(id, InboxStatus::Done, None).await,
+            Decision::Done => self.store.inbox.inbox_finish(id, InboxStatus::Done, None).await,
             Decision::Reply { text } => self.answer(event, event.conversation.to_string(), text, click).await,
             Decision::Notify { conversation, text } => self.answer(event, conversation.to_string(), text, None).await,
             Decision::Session { key, mut job } => {
                 job.attempt = row.attempts;
-                let sessions = self.triage.sessions();
+                let sessions = &self.sessions;
                 match sessions.place(&key).await {
                     Placement::Here => match sessions.submit(&key, *job) {
                         Ok(()) => Ok(()),
                         Err(busy) => {
                             tracing::debug!(event = %id, %busy, "session busy; offering the event again shortly");
-                            self.store.inbox_release(id, BUSY_RETRY_MS).await
+                            self.store.dead_letters.inbox_release(id, BUSY_RETRY_MS).await
                         }
                     },
                     Placement::Elsewhere(owner) => self.hand_to(id, &owner).await,
-                    Placement::Away => self.store.inbox_release(id, AWAY_RETRY_MS).await,
+                    Placement::Away => self.store.dead_letters.inbox_release(id, AWAY_RETRY_MS).await,
                 }
             }
         }
@@ -229,7 +256,7 @@ impl Dispatcher {
     /// Hands event `id` to `owner`, the replica running its session, and wakes it.
     async fn hand_to(&self, id: &str, owner: &str) -> Result<(), StoreError> {
         tracing::debug!(event = %id, %owner, "session runs on another replica; handing the event over");
-        self.store.inbox_route(id, owner).await?;
+        self.store.replicas.inbox_route(id, owner).await?;
         self.cluster.publish(Topic::Wake, owner).await;
         Ok(())
     }
@@ -246,7 +273,7 @@ impl Dispatcher {
             reply_to: None,
             file: None,
         };
-        let row = self.store.outbox_enqueue(&ack).await?;
+        let row = self.store.outbox.outbox_enqueue(&ack).await?;
         self.deliverer.hand_over(row);
         Ok(())
     }
@@ -280,7 +307,7 @@ impl Dispatcher {
             notices: vec![],
             fence: None,
         };
-        if let Some(row) = self.store.finish_event(&commit).await? {
+        if let Some(row) = self.store.turns.finish_event(&commit).await? {
             self.deliverer.hand_over(row);
         }
         Ok(())

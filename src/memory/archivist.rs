@@ -7,7 +7,7 @@
 //! in the transcript.
 
 use crate::llm::{ChatMessage, ChatRequest, PriceBook, Provider};
-use crate::store::{MemoryRow, MemoryScope, Store, StoreError, UsageRecord};
+use crate::store::{MemoryRow, MemoryScope, MemoryStore, StoreError, TurnStore, UsageRecord};
 use serde::Deserialize;
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -78,7 +78,9 @@ pub struct Archivist {
 }
 
 struct Worker {
-    store: Arc<dyn Store>,
+    store: Arc<dyn MemoryStore>,
+    /// What the archivist's model calls cost.
+    usage: Arc<dyn TurnStore>,
     llm: Arc<dyn Provider>,
     prices: Arc<PriceBook>,
 }
@@ -87,14 +89,14 @@ impl Archivist {
     /// Starts the worker in `tracker`, asking `llm` (the worker tier's); it stops when `cancel`
     /// fires. Each call is priced by `prices` at the model that answered it.
     pub fn start(
-        store: Arc<dyn Store>,
+        (store, usage): (Arc<dyn MemoryStore>, Arc<dyn TurnStore>),
         llm: Arc<dyn Provider>,
         prices: Arc<PriceBook>,
         tracker: &TaskTracker,
         cancel: CancellationToken,
     ) -> Arc<Self> {
         let (tx, mut rx) = mpsc::channel::<ArchiveJob>(QUEUE);
-        let worker = Worker { store, llm, prices };
+        let worker = Worker { store, usage, llm, prices };
         tracker.spawn(async move {
             loop {
                 let job = tokio::select! {
@@ -150,7 +152,7 @@ impl Worker {
         let event_id = format!("{}:archivist", job.event_id);
         let ids = [job.owner.user_id.as_str(), job.session_id.as_str(), event_id.as_str()];
         let model = asm.model_or(self.llm.model());
-        self.store
+        self.usage
             .usage_add(&UsageRecord::priced(&self.prices.get(model), "archivist", ids, model, &asm.usage))
             .await?;
         let Some(found) = Distilled::parse(&asm.text) else {

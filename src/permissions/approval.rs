@@ -1,13 +1,14 @@
 //! The approval rules shared by the agent (which asks) and triage (which takes the answer):
 //! approval ids, the hash of a call's exact arguments, the outbox key and text of an approval's
 //! message (a question's too: its options as buttons or numbered), the text it becomes once
-//! answered, the audit row of a decision, who may decide, and what a typed reply answers.
+//! answered, the audit row of a decision, who may decide, and what a typed reply answers; and
+//! [`decide`], all of that applied to one answer (a click, a typed answer, a cancel).
 //!
 //! These are pure functions over store rows: nothing here may read or write the store, send a
 //! message or run a tool.
 
 use crate::clock::now_ms;
-use crate::store::{ApprovalKind, ApprovalRow, ApprovalStatus, AuditRow, NewOutbox, UserRow};
+use crate::store::{ApprovalDecision, ApprovalKind, ApprovalRow, ApprovalStatus, AuditRow, NewOutbox, UserRow};
 use butler_channel::{Button, ButtonStyle};
 use sha2::{Digest, Sha256};
 
@@ -197,6 +198,137 @@ pub(crate) fn may_decide(row: &ApprovalRow, identity: &str, user: Option<&UserRo
     })
 }
 
+/// An answer to an approval request or a question.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Answer<'a> {
+    /// A button or `/approve` / `/deny`: `once`, `session`, `deny`, a question's option index,
+    /// or `expire` (Butler's own, when nobody answered in time).
+    Choice(&'a str),
+    /// A message answering a question (a number picks that option).
+    Typed(&'a str),
+    /// `/stop` while the turn waits.
+    Cancel,
+}
+
+/// Who answers.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Answerer<'a> {
+    /// `channel:id`.
+    pub identity: &'a str,
+    /// Their user, if they may use Butler.
+    pub user: Option<&'a UserRow>,
+    /// Their name as the edited message shows it.
+    pub name: &'a str,
+    /// Butler itself (an expiry).
+    pub system: bool,
+}
+
+/// An answer that decides the request: what to store (a compare-and-swap from `pending`) and
+/// what to audit.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct Settled {
+    pub decision: ApprovalDecision,
+    pub audit: AuditRow,
+}
+
+/// An answer that decides nothing: the short reply, and the reason recorded.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Refused {
+    pub text: String,
+    pub reason: String,
+}
+
+fn refuse(text: impl Into<String>, reason: impl Into<String>) -> Refused {
+    Refused { text: text.into(), reason: reason.into() }
+}
+
+/// What `answer` by `who` does to `row` at `now_ms`: the decision (status, scope, answer, the
+/// edited message, who decided) and its audit row, or why it is refused. A choice is checked
+/// (Butler's own expiry only from Butler, the request still pending, the choice fits its kind,
+/// `who` may decide it unless it has expired); a typed answer or a cancel comes for a request
+/// already found pending and waiting for `who`.
+pub(crate) fn decide(
+    row: &ApprovalRow,
+    answer: Answer<'_>,
+    who: &Answerer<'_>,
+    now_ms: i64,
+) -> Result<Settled, Refused> {
+    let (status, scope, text) = match answer {
+        Answer::Typed(text) => (ApprovalStatus::Approved, None, Some(typed_answer(row, text))),
+        Answer::Cancel => (ApprovalStatus::Cancelled, None, None),
+        Answer::Choice(choice) => choose(row, choice, who, now_ms)?,
+    };
+    let by = if who.system { "nobody" } else { who.name };
+    let message = match row.kind {
+        ApprovalKind::Tool => outcome_text(row, status, scope, by),
+        ApprovalKind::Question => answered_text(row, status, text.as_deref(), by),
+    };
+    let audit = decision_audit(row, status, scope, by);
+    let decision = ApprovalDecision {
+        status,
+        scope: scope.map(str::to_string),
+        decided_by: by.to_string(),
+        message,
+        answer: text,
+    };
+    Ok(Settled { decision, audit })
+}
+
+/// The status, scope and answer a choice stands for, once it passes the checks of [`decide`].
+fn choose(
+    row: &ApprovalRow,
+    choice: &str,
+    who: &Answerer<'_>,
+    now_ms: i64,
+) -> Result<(ApprovalStatus, Option<&'static str>, Option<String>), Refused> {
+    let (id, identity) = (&row.id, who.identity);
+    if choice == "expire" && !who.system {
+        return Err(refuse("That button is not valid.", format!("forged expiry from {identity}")));
+    }
+    if row.status != ApprovalStatus::Pending {
+        let by = row.decided_by.as_deref().map(|b| format!(" by {b}")).unwrap_or_default();
+        let text = format!("This request was already answered ({}{by}).", row.status.as_str());
+        return Err(refuse(text, format!("{identity} answered decided approval {id}")));
+    }
+    let decided = match (row.kind, choice) {
+        _ if choice == "expire" || now_ms >= row.expires_ms => (ApprovalStatus::Expired, None, None),
+        (ApprovalKind::Tool, "once") => (ApprovalStatus::Approved, Some("once"), None),
+        (ApprovalKind::Tool, "session") => (ApprovalStatus::Approved, Some("session"), None),
+        (ApprovalKind::Tool, "deny") => (ApprovalStatus::Denied, None, None),
+        (ApprovalKind::Question, "once" | "session" | "deny") => {
+            let text = "That is a question: pick an option or reply with your answer.";
+            return Err(refuse(text, format!("{identity} approved or denied question {id}")));
+        }
+        (ApprovalKind::Question, n) => match n.parse::<usize>().ok().and_then(|n| row.options.get(n)) {
+            Some(option) => (ApprovalStatus::Approved, None, Some(option.clone())),
+            None => return Err(refuse("That button is not valid.", format!("unknown option from {identity}"))),
+        },
+        _ => return Err(refuse("That button is not valid.", format!("unknown approval choice from {identity}"))),
+    };
+    if decided.0 != ApprovalStatus::Expired && !may_decide(row, identity, who.user) {
+        let text = match row.kind {
+            ApprovalKind::Tool => format!("Sorry, only {} can answer this request.", approvers_in_words(row)),
+            ApprovalKind::Question => format!("Sorry, this question is for {}.", row.requester),
+        };
+        return Err(refuse(text, format!("{identity} may not decide approval {id}")));
+    }
+    Ok(decided)
+}
+
+/// Who may answer `row`, in words.
+fn approvers_in_words(row: &ApprovalRow) -> String {
+    let words: Vec<String> = row
+        .approvers
+        .iter()
+        .map(|a| match a.as_str() {
+            "requester" => format!("the person who asked ({})", row.requester),
+            "role:owner" => "an owner".to_string(),
+            other => format!("`{other}`"),
+        })
+        .collect();
+    words.join(" or ")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -348,5 +480,63 @@ mod tests {
             assert_eq!(typed_answer(&q, text), want, "{text}");
         }
         assert_eq!(typed_answer(&question(&[]), "1"), "1");
+    }
+
+    #[test]
+    fn decide_table() {
+        let (alice, bob) = (user("u-alice", UserRole::Member), user("u-bob", UserRole::Member));
+        let tool = row(&["requester"]);
+        let done = ApprovalRow { status: ApprovalStatus::Denied, decided_by: Some("Bob".into()), ..tool.clone() };
+        let q = question(&["Tea", "Coffee"]);
+        let a = Answerer { identity: "web:alice", user: Some(&alice), name: "Alice", system: false };
+        let b = Answerer { identity: "web:bob", user: Some(&bob), name: "Bob", system: false };
+        let butler = Answerer { identity: "system:approvals", user: None, name: "Butler", system: true };
+        let (early, late) = (1_000, 600_000);
+        let (once, deny) = (Answer::Choice("once"), Answer::Choice("deny"));
+        // (row, answer, who, now) -> "status scope answer audit-outcome decided-by", or the refusal.
+        let cases: Vec<(&ApprovalRow, Answer, Answerer, i64, &str)> = vec![
+            (&tool, once, a, early, "approved once - approved Alice"),
+            (&tool, Answer::Choice("session"), a, early, "approved session - approved_session Alice"),
+            (&tool, deny, a, early, "denied - - rejected Alice"),
+            (&tool, once, a, late, "expired - - expired Alice"),
+            (&tool, deny, b, late, "expired - - expired Bob"),
+            (&tool, Answer::Choice("expire"), butler, early, "expired - - expired nobody"),
+            (&tool, Answer::Cancel, b, early, "cancelled - - cancelled Bob"),
+            (&q, Answer::Choice("1"), a, early, "approved - Coffee answered Alice"),
+            (&q, Answer::Typed(" 1 "), a, early, "approved - Tea answered Alice"),
+            (&q, Answer::Typed("mint"), a, early, "approved - mint answered Alice"),
+            (&tool, once, b, early, "refused: Sorry, only the person who asked (web:alice) can answer this request."),
+            (&tool, Answer::Choice("expire"), a, early, "refused: That button is not valid."),
+            (&tool, Answer::Choice("always"), a, early, "refused: That button is not valid."),
+            (&done, once, a, early, "refused: This request was already answered (denied by Bob)."),
+            (
+                &done,
+                Answer::Choice("expire"),
+                butler,
+                late,
+                "refused: This request was already answered (denied by Bob).",
+            ),
+            (&q, once, a, early, "refused: That is a question: pick an option or reply with your answer."),
+            (&q, Answer::Choice("7"), a, early, "refused: That button is not valid."),
+            (&q, Answer::Choice("0"), b, early, "refused: Sorry, this question is for web:alice."),
+        ];
+        for (row, answer, who, now, want) in cases {
+            let got = match decide(row, answer, &who, now) {
+                Err(no) => format!("refused: {}", no.text),
+                Ok(Settled { decision: d, audit }) => {
+                    let by = d.decided_by.as_str();
+                    let message = match row.kind {
+                        ApprovalKind::Tool => outcome_text(row, d.status, d.scope.as_deref(), by),
+                        ApprovalKind::Question => answered_text(row, d.status, d.answer.as_deref(), by),
+                    };
+                    assert_eq!(d.message, message, "{answer:?} by {}", who.identity);
+                    assert_eq!((audit.args_hash.as_str(), audit.actor.as_str()), (row.args_hash.as_str(), by));
+                    let dash = |v: Option<&str>| v.unwrap_or("-").to_string();
+                    let (scope, text) = (dash(d.scope.as_deref()), dash(d.answer.as_deref()));
+                    format!("{} {scope} {text} {} {by}", d.status.as_str(), audit.outcome)
+                }
+            };
+            assert_eq!(got, want, "{answer:?} by {} at {now}", who.identity);
+        }
     }
 }

@@ -8,7 +8,9 @@
 use super::cron::{self, human, parse_cron, parse_time, parse_tz, CronError};
 use crate::config::{Missed, ScheduleMode};
 use crate::ids::{HOOK_CHANNEL, SYSTEM_CHANNEL, WEB_CHANNEL};
-use crate::store::{NewSchedule, RunRow, RunStatus, ScheduleRow, ScheduleSource, Store, StoreError, UserRole, UserRow};
+use crate::store::{
+    NewSchedule, RunRow, RunStatus, ScheduleRow, ScheduleSource, StoreError, UserRole, UserRow, UserStore,
+};
 use butler_channel::{ConversationRef, Identity};
 
 /// The longest prompt a job may carry.
@@ -162,7 +164,7 @@ fn name_from(prompt: &str) -> String {
 /// the conversation they are in, a web conversation of theirs (or a new one, which becomes
 /// theirs), or, for owners, anywhere. Anyone else's chats are refused.
 pub async fn may_target(
-    store: &dyn Store,
+    store: &dyn UserStore,
     user: &UserRow,
     current: &ConversationRef,
     target: &ConversationRef,

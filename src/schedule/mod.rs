@@ -37,8 +37,8 @@ pub use tick::{event_for, TickReport, HEARTBEAT_NOTE};
 
 use crate::config::ScheduleConfig;
 use crate::store::{
-    now_ms, RunClaim, RunKind, RunQuery, RunRow, ScheduleChange, ScheduleFilter, ScheduleRow, ScheduleSource, Store,
-    StoreError, UserRow,
+    now_ms, RunClaim, RunKind, RunQuery, RunRow, ScheduleChange, ScheduleFilter, ScheduleRow, ScheduleSource,
+    ScheduleStore, StoreError, UserRow, UserStore,
 };
 use async_trait::async_trait;
 use butler_channel::{ConversationKind, ConversationRef, Identity, Ingress};
@@ -60,21 +60,28 @@ pub trait Directory: Send + Sync {
     /// The owner of a config job that names none: the first configured owner, if any.
     fn default_owner(&self) -> Option<Identity>;
     /// The id of the user behind `identity`, if that identity may use Butler.
-    async fn user_id(&self, store: &dyn Store, identity: &Identity) -> Result<Option<String>, StoreError>;
+    async fn user_id(&self, store: &dyn UserStore, identity: &Identity) -> Result<Option<String>, StoreError>;
     /// Whether the config names `conversation` (or its chat) as a group.
     fn is_group(&self, conversation: &ConversationRef) -> bool;
 }
 
 pub struct Schedules {
     config: Vec<ScheduleConfig>,
-    store: Arc<dyn Store>,
+    store: Arc<dyn ScheduleStore>,
+    /// Who owns a config job, and whether a target is a group.
+    users: Arc<dyn UserStore>,
     directory: Arc<dyn Directory>,
     every: Duration,
 }
 
 impl Schedules {
-    pub fn new(cfg: &[ScheduleConfig], store: Arc<dyn Store>, directory: Arc<dyn Directory>) -> Self {
-        Self { config: cfg.to_vec(), store, directory, every: DEFAULT_TICK }
+    pub fn new(
+        cfg: &[ScheduleConfig],
+        store: Arc<dyn ScheduleStore>,
+        users: Arc<dyn UserStore>,
+        directory: Arc<dyn Directory>,
+    ) -> Self {
+        Self { config: cfg.to_vec(), store, users, directory, every: DEFAULT_TICK }
     }
 
     /// Ticks every `every` instead of every second (tests, benchmarks).
@@ -108,7 +115,7 @@ impl Schedules {
         let mut names = Vec::new();
         for cfg in &self.config {
             let Some(identity) = cfg.owner.clone().or_else(|| default_owner.clone()) else { continue };
-            let user_id = self.directory.user_id(&*self.store, &identity).await?;
+            let user_id = self.directory.user_id(&*self.users, &identity).await?;
             let spec = JobSpec {
                 name: Some(cfg.name.clone()),
                 cron: Some(cfg.cron.clone()),
@@ -317,7 +324,7 @@ impl Schedules {
         let kind = if configured_group {
             ConversationKind::Group
         } else {
-            self.store.conversation_get(target).await?.map_or(ConversationKind::Direct, |c| c.kind)
+            self.users.conversation_get(target).await?.map_or(ConversationKind::Direct, |c| c.kind)
         };
         caches.kinds.insert(target.to_string(), kind);
         Ok(kind)

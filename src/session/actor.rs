@@ -103,13 +103,13 @@ impl Actor {
         self.shared.forget(&self.key);
         // Shutting down, or the session moved: queued jobs go back to the inbox untouched.
         rx.close();
-        let (store, worker) = (&self.shared.deps.agent.store, self.shared.deps.cluster.worker());
+        let (stores, worker) = (&self.shared.deps.stores, self.shared.deps.cluster.worker());
         while let Ok(job) = rx.try_recv() {
             let id = &job.event.id.0;
             let back = if self.fenced {
-                store.inbox_yield(id, worker).await.map(|_| ())
+                stores.replicas.inbox_yield(id, worker).await.map(|_| ())
             } else {
-                store.inbox_release(id, 0).await
+                stores.dead_letters.inbox_release(id, 0).await
             };
             if let Err(e) = back {
                 tracing::warn!(error = %e, "could not release a queued event; it is recovered later");
@@ -124,7 +124,7 @@ impl Actor {
     /// Whether an uncommitted answer still waits for its event (entries of events that ended
     /// meanwhile, e.g. set aside by the dispatcher, are dropped here).
     async fn holds_answers(&mut self) -> bool {
-        let store = self.shared.deps.agent.store.clone();
+        let store = self.shared.deps.stores.inbox.clone();
         let mut open = HashMap::new();
         for (id, commit) in std::mem::take(&mut self.uncommitted) {
             let row = store.inbox_get(&id).await;
@@ -143,7 +143,7 @@ impl Actor {
     /// the event (taken back, or ended), so the job must not run.
     async fn begin(&self, job: &Job) -> Result<bool, StoreError> {
         let worker = self.shared.deps.cluster.worker();
-        let held = self.shared.deps.agent.store.inbox_start(&job.event.id.0, worker).await?;
+        let held = self.shared.deps.stores.recovery.inbox_start(&job.event.id.0, worker).await?;
         if !held {
             tracing::warn!(event = %job.event.id, "the event is no longer held here; not running it");
         }
@@ -164,7 +164,7 @@ impl Actor {
             // counts. Hand the event back (if nobody took it yet) and stop here.
             METRICS.fencing_refusals.inc();
             tracing::warn!(key = %self.key, event = %job.event.id, "commit refused: the session moved to another replica");
-            let (store, worker) = (&self.shared.deps.agent.store, self.shared.deps.cluster.worker());
+            let (store, worker) = (&self.shared.deps.stores.replicas, self.shared.deps.cluster.worker());
             if let Err(e) = store.inbox_yield(&job.event.id.0, worker).await {
                 tracing::warn!(error = %e, "could not hand a refused event back; the takeover finds it");
             }
@@ -177,7 +177,7 @@ impl Actor {
             METRICS.turns_failed.inc();
             let deps = &self.shared.deps;
             let max = deps.limits.max_event_attempts;
-            let store = &*deps.agent.store;
+            let store = deps.stores.failing();
             let error = e.to_string();
             let event = job.event.id.0.as_str();
             until_recorded(&self.shared.shutdown, event, || {
@@ -190,8 +190,8 @@ impl Actor {
     async fn load_state(&mut self, job: &Job) -> Result<&mut SessionState, StoreError> {
         if self.state.is_none() {
             let deps = &self.shared.deps;
-            let store = &deps.agent.store;
-            let row = match store.session_active(&self.key).await? {
+            let stores = &deps.stores;
+            let row = match stores.sessions.session_active(&self.key).await? {
                 Some(row) => row,
                 None => {
                     // The skills as they are now: a new session sees added or edited skills.
@@ -210,13 +210,15 @@ impl Actor {
                         conversation: job.event.conversation.to_string(),
                         system_prompt: prompt,
                     };
-                    let row = store.session_open(&new).await?;
+                    let row = stores.sessions.session_open(&new).await?;
                     let payload = serde_json::json!({"session": row.id, "key": row.key, "user": row.user_id});
                     deps.agent.hooks.run(HookEvent::SessionStart, None, &payload).await;
                     row
                 }
             };
-            self.state = Some(SessionState::load(&**store, row, deps.limits.history_messages).await?);
+            self.state = Some(
+                SessionState::load((&*stores.sessions, &*stores.summaries), row, deps.limits.history_messages).await?,
+            );
         }
         Ok(self.state.as_mut().expect("state loaded above"))
     }
@@ -238,7 +240,7 @@ impl Actor {
             TurnOutcome::Finished(commit) => self.commit_or_retry(job, commit, started).await,
             TurnOutcome::Parked => {
                 self.state = None;
-                self.shared.deps.agent.store.inbox_release(&job.event.id.0, 0).await?;
+                self.shared.deps.stores.dead_letters.inbox_release(&job.event.id.0, 0).await?;
                 Ok(())
             }
         }
@@ -275,7 +277,7 @@ impl Actor {
             if ch.caps().buttons {
                 base.buttons = vec![Button::new("Stop", format!("stop:{turn_id}"), ButtonStyle::Danger)];
             }
-            Streamer::start(ch.clone(), deps.agent.store.clone(), reply, base)
+            Streamer::start(ch.clone(), deps.stores.outbox.clone(), reply, base)
         });
         let key = self.key.clone();
         let session = self.load_state(job).await?;
@@ -380,9 +382,9 @@ impl Actor {
 
     async fn reset(&mut self, job: &Job) -> Result<(), TurnError> {
         let deps = &self.shared.deps;
-        let store = &deps.agent.store;
-        if let Some(row) = store.session_active(&self.key).await? {
-            store.session_close(&row.id).await?;
+        let stores = &deps.stores;
+        if let Some(row) = stores.sessions.session_active(&self.key).await? {
+            stores.sessions.session_close(&row.id).await?;
             let payload = serde_json::json!({"session": row.id, "key": row.key, "user": row.user_id});
             deps.agent.hooks.run(HookEvent::SessionEnd, None, &payload).await;
         }
@@ -406,7 +408,7 @@ impl Actor {
             notices: vec![],
             fence: self.fence(),
         };
-        if let Some(row) = store.finish_event(&commit).await? {
+        if let Some(row) = stores.turns.finish_event(&commit).await? {
             deps.deliverer.hand_over(row);
         }
         Ok(())

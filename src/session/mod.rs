@@ -11,9 +11,9 @@ mod job;
 pub mod retry;
 mod shared;
 
-pub use job::{Busy, Job, JobKind};
 pub use crate::ids::session_key;
-pub use shared::SessionDeps;
+pub use job::{Busy, Job, JobKind};
+pub use shared::{SessionDeps, SessionStores};
 
 use crate::metrics::METRICS;
 use shared::{lease_name, lock, Claim, Handle, Shared};
@@ -74,7 +74,7 @@ impl Sessions {
         }
         let name = lease_name(key);
         match cluster.acquire(&name).await {
-            Ok(Some(lease)) => match self.inner.deps.agent.store.fence_take(key).await {
+            Ok(Some(lease)) => match self.inner.deps.stores.replicas.fence_take(key).await {
                 Ok(fence) => {
                     tracing::debug!(key, token = fence.token, "session lease taken");
                     let handle = self.spawn_actor(key, Some(Claim { lease, fence }));

@@ -10,7 +10,7 @@
 use crate::ids::{HOOK_CHANNEL, SYSTEM_CHANNEL};
 use crate::metrics::METRICS;
 use crate::outbox::Deliverer;
-use crate::store::{InboxStatus, NewOutbox, Store, StoreError};
+use crate::store::{InboxStatus, InboxStore, NewOutbox, OutboxStore, RecoveryStore, StoreError};
 use butler_channel::InboundEvent;
 
 /// The delay before the next try after try number `attempts` failed: 1 s, 2 s, 4 s, ...
@@ -63,10 +63,13 @@ where
     }
 }
 
+/// What ending a failed try writes: the inbox row, the sender's notice, the drafts it leaves.
+pub type FailStores<'a> = (&'a dyn InboxStore, &'a dyn OutboxStore, &'a dyn RecoveryStore);
+
 /// Ends a failed try of `event` (try number `attempts`): retried after [`backoff_ms`], or, at
 /// `max_attempts`, marked `failed` and the sender told once.
 pub async fn retry_or_fail(
-    store: &dyn Store,
+    store: FailStores<'_>,
     deliverer: &Deliverer,
     event: &InboundEvent,
     attempts: i32,
@@ -76,7 +79,7 @@ pub async fn retry_or_fail(
     if i64::from(attempts) < i64::from(max_attempts) {
         let delay = backoff_ms(attempts);
         tracing::warn!(event = %event.id, attempts, delay_ms = delay, error, "event failed; will retry");
-        return store.inbox_retry(&event.id.0, delay, Some(error)).await;
+        return store.0.inbox_retry(&event.id.0, delay, Some(error)).await;
     }
     dead_letter(store, deliverer, event, attempts, error).await
 }
@@ -85,7 +88,7 @@ pub async fn retry_or_fail(
 /// have no one to tell); a reply draft an earlier try streamed is settled (it would show a
 /// Stop button for a turn that is gone). Safe to run again.
 pub async fn dead_letter(
-    store: &dyn Store,
+    store: FailStores<'_>,
     deliverer: &Deliverer,
     event: &InboundEvent,
     attempts: i32,
@@ -112,12 +115,12 @@ pub async fn dead_letter(
             reply_to: event.quote_target(),
             file: None,
         };
-        let row = store.outbox_enqueue(&notice).await?;
+        let row = store.1.outbox_enqueue(&notice).await?;
         deliverer.hand_over(row);
     }
     let error = format!("gave up after {attempts} tries: {error}");
-    store.inbox_finish(&event.id.0, InboxStatus::Failed, Some(&error)).await?;
-    crate::outbox::settle_orphan_drafts(store).await?;
+    store.0.inbox_finish(&event.id.0, InboxStatus::Failed, Some(&error)).await?;
+    crate::outbox::settle_orphan_drafts(store.2).await?;
     METRICS.events_failed.inc();
     Ok(())
 }

@@ -10,16 +10,47 @@ use crate::agent::Agent;
 use crate::cluster::{Cluster, Lease};
 use crate::config::{AgentConfig, LimitsConfig};
 use crate::outbox::{Channels, Deliverer};
+use crate::store::{
+    DeadLetterStore, InboxStore, OutboxStore, RecoveryStore, ReplicaStore, SessionStore, SummaryStore, TurnStore,
+};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+/// The store traits the sessions call, one field each.
+#[derive(Clone)]
+pub struct SessionStores {
+    /// The event of a job (is it still open?), and the end of a failed try.
+    pub inbox: Arc<dyn InboxStore>,
+    /// Giving a job back to the inbox without counting a try.
+    pub dead_letters: Arc<dyn DeadLetterStore>,
+    /// Fencing tokens, and handing an event back to the session's new owner.
+    pub replicas: Arc<dyn ReplicaStore>,
+    /// Marking a turn as running; settling drafts a failed event leaves.
+    pub recovery: Arc<dyn RecoveryStore>,
+    /// Session rows and their transcripts.
+    pub sessions: Arc<dyn SessionStore>,
+    pub summaries: Arc<dyn SummaryStore>,
+    /// The commit of a turn.
+    pub turns: Arc<dyn TurnStore>,
+    /// Streamed drafts, and the notice of a failed event.
+    pub outbox: Arc<dyn OutboxStore>,
+}
+
+impl SessionStores {
+    /// What ending a failed try writes.
+    pub(super) fn failing(&self) -> super::retry::FailStores<'_> {
+        (&*self.inbox, &*self.outbox, &*self.recovery)
+    }
+}
+
 /// What a session actor needs.
 #[derive(Clone)]
 pub struct SessionDeps {
     pub(super) agent: Agent,
+    pub(super) stores: SessionStores,
     pub(super) channels: Channels,
     pub(super) deliverer: Arc<Deliverer>,
     pub(super) agent_cfg: AgentConfig,
@@ -32,8 +63,10 @@ pub struct SessionDeps {
 
 impl SessionDeps {
     /// `archivist`: `None` when `[memory] archivist = false`.
+    #[allow(clippy::too_many_arguments)]
     pub fn new(
         agent: Agent,
+        stores: SessionStores,
         channels: Channels,
         deliverer: Arc<Deliverer>,
         agent_cfg: AgentConfig,
@@ -41,7 +74,7 @@ impl SessionDeps {
         archivist: Option<Arc<crate::memory::Archivist>>,
         cluster: Arc<Cluster>,
     ) -> Self {
-        Self { agent, channels, deliverer, agent_cfg, limits, archivist, cluster }
+        Self { agent, stores, channels, deliverer, agent_cfg, limits, archivist, cluster }
     }
 }
 

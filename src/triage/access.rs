@@ -13,7 +13,9 @@
 
 use crate::cluster::{Cluster, Topic};
 use crate::config::{AccessConfig, AccessPolicy, GroupConfig};
-use crate::store::{now_ms, CodeKind, CodeRow, NewOutbox, NewUser, Store, StoreError, UserRole, UserRow};
+use crate::store::{
+    now_ms, AccessStore, CodeKind, CodeRow, NewOutbox, NewUser, OutboxStore, StoreError, UserRole, UserRow, UserStore,
+};
 use butler_channel::limit::{Gate, Rate};
 use butler_channel::{ConversationKind, ConversationRef, Identity, InboundEvent};
 use rand::Rng;
@@ -165,7 +167,7 @@ impl Access {
 
     /// The user behind `id` if that identity may use Butler; creates the user for identities
     /// the config allows (or anyone, under `policy = "open"`). Never answers anyone.
-    pub async fn user_for(&self, store: &dyn Store, id: &Identity) -> Result<Option<UserRow>, StoreError> {
+    pub async fn user_for(&self, store: &dyn UserStore, id: &Identity) -> Result<Option<UserRow>, StoreError> {
         if let Some((u, at)) = lock(&self.users).get(id) {
             if at.elapsed() < CACHE_TTL {
                 return Ok(Some(u.clone()));
@@ -195,7 +197,7 @@ impl Access {
 
     async fn create(
         &self,
-        store: &dyn Store,
+        store: &dyn UserStore,
         id: &Identity,
         name: Option<String>,
         role: UserRole,
@@ -215,13 +217,17 @@ impl Access {
     }
 
     /// Decides about the sender of `event`.
-    pub async fn admit(&self, store: &dyn Store, event: &InboundEvent) -> Result<Admission, StoreError> {
+    pub async fn admit(
+        &self,
+        (users, codes): (&dyn UserStore, &dyn AccessStore),
+        event: &InboundEvent,
+    ) -> Result<Admission, StoreError> {
         let id = &event.actor.identity;
-        if let Some(user) = self.user_for(store, id).await? {
+        if let Some(user) = self.user_for(users, id).await? {
             return Ok(Admission::User(user));
         }
         if self.policy == AccessPolicy::Pairing && event.kind == ConversationKind::Direct {
-            return self.offer_pairing(store, event).await;
+            return self.offer_pairing(codes, event).await;
         }
         let reason = format!("{id} is not allowed ({:?} policy)", self.policy).to_lowercase();
         if !self.may_refuse(id).await {
@@ -243,7 +249,7 @@ impl Access {
     }
 
     /// One pairing code per identity per hour: a live code means they were told already.
-    async fn offer_pairing(&self, store: &dyn Store, event: &InboundEvent) -> Result<Admission, StoreError> {
+    async fn offer_pairing(&self, store: &dyn AccessStore, event: &InboundEvent) -> Result<Admission, StoreError> {
         let id = event.actor.identity.to_string();
         let now = now_ms();
         if store.codes_live(CodeKind::Pair, now).await?.iter().any(|c| c.identity == id) {
@@ -293,7 +299,7 @@ impl Access {
     /// Issues a link code for `user` asked from `event`'s identity.
     pub async fn link_code(
         &self,
-        store: &dyn Store,
+        store: &dyn AccessStore,
         event: &InboundEvent,
         user: &UserRow,
     ) -> Result<String, StoreError> {
@@ -316,7 +322,7 @@ impl Access {
     /// or expired code.
     pub async fn redeem_link(
         &self,
-        store: &dyn Store,
+        store: &dyn AccessStore,
         id: &Identity,
         code: &str,
     ) -> Result<Option<CodeRow>, StoreError> {
@@ -332,18 +338,18 @@ impl Access {
 
 /// The conversation a pairing code let in, when it was approved earlier (its welcome message
 /// is in the outbox under the code), so a second approval can say so instead of "no such code".
-pub async fn approved_earlier(store: &dyn Store, code: &str) -> Result<Option<String>, StoreError> {
+pub async fn approved_earlier(store: &dyn OutboxStore, code: &str) -> Result<Option<String>, StoreError> {
     Ok(store.outbox_get(&format!("pair:{}:approved", normalize_code(code))).await?.map(|row| row.conversation))
 }
 
 /// Approves a pairing code (from `/pair approve` or `butler pair approve`): the identity becomes a
 /// member, and is told so in the conversation it asked from. `Ok(None)` for a wrong or expired code.
 pub async fn approve_pairing(
-    store: &dyn Store,
+    (codes, users, outbox): (&dyn AccessStore, &dyn UserStore, &dyn OutboxStore),
     code: &str,
     timezone: &str,
 ) -> Result<Option<(CodeRow, UserRow)>, StoreError> {
-    let Some(row) = store.code_take(CodeKind::Pair, &normalize_code(code), now_ms()).await? else {
+    let Some(row) = codes.code_take(CodeKind::Pair, &normalize_code(code), now_ms()).await? else {
         return Ok(None);
     };
     let Ok(identity) = row.identity.parse::<Identity>() else { return Ok(None) };
@@ -353,9 +359,9 @@ pub async fn approve_pairing(
         role: UserRole::Member,
         timezone: timezone.to_string(),
     };
-    let mut user = store.user_ensure(&identity, &new).await?;
+    let mut user = users.user_ensure(&identity, &new).await?;
     if user.role < UserRole::Member {
-        store.user_set_role(&user.id, UserRole::Member).await?;
+        users.user_set_role(&user.id, UserRole::Member).await?;
         user.role = UserRole::Member;
     }
     let welcome = NewOutbox {
@@ -367,13 +373,13 @@ pub async fn approve_pairing(
         reply_to: None,
         file: None,
     };
-    store.outbox_enqueue(&welcome).await?;
+    outbox.outbox_enqueue(&welcome).await?;
     tracing::info!(identity = %row.identity, "pairing approved");
     Ok(Some((row, user)))
 }
 
 /// Declines a pairing code. `Ok(None)` for a wrong or expired code.
-pub async fn deny_pairing(store: &dyn Store, code: &str) -> Result<Option<CodeRow>, StoreError> {
+pub async fn deny_pairing(store: &dyn AccessStore, code: &str) -> Result<Option<CodeRow>, StoreError> {
     store.code_take(CodeKind::Pair, &normalize_code(code), now_ms()).await
 }
 

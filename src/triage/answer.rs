@@ -9,7 +9,7 @@ use super::commands::{Command, MemoryCommand, PairCommand};
 use super::verdict::{Decision, Verdict};
 use crate::schedule::Schedules;
 use crate::session::Sessions;
-use crate::store::{now_ms, CodeKind, MemoryScope, Store, StoreError, UserRole, UserRow};
+use crate::store::{now_ms, CodeKind, MemoryScope, StoreError, UserRole, UserRow};
 use butler_channel::{ConversationKind, InboundEvent};
 use std::sync::Arc;
 
@@ -20,7 +20,7 @@ fn reply(text: impl Into<String>) -> Verdict {
 /// Answers commands.
 #[derive(Clone)]
 pub(super) struct Answers {
-    pub(super) store: Arc<dyn Store>,
+    pub(super) store: super::stores::TriageStores,
     pub(super) access: Arc<Access>,
     pub(super) sessions: Sessions,
     /// Scheduled jobs (`/schedules`).
@@ -82,12 +82,12 @@ impl Answers {
     }
 
     async fn status(&self, key: &str, user: &UserRow) -> Result<String, StoreError> {
-        let session = self.store.session_active(key).await?;
+        let session = self.store.sessions.session_active(key).await?;
         let since = start_of_day_ms(&user.timezone);
-        let usage = self.store.usage_since(&user.id, since).await?;
+        let usage = self.store.turns.usage_since(&user.id, since).await?;
         let running = if self.sessions.is_running(key) { "a turn is running" } else { "idle" };
         let context = match &session {
-            Some(s) => self.store.last_context(&s.id).await?,
+            Some(s) => self.store.turns.last_context(&s.id).await?,
             None => 0,
         };
         let context = match (self.model.is_empty(), context) {
@@ -116,21 +116,21 @@ impl Answers {
             if self.model.is_empty() { "not configured" } else { &self.model },
         );
         if user.role == UserRole::Owner {
-            let counts = self.store.decisions_since(since).await?;
-            let pending = self.store.codes_live(CodeKind::Pair, now_ms()).await?.len();
+            let counts = self.store.audit.decisions_since(since).await?;
+            let pending = self.store.codes.codes_live(CodeKind::Pair, now_ms()).await?.len();
             let summary = if counts.is_empty() {
                 "none".to_string()
             } else {
                 counts.iter().map(|(k, n)| format!("{k} {n}")).collect::<Vec<_>>().join(", ")
             };
             text.push_str(&format!("\nTriage today: {summary}\nPairing requests waiting: {pending}"));
-            let failed = self.store.inbox_count(crate::store::InboxStatus::Failed).await?;
+            let failed = self.store.dead_letters.inbox_count(crate::store::InboxStatus::Failed).await?;
             if failed > 0 {
                 text.push_str(&format!("\n⚠️ Failed events: {failed} (see `butler inbox list --failed`)"));
             } else {
                 text.push_str("\nFailed events: 0");
             }
-            let recent = self.store.decisions_recent(5).await?;
+            let recent = self.store.audit.decisions_recent(5).await?;
             for d in recent {
                 text.push_str(&format!("\n- {} `{}`: {}", d.decision, d.actor, d.reason));
             }
@@ -154,17 +154,21 @@ impl Answers {
         };
         Ok(match cmd {
             MemoryCommand::List => {
-                list(self.store.memory_list(&owner, 20).await?, "I don't remember anything about you here yet.")
+                list(self.store.memory.memory_list(&owner, 20).await?, "I don't remember anything about you here yet.")
             }
-            MemoryCommand::Search(q) => list(self.store.memory_search(&owner, &q, 10).await?, "No memories match."),
-            MemoryCommand::Forget(id) if self.store.memory_forget(&owner, id).await? => format!("Forgot memory {id}."),
+            MemoryCommand::Search(q) => {
+                list(self.store.memory.memory_search(&owner, &q, 10).await?, "No memories match.")
+            }
+            MemoryCommand::Forget(id) if self.store.memory.memory_forget(&owner, id).await? => {
+                format!("Forgot memory {id}.")
+            }
             MemoryCommand::Forget(id) => format!("There is no memory {id} of yours here."),
             MemoryCommand::Usage => "Use `/memory`, `/memory search WORDS` or `/memory forget ID`.".to_string(),
         })
     }
 
     async fn whoami(&self, event: &InboundEvent, user: &UserRow) -> Result<String, StoreError> {
-        let linked = self.store.user_identities(&user.id).await?;
+        let linked = self.store.users.user_identities(&user.id).await?;
         let others: Vec<String> =
             linked.iter().filter(|i| **i != event.actor.identity).map(|i| format!("`{i}`")).collect();
         let mut text = format!(
@@ -184,7 +188,7 @@ impl Answers {
         if event.kind == ConversationKind::Group {
             return Ok(reply("Send /link in a private chat with me, so the code stays yours."));
         }
-        let code = self.access.link_code(&*self.store, event, user).await?;
+        let code = self.access.link_code(&*self.store.codes, event, user).await?;
         Ok(reply(format!(
             "🔗 To link another chat account to this one, send `/link {code}` to me from that account within \
              10 minutes. The code works once."
@@ -200,7 +204,7 @@ impl Answers {
         if event.kind == ConversationKind::Group {
             return Ok(reply("Send /link in a private chat with me."));
         }
-        match self.access.redeem_link(&*self.store, id, code).await? {
+        match self.access.redeem_link(&*self.store.codes, id, code).await? {
             Some(row) => {
                 self.access.right_code(id).await;
                 let text = format!(
@@ -234,7 +238,7 @@ impl Answers {
         }
         Ok(match cmd {
             PairCommand::List => {
-                let codes = self.store.codes_live(CodeKind::Pair, now_ms()).await?;
+                let codes = self.store.codes.codes_live(CodeKind::Pair, now_ms()).await?;
                 if codes.is_empty() {
                     reply("No pairing requests are waiting.")
                 } else {
@@ -248,7 +252,13 @@ impl Answers {
                     reply(format!("Pairing requests:\n{}\nApprove with `/pair approve CODE`.", lines.join("\n")))
                 }
             }
-            PairCommand::Approve(code) => match approve_pairing(&*self.store, &code, &self.timezone).await? {
+            PairCommand::Approve(code) => match approve_pairing(
+                (&*self.store.codes, &*self.store.users, &*self.store.outbox),
+                &code,
+                &self.timezone,
+            )
+            .await?
+            {
                 Some((row, _)) => {
                     self.access.right_code(id).await;
                     if let Ok(who) = row.identity.parse() {
@@ -257,12 +267,12 @@ impl Answers {
                     let text = format!("✅ Approved `{}`: they can talk to me now.", row.identity);
                     Verdict::recorded(Decision::Reply { text }, "paired", format!("{} approved by {id}", row.identity))
                 }
-                None => match approved_earlier(&*self.store, &code).await? {
+                None => match approved_earlier(&*self.store.outbox, &code).await? {
                     Some(who) => reply(format!("`{}` was already approved: {who} is in.", normalize_code(&code))),
                     None => self.wrong_code(id, "pairing").await,
                 },
             },
-            PairCommand::Deny(code) => match deny_pairing(&*self.store, &code).await? {
+            PairCommand::Deny(code) => match deny_pairing(&*self.store.codes, &code).await? {
                 Some(row) => {
                     self.access.right_code(id).await;
                     let text = format!("Declined the request from `{}`.", row.identity);

@@ -12,9 +12,9 @@ use super::access::Access;
 use super::verdict::{Decision, Verdict};
 use crate::ids::SYSTEM_CHANNEL;
 use crate::outbox::Deliverer;
-use crate::permissions::approval::{answered_text, decision_audit, may_decide, outcome_text, typed_answer};
+use crate::permissions::approval::{decide, Answer, Answerer};
 use crate::session::{Job, JobKind};
-use crate::store::{now_ms, ApprovalDecision, ApprovalKind, ApprovalRow, ApprovalStatus, Store, StoreError};
+use crate::store::{now_ms, ApprovalRow, StoreError};
 use butler_channel::{Actor, ConversationKind, ConversationRef, EventBody, Identity, InboundEvent};
 use std::sync::Arc;
 
@@ -46,14 +46,14 @@ pub fn expiry_event(row: &ApprovalRow) -> Option<InboundEvent> {
 /// Decides answers to approval requests.
 #[derive(Clone)]
 pub(super) struct Approvals {
-    store: Arc<dyn Store>,
+    store: super::stores::TriageStores,
     access: Arc<Access>,
     /// Told when an approval's message was edited, so the edit goes out at once.
     deliverer: Arc<Deliverer>,
 }
 
 impl Approvals {
-    pub(super) fn new(store: Arc<dyn Store>, access: Arc<Access>, deliverer: Arc<Deliverer>) -> Self {
+    pub(super) fn new(store: super::stores::TriageStores, access: Arc<Access>, deliverer: Arc<Deliverer>) -> Self {
         Self { store, access, deliverer }
     }
 
@@ -63,45 +63,13 @@ impl Approvals {
         let Some((id, choice)) = rest.rsplit_once(':') else {
             return Ok(refused("That button is not valid.", format!("malformed approval action from {who}")));
         };
-        let Some(row) = self.store.approval_get(id).await? else {
+        let Some(row) = self.store.approvals.approval_get(id).await? else {
             return Ok(refused("That approval request does not exist.", format!("unknown approval id from {who}")));
         };
+        // Butler's own expiry is nobody's click: no user to look up.
         let system = who.channel == SYSTEM_CHANNEL;
-        if choice == "expire" && !system {
-            return Ok(refused("That button is not valid.", format!("forged expiry from {who}")));
-        }
-        if row.status != ApprovalStatus::Pending {
-            let by = row.decided_by.as_deref().map(|b| format!(" by {b}")).unwrap_or_default();
-            let text = format!("This request was already answered ({}{by}).", row.status.as_str());
-            return Ok(refused(text, format!("{who} answered decided approval {id}")));
-        }
-        let (status, scope, answer) = match (row.kind, choice) {
-            _ if choice == "expire" || now_ms() >= row.expires_ms => (ApprovalStatus::Expired, None, None),
-            (ApprovalKind::Tool, "once") => (ApprovalStatus::Approved, Some("once"), None),
-            (ApprovalKind::Tool, "session") => (ApprovalStatus::Approved, Some("session"), None),
-            (ApprovalKind::Tool, "deny") => (ApprovalStatus::Denied, None, None),
-            (ApprovalKind::Question, "once" | "session" | "deny") => {
-                let text = "That is a question: pick an option or reply with your answer.";
-                return Ok(refused(text, format!("{who} approved or denied question {id}")));
-            }
-            (ApprovalKind::Question, n) => match n.parse::<usize>().ok().and_then(|n| row.options.get(n)) {
-                Some(option) => (ApprovalStatus::Approved, None, Some(option.clone())),
-                None => return Ok(refused("That button is not valid.", format!("unknown option from {who}"))),
-            },
-            _ => return Ok(refused("That button is not valid.", format!("unknown approval choice from {who}"))),
-        };
-        if status != ApprovalStatus::Expired {
-            let user = self.access.user_for(&*self.store, who).await?;
-            if !may_decide(&row, &who.to_string(), user.as_ref()) {
-                let text = match row.kind {
-                    ApprovalKind::Tool => format!("Sorry, only {} can answer this request.", approvers_in_words(&row)),
-                    ApprovalKind::Question => format!("Sorry, this question is for {}.", row.requester),
-                };
-                return Ok(refused(text, format!("{who} may not decide approval {id}")));
-            }
-        }
-        let by = if system { "nobody".to_string() } else { event.actor.name().to_string() };
-        self.settle(event, &row, status, scope, answer, &by).await
+        let user = if system { None } else { self.access.user_for(&*self.store.users, who).await? };
+        self.settle(event, &row, Answer::Choice(choice), user.as_ref()).await
     }
 
     /// A message that answers a question: from the person it was asked of, in the conversation
@@ -113,26 +81,27 @@ impl Approvals {
         text: &str,
     ) -> Result<Option<Verdict>, StoreError> {
         let (conversation, who) = (event.conversation.to_string(), event.actor.identity.to_string());
-        let Some(row) = self.store.question_pending(&conversation, &who, now_ms()).await? else { return Ok(None) };
-        let answer = typed_answer(&row, text);
-        let by = event.actor.name().to_string();
-        Ok(Some(self.settle(event, &row, ApprovalStatus::Approved, None, Some(answer), &by).await?))
+        let Some(row) = self.store.approvals.question_pending(&conversation, &who, now_ms()).await? else {
+            return Ok(None);
+        };
+        Ok(Some(self.settle(event, &row, Answer::Typed(text), None).await?))
     }
 
     /// `/stop` while a turn waits for approvals: they are cancelled and the turn ends.
     /// `None` when nothing waits in this session.
     pub(super) async fn cancel_waiting(&self, event: &InboundEvent, key: &str) -> Result<Option<Verdict>, StoreError> {
-        let Some(session) = self.store.session_active(key).await? else { return Ok(None) };
-        let mut pending = self.store.approvals_pending(&session.id).await?;
+        let Some(session) = self.store.sessions.session_active(key).await? else { return Ok(None) };
+        let mut pending = self.store.approvals.approvals_pending(&session.id).await?;
         // Approvals asked inside this session's children wait under the children's sessions.
-        for (_, under) in crate::delegate::waiting_children(&*self.store, &session.id).await? {
+        for (_, under) in
+            crate::delegate::waiting_children((&*self.store.delegations, &*self.store.approvals), &session.id).await?
+        {
             pending.extend(under);
         }
-        let by = event.actor.name().to_string();
         let mut verdict = None;
         for row in pending {
             // The first cancellation resumes (and ends) the turn; the others only record.
-            let v = self.settle(event, &row, ApprovalStatus::Cancelled, None, None, &by).await?;
+            let v = self.settle(event, &row, Answer::Cancel, None).await?;
             if verdict.is_none() {
                 verdict = Some(v);
             }
@@ -140,36 +109,37 @@ impl Approvals {
         Ok(verdict)
     }
 
-    /// Records a decision (a question's with its answer), edits the request, and resumes the
-    /// waiting turn.
+    /// Asks the approval rules what `answer` (by the event's actor, who is `user`) does to
+    /// `row`; records the decision (a question's with its answer) and its audit row, edits the
+    /// request, and resumes the waiting turn. A refused answer changes nothing.
     async fn settle(
         &self,
         event: &InboundEvent,
         row: &ApprovalRow,
-        status: ApprovalStatus,
-        scope: Option<&str>,
-        answer: Option<String>,
-        by: &str,
+        answer: Answer<'_>,
+        user: Option<&crate::store::UserRow>,
     ) -> Result<Verdict, StoreError> {
-        let message = match row.kind {
-            ApprovalKind::Tool => outcome_text(row, status, scope, by),
-            ApprovalKind::Question => answered_text(row, status, answer.as_deref(), by),
+        let identity = event.actor.identity.to_string();
+        let system = event.actor.identity.channel == SYSTEM_CHANNEL;
+        let who = Answerer { identity: &identity, user, name: event.actor.name(), system };
+        let settled = match decide(row, answer, &who, now_ms()) {
+            Ok(settled) => settled,
+            Err(no) => return Ok(refused(no.text, no.reason)),
         };
-        let decision =
-            ApprovalDecision { status, scope: scope.map(str::to_string), decided_by: by.to_string(), message, answer };
-        let Some(decided) = self.store.approval_decide(&row.id, &decision).await? else {
+        let (status, by) = (settled.decision.status, settled.decision.decided_by.as_str());
+        let Some(decided) = self.store.approvals.approval_decide(&row.id, &settled.decision).await? else {
             return Ok(refused("This request was already answered.", format!("lost the race for approval {}", row.id)));
         };
-        self.store.audit_add(&decision_audit(&decided, status, scope, by)).await?;
+        self.store.audit.audit_add(&settled.audit).await?;
         self.deliverer.wake();
         let requester: Identity = match decided.requester.parse() {
             Ok(i) => i,
             Err(_) => return Ok(Verdict::drop(format!("approval {} has a bad requester", row.id))),
         };
-        let Some(user) = self.access.user_for(&*self.store, &requester).await? else {
+        let Some(user) = self.access.user_for(&*self.store.users, &requester).await? else {
             return Ok(Verdict::drop(format!("{requester} may no longer use Butler")));
         };
-        let pending_left = self.store.approvals_pending(&decided.session_id).await?.len();
+        let pending_left = self.store.approvals.approvals_pending(&decided.session_id).await?.len();
         let Ok(conversation) = decided.conversation.parse::<ConversationRef>() else {
             return Ok(Verdict::drop(format!("approval {} has a bad conversation", row.id)));
         };
@@ -199,17 +169,4 @@ impl Approvals {
             reason,
         ))
     }
-}
-
-fn approvers_in_words(row: &ApprovalRow) -> String {
-    let words: Vec<String> = row
-        .approvers
-        .iter()
-        .map(|a| match a.as_str() {
-            "requester" => format!("the person who asked ({})", row.requester),
-            "role:owner" => "an owner".to_string(),
-            other => format!("`{other}`"),
-        })
-        .collect();
-    words.join(" or ")
 }

@@ -10,6 +10,7 @@ mod answer;
 mod approvals;
 mod commands;
 mod scheduled;
+mod stores;
 mod tasks;
 pub mod triggers;
 mod verdict;
@@ -17,13 +18,14 @@ mod verdict;
 pub use access::Access;
 pub use approvals::expiry_event;
 pub use commands::{parse_command, Command, MemoryCommand, PairCommand, HELP};
+pub use stores::TriageStores;
 pub use triggers::Triggers;
 pub use verdict::{Decision, Verdict};
 
 use crate::config::{GroupSession, Respond};
 use crate::ids::{HOOK_CHANNEL, SCHEDULE_SOURCE};
 use crate::session::{session_key, Job, JobKind, Sessions};
-use crate::store::{Store, StoreError};
+use crate::store::StoreError;
 use access::Admission;
 use answer::Answers;
 use approvals::Approvals;
@@ -33,7 +35,7 @@ use std::sync::Arc;
 
 /// What [`Triage`] is built from.
 pub struct TriageParts {
-    pub store: Arc<dyn Store>,
+    pub store: TriageStores,
     pub access: Arc<Access>,
     pub sessions: Sessions,
     pub triggers: Arc<Triggers>,
@@ -53,7 +55,7 @@ pub struct TriageParts {
 
 #[derive(Clone)]
 pub struct Triage {
-    store: Arc<dyn Store>,
+    store: TriageStores,
     access: Arc<Access>,
     sessions: Sessions,
     triggers: Arc<Triggers>,
@@ -83,11 +85,6 @@ impl Triage {
             tasks: tasks::Tasks { store: store.clone(), running },
         };
         Self { store, access, sessions, triggers, scheduled, approvals, answers }
-    }
-
-    /// The sessions decisions are handed to.
-    pub fn sessions(&self) -> &Sessions {
-        &self.sessions
     }
 
     #[tracing::instrument(skip_all, fields(event = %event.id, actor = %event.actor.identity))]
@@ -122,7 +119,7 @@ impl Triage {
         if let Some(Command::Link(Some(code))) = &command {
             return self.answers.redeem_link(event, code).await;
         }
-        let user = match self.access.admit(&*self.store, event).await? {
+        let user = match self.access.admit((&*self.store.users, &*self.store.codes), event).await? {
             Admission::User(user) => user,
             Admission::Answer { text, kind, reason } => {
                 return Ok(Verdict::recorded(Decision::Reply { text }, kind, reason))

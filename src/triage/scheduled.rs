@@ -12,19 +12,19 @@ use crate::config::ScheduleMode;
 use crate::ids::{SCHEDULE_SOURCE, WEB_CHANNEL};
 use crate::schedule::Directory;
 use crate::session::{Job, JobKind};
-use crate::store::{now_ms, ConversationRow, RunStatus, ScheduleFilter, ScheduleRow, Store, StoreError, UserRow};
+use crate::store::{now_ms, ConversationRow, RunStatus, ScheduleFilter, ScheduleRow, StoreError, UserRow, UserStore};
 use async_trait::async_trait;
 use butler_channel::{ConversationKind, ConversationRef, EventBody, Identity, InboundEvent};
 use std::sync::Arc;
 
 /// Decides about scheduled events.
 pub(crate) struct ScheduledEvents {
-    store: Arc<dyn Store>,
+    store: super::stores::TriageStores,
     access: Arc<Access>,
 }
 
 impl ScheduledEvents {
-    pub(crate) fn new(store: Arc<dyn Store>, access: Arc<Access>) -> Self {
+    pub(crate) fn new(store: super::stores::TriageStores, access: Arc<Access>) -> Self {
         Self { store, access }
     }
 
@@ -38,17 +38,17 @@ impl ScheduledEvents {
         let (Some(id), Some(fire_at)) = (payload["schedule"].as_i64(), payload["fire_at_ms"].as_i64()) else {
             return Ok(Verdict::drop("a scheduled event without a job id or fire time"));
         };
-        let Some(row) = self.store.schedules_list(&ScheduleFilter::Id(id)).await?.into_iter().next() else {
+        let Some(row) = self.store.schedules.schedules_list(&ScheduleFilter::Id(id)).await?.into_iter().next() else {
             return Ok(Verdict::drop(format!("scheduled job #{id} no longer exists")));
         };
         let user = match self.admit(&row, event, payload["kind"] == "manual").await? {
             Ok(user) => user,
             Err(reason) => {
-                self.store.schedule_run_note(id, fire_at, RunStatus::Dropped, Some(&reason)).await?;
+                self.store.schedules.schedule_run_note(id, fire_at, RunStatus::Dropped, Some(&reason)).await?;
                 return Ok(Verdict::drop(reason));
             }
         };
-        self.store.schedule_run_note(id, fire_at, RunStatus::Running, None).await?;
+        self.store.schedules.schedule_run_note(id, fire_at, RunStatus::Running, None).await?;
         let quiet = payload["mode"] == ScheduleMode::Heartbeat.as_str();
         let reason = format!(
             "job #{id} `{}` due {} -> turn for {} in {}",
@@ -77,7 +77,7 @@ impl ScheduledEvents {
             return Ok(Err(format!("scheduled job #{} `{}` is paused", row.id, row.name)));
         }
         let owner = &event.actor.identity;
-        let Some(user) = self.access.user_for(&*self.store, owner).await? else {
+        let Some(user) = self.access.user_for(&*self.store.users, owner).await? else {
             return Ok(Err(format!(
                 "scheduled job #{} `{}`: its owner {owner} may no longer use Butler",
                 row.id, row.name
@@ -98,8 +98,10 @@ impl ScheduledEvents {
         }
         let owner = event.actor.identity.to_string();
         let row = ConversationRow { id: conv.to_string(), kind: ConversationKind::Direct, owner, created_ms: now_ms() };
-        let actual = self.store.conversation_ensure(&row).await?.owner;
-        if actual == row.owner || self.store.user_identities(&user.id).await?.iter().any(|i| i.to_string() == actual) {
+        let actual = self.store.users.conversation_ensure(&row).await?.owner;
+        if actual == row.owner
+            || self.store.users.user_identities(&user.id).await?.iter().any(|i| i.to_string() == actual)
+        {
             return Ok(None);
         }
         Ok(Some(format!("{conv} belongs to {actual}, not to the job's owner")))
@@ -112,7 +114,7 @@ impl Directory for Access {
         self.owners().first().cloned()
     }
 
-    async fn user_id(&self, store: &dyn Store, identity: &Identity) -> Result<Option<String>, StoreError> {
+    async fn user_id(&self, store: &dyn UserStore, identity: &Identity) -> Result<Option<String>, StoreError> {
         Ok(self.user_for(store, identity).await?.map(|u| u.id))
     }
 

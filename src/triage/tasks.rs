@@ -6,7 +6,7 @@
 //! It must never show or stop another user's task, and never run a child.
 
 use crate::delegate::Running;
-use crate::store::{DelegationFilter, DelegationRow, DelegationStatus, DelegationUpdate, Store, StoreError, UserRow};
+use crate::store::{DelegationFilter, DelegationRow, DelegationStatus, DelegationUpdate, StoreError, UserRow};
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -15,7 +15,7 @@ const SHOWN: usize = 10;
 
 #[derive(Clone)]
 pub(super) struct Tasks {
-    pub(super) store: Arc<dyn Store>,
+    pub(super) store: super::stores::TriageStores,
     pub(super) running: Arc<Running>,
 }
 
@@ -80,7 +80,7 @@ impl Tasks {
             limit: READ,
             ..Default::default()
         };
-        let rows = self.store.delegations_list(&filter).await?;
+        let rows = self.store.delegations.delegations_list(&filter).await?;
         if rows.is_empty() {
             return Ok("No background tasks yet. Ask me to do something \"in the background\".".into());
         }
@@ -110,7 +110,7 @@ impl Tasks {
     /// more than one) ends the whole chain: its running tasks stop and no report of it starts a
     /// turn any more.
     pub(super) async fn cancel(&self, user: &UserRow, id: &str) -> Result<String, StoreError> {
-        let row = self.store.delegation_get(id).await?.filter(|r| r.user_id == user.id);
+        let row = self.store.delegations.delegation_get(id).await?.filter(|r| r.user_id == user.id);
         let Some(row) = row else {
             return Ok(format!("There is no task `{id}` of yours. /tasks lists them."));
         };
@@ -151,7 +151,7 @@ impl Tasks {
             limit: READ,
             ..Default::default()
         };
-        self.store.delegations_list(&filter).await
+        self.store.delegations.delegations_list(&filter).await
     }
 
     /// Stops one open task: `true` when it runs here; else its row is marked cancelled.
@@ -160,7 +160,7 @@ impl Tasks {
             return Ok(true);
         }
         let update = DelegationUpdate::to(DelegationStatus::Cancelled, None, Some("/cancel"));
-        self.store.delegation_update(id, &update).await?;
+        self.store.delegations.delegation_update(id, &update).await?;
         Ok(false)
     }
 
@@ -179,7 +179,7 @@ impl Tasks {
             limit: 50,
             ..Default::default()
         };
-        let rows = self.store.delegations_list(&filter).await?;
+        let rows = self.store.delegations.delegations_list(&filter).await?;
         if rows.is_empty() {
             return Ok(String::new());
         }

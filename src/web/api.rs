@@ -3,10 +3,10 @@
 
 use super::channel::message_json;
 use super::conversations;
+use super::stores::WebStores;
 use super::{WebAuth, WebHub};
 use crate::http::{ApiError, ApiJson, ApiPath, ApiQuery};
 use crate::ids::WEB_CHANNEL as CHANNEL;
-use super::stores::WebStores;
 use crate::store::{now_ms, ConversationRow, NewWebMessage};
 use axum::extract::State;
 use axum::http::{header, HeaderMap, StatusCode};
@@ -455,7 +455,8 @@ async fn list_messages(
         return Err(ApiError::bad_request("`limit` must be between 1 and 1000"));
     }
     // A deleted conversation shows only what came after the delete.
-    let hidden = s.store.conversations.web_conversation(&conv).await.map_err(ApiError::unavailable)?.and_then(|c| c.hidden_upto);
+    let hidden =
+        s.store.conversations.web_conversation(&conv).await.map_err(ApiError::unavailable)?.and_then(|c| c.hidden_upto);
     let after = q.after.unwrap_or(0).max(hidden.unwrap_or(0));
     let rows = s.store.messages.web_list(&conv, after, limit).await.map_err(ApiError::unavailable)?;
     let messages: Vec<_> = rows.iter().map(message_json).collect();

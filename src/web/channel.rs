@@ -6,8 +6,8 @@
 //! shown as a `📎` link under its caption (the bytes stay in the outbox's copy).
 
 use super::hub::WebHub;
-use super::uploads::Uploads;
 use super::stores::WebStores;
+use super::uploads::Uploads;
 use crate::store::{NewWebMessage, WebConversationStore, WebMessage, WebStore};
 use async_trait::async_trait;
 use butler_channel::{Caps, Channel, ChannelError, MessageRef, Outbound, TextFormat};

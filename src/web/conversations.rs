@@ -7,9 +7,9 @@
 //! tokens `?user=NAME` (default `local`). It must never show or change another owner's
 //! conversation: those answer 404 exactly like unknown ids.
 
+use super::stores::WebStores;
 use crate::http::ApiError;
 use crate::ids::WEB_CHANNEL as CHANNEL;
-use super::stores::WebStores;
 use crate::store::{ApprovalStatus, WebConversation};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};

@@ -17,10 +17,10 @@ use std::pin::Pin;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Context, Poll};
 use tokio::sync::broadcast;
-use tokio_util::sync::CancellationToken;
 use tokio_stream::wrappers::errors::BroadcastStreamRecvError;
 use tokio_stream::wrappers::BroadcastStream;
 use tokio_stream::Stream;
+use tokio_util::sync::CancellationToken;
 
 const PER_CONVERSATION: usize = 256;
 
@@ -118,7 +118,10 @@ impl WebHub {
                 }
                 Ok(_) => {}
                 Err(broadcast::error::RecvError::Lagged(missed)) => {
-                    tracing::debug!(missed, "web hub: settled announcements missed; waiting requests check on their own")
+                    tracing::debug!(
+                        missed,
+                        "web hub: settled announcements missed; waiting requests check on their own"
+                    )
                 }
                 Err(broadcast::error::RecvError::Closed) => return,
             }

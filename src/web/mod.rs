@@ -29,4 +29,3 @@ pub(crate) use hub::WebHub;
 pub(crate) use openai::routes as openai_routes;
 pub(crate) use stores::WebStores;
 pub(crate) use uploads::Uploads;
-

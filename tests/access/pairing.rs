@@ -151,7 +151,7 @@ async fn lockouts_and_refusals_hold_across_replicas() {
     let stranger = FakeChannel::new("chat").dm("stranger", "hi");
     // (replica the message lands on, answered with a refusal rather than silence)
     for (r, answered) in [(0, true), (1, false), (0, false), (1, false)] {
-        let got = replicas[r].admit(&*store, &stranger).await.unwrap();
+        let got = replicas[r].admit((&*store, &*store), &stranger).await.unwrap();
         assert_eq!(matches!(got, Admission::Answer { .. }), answered, "replica {r}: {got:?}");
     }
 }

@@ -73,7 +73,7 @@ async fn config_jobs_are_stored_by_name_at_start() {
         entry("brief", "0 8 * * 1-5", "Brief me.", None),
         entry("alice-hb", "*/30 * * * *", "News?", Some("cli:local")),
     ];
-    Schedules::new(&first, store.clone(), access.clone()).sync_config().await.unwrap();
+    Schedules::new(&first, store.clone(), store.clone(), access.clone()).sync_config().await.unwrap();
     let rows = store.schedules_list(&ScheduleFilter::Scope("config".into())).await.unwrap();
     let view: Vec<(&str, &str, ScheduleSource, ScheduleMode, i64)> =
         rows.iter().map(|r| (r.name.as_str(), r.owner.as_str(), r.source, r.mode, r.grace_ms)).collect();
@@ -92,7 +92,7 @@ async fn config_jobs_are_stored_by_name_at_start() {
     // A restart with the entry edited (same timing) and the other removed.
     crate::set_next(&*store, brief.id, brief.next_fire_ms.unwrap() - 7 * 86_400_000).await;
     let second = [entry("brief", "0 8 * * 1-5", "Brief me, shortly.", None)];
-    Schedules::new(&second, store.clone(), access.clone()).sync_config().await.unwrap();
+    Schedules::new(&second, store.clone(), store.clone(), access.clone()).sync_config().await.unwrap();
     let rows = store.schedules_list(&ScheduleFilter::Scope("config".into())).await.unwrap();
     assert_eq!(rows.len(), 1, "a removed entry's job is deleted");
     assert_eq!((rows[0].id, rows[0].prompt.as_str()), (brief.id, "Brief me, shortly."));
@@ -103,7 +103,7 @@ async fn config_jobs_are_stored_by_name_at_start() {
     );
     // A changed cron takes a new fire time.
     let third = [entry("brief", "0 9 * * 1-5", "Brief me, shortly.", None)];
-    Schedules::new(&third, store.clone(), access).sync_config().await.unwrap();
+    Schedules::new(&third, store.clone(), store.clone(), access).sync_config().await.unwrap();
     let row = store.schedules_list(&ScheduleFilter::Id(brief.id)).await.unwrap().pop().unwrap();
     assert!(row.next_fire_ms.unwrap() > butler::store::now_ms(), "the new cron's next time");
     store.close().await;

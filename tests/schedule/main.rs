@@ -59,7 +59,7 @@ impl Ingress for Recorder {
 pub fn scheduler(store: Arc<dyn Store>) -> Schedules {
     let access =
         Arc::new(Access::new(&AccessConfig::default(), [butler::channel::Identity::new("cli", "local")], "UTC"));
-    Schedules::new(&[], store, access)
+    Schedules::new(&[], store.clone(), store, access)
 }
 
 /// A job definition: cron `when` (or, starting with `in `/a digit, a one-shot `at`) in `tz`.

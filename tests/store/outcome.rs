@@ -4,9 +4,7 @@
 //! event reaches its final status and when its reply is delivered, none for a retry.
 
 use crate::fixtures::{approval, event, reply, session, strings};
-use butler::store::{
-    failed_key, now_ms, reply_key, InboxStatus, NewMessage, OutboxMark, Settled, Store, TurnCommit,
-};
+use butler::store::{failed_key, now_ms, reply_key, InboxStatus, NewMessage, OutboxMark, Settled, Store, TurnCommit};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::broadcast::error::TryRecvError;
@@ -63,7 +61,10 @@ pub async fn follows_an_event_to_its_end(store: Arc<dyn Store>) {
     let waiting: Vec<&str> = o.waiting.iter().map(|a| a.id.as_str()).collect();
     assert_eq!(waiting, ["a1", "a2"], "this session's pending approvals, oldest first");
 
-    store.outbox_mark(row.id, &OutboxMark::Sent { platform_ids: strings(&["m1"]), text: "the answer".into() }).await.unwrap();
+    store
+        .outbox_mark(row.id, &OutboxMark::Sent { platform_ids: strings(&["m1"]), text: "the answer".into() })
+        .await
+        .unwrap();
     assert_eq!(heard(&mut news).await.event_id, "e1", "the delivery is announced too");
     assert!(store.event_outcome("e1").await.unwrap().unwrap().delivered());
 

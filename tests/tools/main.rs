@@ -21,6 +21,7 @@ mod many_tools;
 mod mcp;
 mod net;
 mod sandbox;
+mod scoped;
 mod send;
 mod shell;
 mod skills;
@@ -31,7 +32,7 @@ mod web_search;
 use axum::Router;
 use butler::channel::{ConversationKind, ConversationRef, Identity};
 use butler::store::{Store, UserRole, UserRow};
-use butler::tools::{Tool, ToolCtx, ToolError};
+use butler::tools::{Tool, ToolCtx, ToolError, ToolStores};
 use serde_json::Value;
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -54,19 +55,22 @@ impl Harness {
         let store = butler::store::connect(&db.url, 2).await.expect("open SQLite");
         store.migrate().await.expect("migrate");
         let tmp = tempfile::tempdir().expect("temp dir");
+        let user = UserRow {
+            id: "u1".into(),
+            display_name: Some("Alice".into()),
+            role: UserRole::Member,
+            timezone: "UTC".into(),
+            created_ms: 0,
+        };
+        let (identity, conversation) = (Identity::new("web", "alice"), ConversationRef::new("web", "alice"));
+        let stores = ToolStores::new(store.clone(), store.clone(), store.clone(), store.clone());
         let ctx = ToolCtx {
-            user: UserRow {
-                id: "u1".into(),
-                display_name: Some("Alice".into()),
-                role: UserRole::Member,
-                timezone: "UTC".into(),
-                created_ms: 0,
-            },
-            identity: Identity::new("web", "alice"),
+            store: stores.serve(&user, &identity, &conversation, ConversationKind::Direct),
+            user,
+            identity,
             session_id: "s1".into(),
-            conversation: ConversationRef::new("web", "alice"),
+            conversation,
             kind: ConversationKind::Direct,
-            store: store.clone(),
             cancel: CancellationToken::new(),
             recall_limit: 8,
             workspace: tmp.path().join("workspaces").join("u1"),

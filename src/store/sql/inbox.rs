@@ -76,7 +76,8 @@ macro_rules! impl_inbox {
                 .fetch_optional(self.writer())
                 .await
                 .map_err($crate::store::sql::error::db_err)?;
-                let last = !matches!(status, $crate::store::InboxStatus::Pending | $crate::store::InboxStatus::Processing);
+                let last =
+                    !matches!(status, $crate::store::InboxStatus::Pending | $crate::store::InboxStatus::Processing);
                 if let (true, Some(conversation)) = (last, conversation) {
                     self.settled_feed().announce(id, &conversation);
                 }

@@ -88,7 +88,7 @@ impl PgStore {
         channels.to_vec()
     }
 
-    super::channel_sql!("channel = ANY($1)", " FOR UPDATE SKIP LOCKED", "claimed_by = ANY($1)");
+    super::expand::channel_sql!("channel = ANY($1)", " FOR UPDATE SKIP LOCKED", "claimed_by = ANY($1)");
 
     /// `tsv @@ query` over this user's rows (GIN index), best `ts_rank` first, then newest.
     const SQL_MEMORY_SEARCH: &'static str = "SELECT id, user_id, scope, text, source, created_ms \
@@ -103,4 +103,4 @@ impl PgStore {
     }
 }
 
-super::impl_store!(PgStore, sqlx::Postgres);
+super::expand::impl_store!(PgStore, sqlx::Postgres);

@@ -113,7 +113,7 @@ impl SqliteStore {
         serde_json::to_string(channels).unwrap_or_else(|_| "[]".to_string())
     }
 
-    super::channel_sql!(
+    super::expand::channel_sql!(
         "channel IN (SELECT value FROM json_each($1))",
         "",
         "claimed_by IN (SELECT value FROM json_each($1))"
@@ -139,4 +139,4 @@ impl SqliteStore {
     }
 }
 
-super::impl_store!(SqliteStore, sqlx::Sqlite);
+super::expand::impl_store!(SqliteStore, sqlx::Sqlite);

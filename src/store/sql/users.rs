@@ -114,6 +114,32 @@ macro_rules! impl_users {
                     $crate::store::StoreError::Corrupt(format!("conversation `{}` vanished after insert", new.id))
                 })
             }
+
+            /// The user's identities sorted by channel, then platform user id (byte order,
+            /// whatever the database collation); empty for an unknown user.
+            async fn user_identities(&self, user_id: &str) -> $crate::store::Result<Vec<butler_channel::Identity>> {
+                let rows: Vec<(String, String)> =
+                    sqlx::query_as("SELECT channel, platform_user_id FROM identities WHERE user_id = $1")
+                        .bind(user_id)
+                        .fetch_all(self.reader())
+                        .await
+                        .map_err($crate::store::sql::error::db_err)?;
+                let mut out: Vec<butler_channel::Identity> =
+                    rows.into_iter().map(|(channel, id)| butler_channel::Identity::new(channel, id)).collect();
+                out.sort();
+                Ok(out)
+            }
+
+            /// Sets the role; `true` when the user exists (even if the role was already `role`).
+            async fn user_set_role(&self, user_id: &str, role: $crate::store::UserRole) -> $crate::store::Result<bool> {
+                let done = sqlx::query("UPDATE users SET role = $2 WHERE id = $1")
+                    .bind(user_id)
+                    .bind(role.as_str())
+                    .execute(self.writer())
+                    .await
+                    .map_err($crate::store::sql::error::db_err)?;
+                Ok(done.rows_affected() > 0)
+            }
         }
     };
 }

@@ -106,7 +106,7 @@ impl Tool for Remember {
         if text.is_empty() {
             return Err(ToolError::InvalidArgs("`text` is empty".into()));
         }
-        let row = ctx.store.memory_add(&ctx.memory_scope(), text, Some(&ctx.session_id)).await.map_err(store_err)?;
+        let row = ctx.store.memory_add(text, Some(&ctx.session_id)).await.map_err(store_err)?;
         Ok(format!("Remembered as memory {}.", row.id))
     }
 }
@@ -120,7 +120,7 @@ impl Tool for Recall {
     async fn call(&self, ctx: &ToolCtx, args: Value) -> Result<String, ToolError> {
         let args: RecallArgs = parse_args(args)?;
         let limit = args.limit.unwrap_or(ctx.recall_limit).clamp(1, 50);
-        let rows = ctx.store.memory_search(&ctx.memory_scope(), &args.query, limit).await.map_err(store_err)?;
+        let rows = ctx.store.memory_search(&args.query, limit).await.map_err(store_err)?;
         if rows.is_empty() {
             return Ok("No memories match.".into());
         }
@@ -136,7 +136,7 @@ impl Tool for Forget {
 
     async fn call(&self, ctx: &ToolCtx, args: Value) -> Result<String, ToolError> {
         let args: ForgetArgs = parse_args(args)?;
-        if ctx.store.memory_forget(&ctx.memory_scope(), args.id).await.map_err(store_err)? {
+        if ctx.store.memory_forget(args.id).await.map_err(store_err)? {
             Ok(format!("Forgot memory {}.", args.id))
         } else {
             Err(ToolError::Failed(format!("there is no memory {} to forget", args.id)))

@@ -12,7 +12,7 @@ use super::plain::{mask_text, preview};
 use crate::config::{Missed, ScheduleMode, DEFAULT_GRACE_SECS};
 use crate::schedule::cron::{human, parse_tz};
 use crate::schedule::jobs::{self, JobOwner, JobSpec};
-use crate::store::{now_ms, ScheduleChange, ScheduleFilter, ScheduleRow, ScheduleSource, StoreError};
+use crate::store::{now_ms, ScheduleChange, ScheduleRow, ScheduleSource, StoreError};
 use crate::tools::{parse_args, Action, Risk, Tool, ToolCtx, ToolError, ToolSpec};
 use async_trait::async_trait;
 use serde::Deserialize;
@@ -97,9 +97,10 @@ struct Args {
 
 /// The user's own job `id`; anyone else's is reported as nonexistent.
 async fn own_job(ctx: &ToolCtx, id: i64) -> Result<ScheduleRow, ToolError> {
-    let rows = ctx.store.schedules_list(&ScheduleFilter::Id(id)).await.map_err(store_err)?;
-    rows.into_iter()
-        .find(|r| r.owner_user.as_deref() == Some(ctx.user.id.as_str()))
+    ctx.store
+        .schedule(id)
+        .await
+        .map_err(store_err)?
         .ok_or_else(|| ToolError::Failed(format!("there is no job #{id} of yours (schedules_list shows them)")))
 }
 
@@ -125,12 +126,10 @@ impl ScheduleTool {
         let mut new = jobs::build(&spec, &owner, ScheduleSource::Tool, now_ms())
             .map_err(|e| ToolError::InvalidArgs(e.to_string()))?;
         let target = jobs::check_target(&new.target).map_err(|e| ToolError::InvalidArgs(e.to_string()))?;
-        if let Err(why) =
-            jobs::may_target(&*ctx.store, &ctx.user, &ctx.conversation, &target).await.map_err(store_err)?
-        {
+        if let Err(why) = ctx.store.may_target(&target).await.map_err(store_err)? {
             return Err(ToolError::Failed(format!("refused: {why}")));
         }
-        let mine = ctx.store.schedules_list(&ScheduleFilter::Owner(ctx.user.id.clone())).await.map_err(store_err)?;
+        let mine = ctx.store.schedules().await.map_err(store_err)?;
         if mine.len() >= MAX_JOBS_PER_USER {
             return Err(ToolError::Failed(format!("you have {MAX_JOBS_PER_USER} jobs already; cancel some first")));
         }
@@ -228,16 +227,14 @@ impl Tool for SchedulesList {
     }
 
     async fn call(&self, ctx: &ToolCtx, _args: Value) -> Result<String, ToolError> {
-        let store = &ctx.store;
-        let rows = store.schedules_list(&ScheduleFilter::Owner(ctx.user.id.clone())).await.map_err(store_err)?;
+        let rows = ctx.store.schedules().await.map_err(store_err)?;
         if rows.is_empty() {
             return Ok("The user has no scheduled jobs.".into());
         }
         let mut lines = Vec::with_capacity(rows.len());
         for row in rows {
-            let query = crate::store::RunQuery::Of { schedule_id: row.id, limit: 1 };
-            let last = store.schedule_runs(&query).await.map_err(store_err)?;
-            lines.push(jobs::describe(&row, last.first()));
+            let last = ctx.store.schedule_last_run(row.id).await.map_err(store_err)?;
+            lines.push(jobs::describe(&row, last.as_ref()));
         }
         Ok(lines.join("\n"))
     }

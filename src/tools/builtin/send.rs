@@ -102,7 +102,7 @@ impl Tool for SendMessage {
         };
         let row = ctx
             .store
-            .outbox_enqueue(&new)
+            .send(&new)
             .await
             .map_err(|e| ToolError::Failed(format!("the message could not be queued: {e}")))?;
         tracing::info!(to = %to, outbox = row.id, user = %ctx.user.id, "send_message queued");

@@ -130,11 +130,8 @@ impl Tool for SendFile {
                 photo,
             }),
         };
-        let row = ctx
-            .store
-            .outbox_enqueue(&new)
-            .await
-            .map_err(|e| ToolError::Failed(format!("the file could not be queued: {e}")))?;
+        let row =
+            ctx.store.send(&new).await.map_err(|e| ToolError::Failed(format!("the file could not be queued: {e}")))?;
         tracing::info!(outbox = row.id, user = %ctx.user.id, size = picked.size, mime = picked.mime, "send_file queued");
         let how = if photo { "photo" } else { "document" };
         Ok(format!(

@@ -14,7 +14,7 @@
 
 use crate::config::TriggerAction;
 use crate::llm::{Assembled, ChatMessage, ChatRequest, LlmError, PriceBook, Provider, StreamEvent};
-use crate::store::{Store, UsageRecord};
+use crate::store::{TurnStore, UsageRecord};
 use futures::StreamExt;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
@@ -82,12 +82,12 @@ pub struct Payer<'a> {
 pub struct Classifier {
     llm: Arc<dyn Provider>,
     prices: Arc<PriceBook>,
-    store: Arc<dyn Store>,
+    store: Arc<dyn TurnStore>,
     cache: Mutex<Cache>,
 }
 
 impl Classifier {
-    pub fn new(llm: Arc<dyn Provider>, prices: Arc<PriceBook>, store: Arc<dyn Store>) -> Self {
+    pub fn new(llm: Arc<dyn Provider>, prices: Arc<PriceBook>, store: Arc<dyn TurnStore>) -> Self {
         Self { llm, prices, store, cache: Mutex::new(Cache::default()) }
     }
 

@@ -25,7 +25,7 @@ use crate::config::{TriggerAction, TriggerConfig, TriggerRule};
 use crate::ids::{HOOK_CHANNEL, WEB_CHANNEL};
 use crate::llm::{PriceBook, Provider};
 use crate::session::{session_key, Job, JobKind};
-use crate::store::{now_ms, ConversationRow, Store, StoreError};
+use crate::store::{now_ms, ConversationRow, StoreError, TurnStore, UserStore};
 use butler_channel::{Actor, ConversationKind, ConversationRef, EventBody, Identity, InboundEvent};
 use serde_json::{json, Value};
 use std::collections::HashMap;
@@ -40,7 +40,8 @@ const DEFAULT_INSTRUCTIONS: &str =
 
 pub struct Triggers {
     sources: HashMap<String, TriggerConfig>,
-    store: Arc<dyn Store>,
+    /// Who the sources' owners are, and the conversations triggers deliver to.
+    store: Arc<dyn UserStore>,
     access: Arc<Access>,
     classifier: classify::Classifier,
 }
@@ -57,13 +58,13 @@ impl Triggers {
     /// priced with `prices`.
     pub fn new(
         cfg: &[TriggerConfig],
-        store: Arc<dyn Store>,
+        (store, usage): (Arc<dyn UserStore>, Arc<dyn TurnStore>),
         llm: Arc<dyn Provider>,
         prices: Arc<PriceBook>,
         access: Arc<Access>,
     ) -> Self {
         let sources = cfg.iter().map(|t| (t.name.clone(), t.clone())).collect();
-        let classifier = classify::Classifier::new(llm, prices, store.clone());
+        let classifier = classify::Classifier::new(llm, prices, usage);
         Self { sources, store, access, classifier }
     }
 

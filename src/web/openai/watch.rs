@@ -15,8 +15,8 @@
 
 use crate::permissions::approval::approval_notice;
 use crate::store::{EventOutcome, InboxStatus, UsageTotals};
-use crate::web::stores::WebStores;
 use crate::web::hub::{HubEvent, Subscription, SETTLED};
+use crate::web::stores::WebStores;
 use butler_channel::Identity;
 use futures::StreamExt;
 use std::collections::HashMap;
@@ -238,8 +238,7 @@ impl Watch {
 /// session (as a channel without buttons shows them, with the `/approve ID` and `/deny ID`
 /// commands that answer them).
 fn answer(outcome: EventOutcome) -> String {
-    let mut parts: Vec<String> =
-        outcome.reply.map(|r| r.text).filter(|t| !t.trim().is_empty()).into_iter().collect();
+    let mut parts: Vec<String> = outcome.reply.map(|r| r.text).filter(|t| !t.trim().is_empty()).into_iter().collect();
     if outcome.status == InboxStatus::Failed {
         parts.push(outcome.failure.map(|n| n.text).unwrap_or_else(|| FAILED_NOTE.to_string()));
     }
