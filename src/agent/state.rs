@@ -13,7 +13,7 @@ use super::storable;
 use super::window::SessionState;
 use crate::llm::{Assembled, LlmError, LlmStream, Prices, StreamEvent, ToolDef, Usage};
 use crate::permissions::approval::approval_notice;
-use crate::store::{reply_key, ApprovalRow, InboxStatus, NewMessage, NewOutbox, TurnCommit, TurnUsage, UserRow};
+use crate::store::{ApprovalRow, InboxStatus, NewMessage, NewOutbox, TurnCommit, TurnUsage, UserRow};
 use crate::tools::{ToolCtx, Tools};
 use butler_channel::InboundEvent;
 use futures::StreamExt;
@@ -224,15 +224,7 @@ pub(super) fn finished_commit(mut turn: Turn<'_>, reply: FinalReply, usage: Turn
         inbox_status: InboxStatus::Done,
         session_id: Some(turn.sid),
         messages: progress.unsaved_user.take().into_iter().chain([final_msg]).collect(),
-        reply: (!reply.silent).then(|| NewOutbox {
-            private_to: None,
-            key: reply_key(&event.id.0),
-            conversation: event.conversation.to_string(),
-            text: reply.shown,
-            buttons: vec![],
-            reply_to: event.quote_target(),
-            file: None,
-        }),
+        reply: (!reply.silent).then(|| NewOutbox::reply(event, reply.shown)),
         usage: Some(usage),
         approvals: vec![],
         notices: vec![],
@@ -260,15 +252,7 @@ pub(super) fn waiting_commit(mut turn: Turn<'_>, asks: Vec<ApprovalRow>, usage: 
         inbox_status: InboxStatus::Done,
         session_id: Some(turn.sid.clone()),
         messages: turn.progress.unsaved_user.take().into_iter().collect(),
-        reply: Some(NewOutbox {
-            private_to: None,
-            key: reply_key(&event.id.0),
-            conversation: event.conversation.to_string(),
-            text,
-            buttons: vec![],
-            reply_to: event.quote_target(),
-            file: None,
-        }),
+        reply: Some(NewOutbox::reply(event, text)),
         usage: Some(usage),
         approvals: asks,
         notices,

@@ -264,15 +264,7 @@ impl Dispatcher {
     /// A bare acknowledgement of a click (the platform stops showing it as pending), through the
     /// outbox, before the slow work the click starts.
     async fn acknowledge(&self, event: &InboundEvent, to: PrivateTo) -> Result<(), StoreError> {
-        let ack = NewOutbox {
-            private_to: Some(to),
-            key: format!("{}:ack", event.id),
-            conversation: event.conversation.to_string(),
-            text: String::new(),
-            buttons: vec![],
-            reply_to: None,
-            file: None,
-        };
+        let ack = NewOutbox::message(format!("{}:ack", event.id), event.conversation.to_string(), "").private(Some(to));
         let row = self.store.outbox.outbox_enqueue(&ack).await?;
         self.deliverer.hand_over(row);
         Ok(())
@@ -293,15 +285,11 @@ impl Dispatcher {
             inbox_status: InboxStatus::Done,
             session_id: None,
             messages: vec![],
-            reply: Some(NewOutbox {
-                private_to,
-                key: crate::store::reply_key(&event.id.0),
-                conversation,
-                text,
-                buttons: vec![],
-                reply_to,
-                file: None,
-            }),
+            reply: Some(
+                NewOutbox::message(crate::store::reply_key(&event.id.0), conversation, text)
+                    .private(private_to)
+                    .quoting(reply_to),
+            ),
             usage: None,
             approvals: vec![],
             notices: vec![],

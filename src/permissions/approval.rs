@@ -41,19 +41,11 @@ pub(crate) fn approval_notice(row: &ApprovalRow, asker: &str, buttons: bool) -> 
     if !buttons {
         text.push_str(&format!("\nReply `/approve {id}` or `/deny {id}`.", id = row.id));
     }
-    NewOutbox {
-        private_to: None,
-        key: approval_key(&row.id),
-        conversation: row.conversation.clone(),
-        text,
-        buttons: vec![
-            Button::new("Approve once", format!("ap:{}:once", row.id), ButtonStyle::Primary),
-            Button::new("Always for this session", format!("ap:{}:session", row.id), ButtonStyle::Default),
-            Button::new("Deny", format!("ap:{}:deny", row.id), ButtonStyle::Danger),
-        ],
-        reply_to: None,
-        file: None,
-    }
+    NewOutbox::message(approval_key(&row.id), row.conversation.clone(), text).with_buttons(vec![
+        Button::new("Approve once", format!("ap:{}:once", row.id), ButtonStyle::Primary),
+        Button::new("Always for this session", format!("ap:{}:session", row.id), ButtonStyle::Default),
+        Button::new("Deny", format!("ap:{}:deny", row.id), ButtonStyle::Danger),
+    ])
 }
 
 /// A question's message: the question, then one button per option (carrying only
@@ -86,15 +78,7 @@ _Pick one, or reply in your own words._",
             numbered.join("  ")
         ));
     }
-    NewOutbox {
-        private_to: None,
-        key: approval_key(&row.id),
-        conversation: row.conversation.clone(),
-        text,
-        buttons: shown,
-        reply_to: None,
-        file: None,
-    }
+    NewOutbox::message(approval_key(&row.id), row.conversation.clone(), text).with_buttons(shown)
 }
 
 /// What a typed reply to a question answers: a number picks that option (1-based), any other

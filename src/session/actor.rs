@@ -260,15 +260,7 @@ impl Actor {
         let deps = self.shared.deps.clone();
         let abort = self.shared.abort.clone();
         let event = &job.event;
-        let reply = NewOutbox {
-            private_to: None,
-            key: crate::store::reply_key(&event.id.0),
-            conversation: event.conversation.to_string(),
-            text: String::new(),
-            buttons: vec![],
-            reply_to: event.quote_target(),
-            file: None,
-        };
+        let reply = NewOutbox::reply(event, String::new());
         let buttons = deps.channels.get(event.channel()).is_some_and(|ch| ch.caps().buttons);
         // Heartbeats stream nothing: they may end up saying nothing at all.
         let mut streamer = deps.channels.get(event.channel()).filter(|_| !job.quiet).map(|ch| {
@@ -394,15 +386,10 @@ impl Actor {
             inbox_status: InboxStatus::Done,
             session_id: None,
             messages: vec![],
-            reply: Some(NewOutbox {
-                private_to: None,
-                key: crate::store::reply_key(&job.event.id.0),
-                conversation: job.event.conversation.to_string(),
-                text: "🆕 Started a new conversation. Earlier messages are kept in the history but no longer sent to the model.".into(),
-                buttons: vec![],
-                reply_to: job.event.quote_target(),
-                file: None,
-            }),
+            reply: Some(NewOutbox::reply(
+                &job.event,
+                "🆕 Started a new conversation. Earlier messages are kept in the history but no longer sent to the model.",
+            )),
             usage: None,
             approvals: vec![],
             notices: vec![],

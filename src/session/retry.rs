@@ -103,18 +103,13 @@ pub async fn dead_letter(
     );
     let channel = event.channel();
     if channel != HOOK_CHANNEL && channel != SYSTEM_CHANNEL {
-        let notice = NewOutbox {
-            private_to: None,
-            key: crate::store::failed_key(&event.id.0),
-            conversation: event.conversation.to_string(),
-            text: format!(
+        let notice = NewOutbox::failure(
+            event,
+            format!(
                 "⚠️ Sorry, I could not process this message (tried {attempts} times). It was set aside for \
                  Butler's owner to look at."
             ),
-            buttons: vec![],
-            reply_to: event.quote_target(),
-            file: None,
-        };
+        );
         let row = store.1.outbox_enqueue(&notice).await?;
         deliverer.hand_over(row);
     }

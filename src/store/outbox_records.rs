@@ -144,3 +144,49 @@ pub enum OutboxMark {
         count_attempt: bool,
     },
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use butler_channel::{Actor, ConversationKind, ConversationRef, EventBody, EventId, Identity};
+
+    fn event(kind: ConversationKind) -> InboundEvent {
+        InboundEvent {
+            id: EventId("tg:7".into()),
+            actor: Actor::new(Identity::new("telegram", "42")),
+            conversation: ConversationRef::new("telegram", "-100"),
+            kind,
+            addressed: true,
+            reply_to: None,
+            message_id: Some("m9".into()),
+            body: EventBody::Message { text: "hi".into() },
+            at_ms: 0,
+            attachments: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn each_kind_of_message_is_made_one_way() {
+        let (group, direct) = (event(ConversationKind::Group), event(ConversationKind::Direct));
+        // (made, key, conversation, text, quotes)
+        let cases = [
+            (NewOutbox::reply(&group, "answer"), "tg:7:reply", "telegram:-100", "answer", Some("m9")),
+            (NewOutbox::reply(&direct, "answer"), "tg:7:reply", "telegram:-100", "answer", None),
+            (NewOutbox::failure(&group, "sorry"), "tg:7:failed", "telegram:-100", "sorry", Some("m9")),
+            (NewOutbox::message("send:1", "web:c1", "hello"), "send:1", "web:c1", "hello", None),
+        ];
+        for (made, key, conversation, text, quotes) in cases {
+            let got = (made.key.as_str(), made.conversation.as_str(), made.text.as_str(), made.reply_to.as_deref());
+            assert_eq!(got, (key, conversation, text, quotes));
+            assert!(made.private_to.is_none() && made.buttons.is_empty() && made.file.is_none(), "{made:?}");
+        }
+        let button = Button::new("OK", "a1", butler_channel::ButtonStyle::Primary);
+        let file =
+            OutFile { path: "/w/a.png".into(), name: "a.png".into(), mime: "image/png".into(), size: 3, photo: true };
+        let dressed = NewOutbox::message("k", "web:c1", "")
+            .with_buttons(vec![button.clone()])
+            .with_file(file.clone())
+            .quoting(Some("m1".into()));
+        assert_eq!((dressed.buttons, dressed.file, dressed.reply_to), (vec![button], Some(file), Some("m1".into())));
+    }
+}

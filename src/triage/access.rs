@@ -364,15 +364,11 @@ pub async fn approve_pairing(
         users.user_set_role(&user.id, UserRole::Member).await?;
         user.role = UserRole::Member;
     }
-    let welcome = NewOutbox {
-        private_to: None,
-        key: format!("pair:{}:approved", row.code),
-        conversation: row.conversation.clone(),
-        text: "✅ You're in: the owner approved your request. Say hello!".into(),
-        buttons: vec![],
-        reply_to: None,
-        file: None,
-    };
+    let welcome = NewOutbox::message(
+        format!("pair:{}:approved", row.code),
+        row.conversation.clone(),
+        "✅ You're in: the owner approved your request. Say hello!",
+    );
     outbox.outbox_enqueue(&welcome).await?;
     tracing::info!(identity = %row.identity, "pairing approved");
     Ok(Some((row, user)))

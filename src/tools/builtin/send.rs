@@ -91,15 +91,7 @@ impl Tool for SendMessage {
         if text.chars().count() > MAX_TEXT_CHARS {
             return Err(ToolError::InvalidArgs(format!("`text` is longer than {MAX_TEXT_CHARS} characters")));
         }
-        let new = NewOutbox {
-            private_to: None,
-            key: format!("send:{}", uuid::Uuid::new_v4()),
-            conversation: to.to_string(),
-            text: text.to_string(),
-            buttons: vec![],
-            reply_to: None,
-            file: None,
-        };
+        let new = NewOutbox::message(format!("send:{}", uuid::Uuid::new_v4()), to.to_string(), text);
         let row = ctx
             .store
             .send(&new)

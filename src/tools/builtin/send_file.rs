@@ -115,21 +115,13 @@ impl Tool for SendFile {
         let picked = in_workspace(ctx, &args.path, move |root, full| pick(root, &full, &shown)).await?;
         let photo = as_photo(picked.mime, picked.size, args.as_document);
         let key = format!("file:{}", uuid::Uuid::new_v4());
-        let new = NewOutbox {
-            key,
-            private_to: None,
-            conversation: ctx.conversation.to_string(),
-            text: caption,
-            buttons: vec![],
-            reply_to: None,
-            file: Some(OutFile {
-                path: picked.copy.display().to_string(),
-                name: picked.name.clone(),
-                mime: picked.mime.to_string(),
-                size: picked.size,
-                photo,
-            }),
-        };
+        let new = NewOutbox::message(key, ctx.conversation.to_string(), caption).with_file(OutFile {
+            path: picked.copy.display().to_string(),
+            name: picked.name.clone(),
+            mime: picked.mime.to_string(),
+            size: picked.size,
+            photo,
+        });
         let row =
             ctx.store.send(&new).await.map_err(|e| ToolError::Failed(format!("the file could not be queued: {e}")))?;
         tracing::info!(outbox = row.id, user = %ctx.user.id, size = picked.size, mime = picked.mime, "send_file queued");
