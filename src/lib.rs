@@ -10,13 +10,19 @@
 //!   [`mcp`] tools from MCP servers; [`delegate`] plans and tracks child agents; [`media`] the
 //!   files people send (downloads under a cap, images, transcripts, documents).
 //! - [`outbox`]: persisted replies, delivery, streaming by editing in place.
-//! - [`store`]: the one `Store` trait over SQLite and Postgres.
+//! - [`store`]: small store traits (their union `Store`) over SQLite and Postgres; each
+//!   component takes only the traits it calls.
+//! - [`channels`]: the channel registry (one entry per platform, its glue file).
+//! - [`schedule`] (cron briefings), [`memory`] (the archivist, export/import), [`skills`]
+//!   (SKILL.md), [`cluster`] (several replicas over Redis).
 //! - [`config`], [`http`], [`metrics`], [`telemetry`] (logs and traces), [`app`] (the composition
 //!   root), [`cli`].
-//! - [`clock`] (`now_ms`) and [`ids`] (Butler's own channel and source names): the bottom.
+//! - [`clock`] (`now_ms`) and [`ids`] (Butler's own channel and source names, the keys of an
+//!   event's session, reply and failure notice): the bottom.
 //!
 //! Channel adapters live in their own crates (`channels/*`) and meet the core only through
-//! `butler_channel`; only [`app`] may name a channel crate.
+//! `butler_channel`; only [`channels`] (the registry and one glue file per channel) may name a
+//! channel crate.
 
 pub mod agent;
 pub mod app;
