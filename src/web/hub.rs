@@ -201,6 +201,31 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn settled_events_reach_the_conversation_here_and_on_the_other_replicas() {
+        let (out, mut others) = tokio::sync::mpsc::channel(8);
+        let hub = Arc::new(WebHub::relayed(out));
+        let mut web = hub.subscribe("web:c1");
+        let feed = crate::store::SettledFeed::default();
+        let stop = CancellationToken::new();
+        let task = tokio::spawn(hub.clone().announce_settled(feed.subscribe(), stop.clone()));
+        // A platform's event is none of the web chat's business; a web one is announced.
+        feed.announce("tg:1", "telegram:42");
+        feed.announce("web:e1", "web:c1");
+        let ev = web.next().await.expect("open").expect("not lagged");
+        assert_eq!((ev.kind, ev.data["event"].as_str()), (SETTLED, Some("web:e1")));
+        // The same announcement went to the other replicas, and theirs arrive here.
+        let relayed = others.recv().await.expect("relayed");
+        assert!(relayed.contains("\"settled\"") && relayed.contains("web:e1"), "{relayed}");
+        let here = Arc::new(WebHub::default());
+        let mut there = here.subscribe("web:c1");
+        here.relay(&relayed);
+        let ev = there.next().await.expect("open").expect("not lagged");
+        assert_eq!((ev.kind, ev.data["event"].as_str()), (SETTLED, Some("web:e1")));
+        stop.cancel();
+        task.await.expect("stops");
+    }
+
+    #[tokio::test]
     async fn listeners_get_events_published_while_they_listen() {
         let hub = Arc::new(WebHub::default());
         let mut a = hub.subscribe("c1");
