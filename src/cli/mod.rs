@@ -198,7 +198,37 @@ async fn run(cli: Cli) -> Result<ExitCode, ExitCode> {
     }
 }
 
+/// Makes what this process creates private to its user (umask 077): the data folder, the
+/// database and its journals, workspaces, uploads, backups and logs hold secrets and people's
+/// words.
+pub fn private_files() {
+    // SAFETY: umask only sets this process's file-creation mask; it cannot fail.
+    unsafe {
+        libc::umask(0o077);
+    }
+}
+
+/// Says which config file `serve` read and why, and warns about another one it did not read.
+fn log_config_choice(loaded: &config::Loaded) {
+    let why = loaded.chosen.describe();
+    match &loaded.source {
+        Some(file) => {
+            let file = std::path::absolute(file).unwrap_or_else(|_| file.clone());
+            tracing::info!(file = %file.display(), why, "config file {}: {why}", file.display())
+        }
+        None => tracing::info!(why, "built-in defaults and the environment: {why}"),
+    }
+    if let Some(other) = &loaded.ignored {
+        tracing::warn!(
+            ignored = %other.display(),
+            "{} is a config file too and is not read; remove it, or name the file to use with --config",
+            other.display()
+        );
+    }
+}
+
 async fn serve(loaded: config::Loaded) -> Result<ExitCode, ExitCode> {
+    log_config_choice(&loaded);
     let database = crate::store::redact_url(loaded.config.database.url.expose());
     tracing::info!(database = %database, "using the database {database}");
     if let Some(problem) = model::setup_problem(&loaded.config.llm).await {

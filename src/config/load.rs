@@ -28,11 +28,43 @@ use std::path::{Path, PathBuf};
 pub const DEFAULT_PATH: &str = "config/butler.toml";
 
 /// What [`load`] found: the effective configuration and the file it came from (`None` when no
-/// file was used and everything is the embedded default plus the environment).
+/// file was used and everything is the embedded default plus the environment), why that file,
+/// and another candidate file that exists but was not read.
 #[derive(Debug)]
 pub struct Loaded {
     pub config: Config,
     pub source: Option<PathBuf>,
+    pub chosen: Chosen,
+    /// A config file Butler would read were the chosen one absent: it is ignored.
+    pub ignored: Option<PathBuf>,
+}
+
+/// Why the config file is the one in [`Loaded::source`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Chosen {
+    /// `butler --config PATH`.
+    Flag,
+    /// The `BUTLER_CONFIG` environment variable.
+    EnvVar,
+    /// `config/butler.toml` in the working directory.
+    WorkingDir,
+    /// The user's config file (`$XDG_CONFIG_HOME/butler/butler.toml` or `~/.config/butler/`).
+    UserFile,
+    /// No file: built-in defaults and the environment.
+    NoFile,
+}
+
+impl Chosen {
+    /// In words, for the start-up log.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Chosen::Flag => "named by --config",
+            Chosen::EnvVar => "named by BUTLER_CONFIG",
+            Chosen::WorkingDir => "config/butler.toml in the working directory (searched first)",
+            Chosen::UserFile => "the user's config file (searched after config/butler.toml in the working directory)",
+            Chosen::NoFile => "no config file found (config/butler.toml here, then the user's config file)",
+        }
+    }
 }
 
 /// Loads, checks and returns the configuration for this process: the file from `explicit`
@@ -56,7 +88,7 @@ fn load_checked(
     base_dir: &Path,
     owners: &OwnerChecks<'_>,
 ) -> Result<Loaded, ConfigError> {
-    let source = select_file(explicit, env, base_dir)?;
+    let (source, chosen, ignored) = choose_file(explicit, env, base_dir)?;
     let (text, origin) = match &source {
         Some(path) => {
             let text =
@@ -67,7 +99,7 @@ fn load_checked(
     };
     let config = parse_str(&text, &origin, env)?;
     config.validate_with(owners).map_err(|e| with_origin(e, &origin))?;
-    Ok(Loaded { config, source })
+    Ok(Loaded { config, source, chosen, ignored })
 }
 
 /// What error messages say instead of a file name when no file is used.
@@ -78,19 +110,45 @@ pub const NO_FILE: &str = "built-in defaults (no config file)";
 /// (`$XDG_CONFIG_HOME/butler/butler.toml`, else `~/.config/butler/butler.toml`) if it exists,
 /// else `None`. A named file that does not exist is an error naming it.
 pub fn select_file(explicit: Option<&Path>, env: &Env, base_dir: &Path) -> Result<Option<PathBuf>, ConfigError> {
+    Ok(choose_file(explicit, env, base_dir)?.0)
+}
+
+/// [`select_file`] with why, and the first other candidate that exists (the working
+/// directory's `config/butler.toml`, then the user's config file) and is therefore ignored.
+fn choose_file(
+    explicit: Option<&Path>,
+    env: &Env,
+    base_dir: &Path,
+) -> Result<(Option<PathBuf>, Chosen, Option<PathBuf>), ConfigError> {
     let named = match explicit {
-        Some(p) => Some((p.to_path_buf(), FileFrom::Flag)),
-        None => env.non_empty("BUTLER_CONFIG").map(|p| (PathBuf::from(p), FileFrom::EnvVar)),
+        Some(p) => Some((p.to_path_buf(), FileFrom::Flag, Chosen::Flag)),
+        None => env.non_empty("BUTLER_CONFIG").map(|p| (PathBuf::from(p), FileFrom::EnvVar, Chosen::EnvVar)),
     };
-    if let Some((path, from)) = named {
+    let candidates: Vec<(PathBuf, Chosen)> =
+        [(Some(base_dir.join(DEFAULT_PATH)), Chosen::WorkingDir), (user_config_file(env), Chosen::UserFile)]
+            .into_iter()
+            .filter_map(|(p, why)| p.filter(|p| p.is_file()).map(|p| (p, why)))
+            .collect();
+    let other = |chosen: &Path| candidates.iter().map(|(p, _)| p).find(|p| !same_file(p, chosen)).cloned();
+    if let Some((path, from, chosen)) = named {
         let path = base_dir.join(path);
-        return if path.exists() { Ok(Some(path)) } else { Err(ConfigError::NotFound { path, from }) };
+        if !path.exists() {
+            return Err(ConfigError::NotFound { path, from });
+        }
+        let ignored = other(&path);
+        return Ok((Some(path), chosen, ignored));
     }
-    let default = base_dir.join(DEFAULT_PATH);
-    if default.is_file() {
-        return Ok(Some(default));
+    match candidates.first() {
+        Some((path, chosen)) => Ok((Some(path.clone()), *chosen, other(path))),
+        None => Ok((None, Chosen::NoFile, None)),
     }
-    Ok(user_config_file(env).filter(|p| p.is_file()))
+}
+
+fn same_file(a: &Path, b: &Path) -> bool {
+    match (a.canonicalize(), b.canonicalize()) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => a == b,
+    }
 }
 
 /// Parses `text` (the contents of `origin`, used in messages) into a [`Config`]: TOML, then

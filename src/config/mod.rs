@@ -36,7 +36,7 @@ pub use error::{ConfigError, FileFrom, Problem};
 pub use hooks::{HookConfig, HookEvent, HookKind};
 pub use llm::{LlmConfig, LlmFallback, LlmTier, ProviderKind};
 pub use load::{
-    data_dir, load, load_from, parse_str, select_file, user_config_file, Env, Loaded, DEFAULT_ANTHROPIC_MODEL,
+    data_dir, load, load_from, parse_str, select_file, user_config_file, Chosen, Env, Loaded, DEFAULT_ANTHROPIC_MODEL,
     DEFAULT_OPENAI_MODEL, DEFAULT_PATH, NO_FILE,
 };
 pub use log::{LogConfig, LogFormat};

@@ -4,6 +4,7 @@
 //! in temporary directories.
 
 mod channels;
+mod choice;
 mod example;
 mod parse;
 mod tiers;
