@@ -23,8 +23,9 @@ fn setup(here: bool, user: bool) -> (tempfile::TempDir, PathBuf, PathBuf, PathBu
 #[test]
 fn the_chosen_file_says_why_and_names_the_one_it_ignores() {
     // (--config, BUTLER_CONFIG, working-dir file, user file) -> (read, why, ignored)
+    type Given = (bool, bool, bool, bool);
     type Want = (Option<&'static str>, Chosen, Option<&'static str>);
-    let cases: &[((bool, bool, bool, bool), Want)] = &[
+    let cases: &[(Given, Want)] = &[
         ((true, false, true, true), (Some("named"), Chosen::Flag, Some("local"))),
         ((false, true, false, true), (Some("named"), Chosen::EnvVar, Some("mine"))),
         ((false, false, true, true), (Some("local"), Chosen::WorkingDir, Some("mine"))),
