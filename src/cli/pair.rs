@@ -1,10 +1,11 @@
-//! `butler pair list|approve CODE|deny CODE`: answering pairing requests from the shell,
-//! straight on the store (Butler need not be running; a running Butler sees the result at once).
+//! `butler pair list|approve CODE|deny CODE|owner`: answering pairing requests from the shell,
+//! straight on the store (Butler need not be running; a running Butler sees the result at once),
+//! and the owner code that makes your own chat account you (`butler init` prints one too).
 
 use super::exit;
 use crate::config::Config;
 use crate::store::{now_ms, CodeKind};
-use crate::triage::access::{approve_pairing, approved_earlier, deny_pairing};
+use crate::triage::access::{approve_pairing, approved_earlier, deny_pairing, owner_code, OWNER_CODE_TTL};
 use clap::Subcommand;
 use std::process::ExitCode;
 
@@ -16,6 +17,23 @@ pub enum PairCommand {
     Approve { code: String },
     /// Decline a request
     Deny { code: String },
+    /// A one-time code: send `/link CODE` to Butler from your own chat account and that account
+    /// becomes you, the owner (the same person as this terminal and the local web page)
+    Owner,
+}
+
+/// Makes an owner code on `store` and says what to do with it.
+pub(super) async fn print_owner_code(
+    stores: (&dyn crate::store::UserStore, &dyn crate::store::AccessStore),
+    timezone: &str,
+) -> Result<(), String> {
+    let code = owner_code(stores, timezone).await.map_err(|e| e.to_string())?;
+    let days = OWNER_CODE_TTL.as_secs() / 86_400;
+    println!(
+        "  you are the owner: send `/link {code}` to your bot from your own account (within {days} days); that \
+         account becomes you, the same person as this terminal and the local web page"
+    );
+    Ok(())
 }
 
 pub async fn run(cfg: Config, cmd: PairCommand) -> Result<ExitCode, ExitCode> {
@@ -62,6 +80,10 @@ pub async fn run(cfg: Config, cmd: PairCommand) -> Result<ExitCode, ExitCode> {
                 eprintln!("error: no waiting request has the code {code}; `butler pair list` shows them");
                 ExitCode::from(1)
             }
+            Err(e) => exit::fail(1, e),
+        },
+        PairCommand::Owner => match print_owner_code((&*store, &*store), &cfg.agent.timezone).await {
+            Ok(()) => ExitCode::SUCCESS,
             Err(e) => exit::fail(1, e),
         },
     };

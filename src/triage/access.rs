@@ -29,6 +29,8 @@ pub const LOCAL_USER: &str = "local";
 pub const PAIR_TTL: Duration = Duration::from_secs(3600);
 /// How long a link code lives.
 pub const LINK_TTL: Duration = Duration::from_secs(600);
+/// How long the owner code `butler init` and `butler pair owner` print stays valid.
+pub const OWNER_CODE_TTL: Duration = Duration::from_secs(7 * 24 * 3600);
 /// Refusals (and pairing codes) per identity: at most one per this period.
 const REFUSAL_EVERY: Duration = Duration::from_secs(3600);
 /// Cached admissions are re-read after this long (links and role changes made elsewhere).
@@ -334,6 +336,41 @@ impl Access {
         self.changed(id).await;
         Ok(Some(row))
     }
+}
+
+/// A one-time code that makes the account sending `/link CODE` the local operator: Butler's
+/// owner, the same person as the terminal (`cli:local`) and the tokenless web page
+/// (`web:local`). What `butler init` and `butler pair owner` print; valid for
+/// [`OWNER_CODE_TTL`]. The local owner is made here if Butler has not run yet.
+pub async fn owner_code(
+    (users, codes): (&dyn UserStore, &dyn AccessStore),
+    timezone: &str,
+) -> Result<String, StoreError> {
+    let new = NewUser {
+        id: LOCAL_USER.to_string(),
+        display_name: None,
+        role: UserRole::Owner,
+        timezone: timezone.to_string(),
+    };
+    for id in [Identity::new("cli", LOCAL_USER), Identity::new(crate::ids::WEB_CHANNEL, LOCAL_USER)] {
+        let user = users.user_ensure(&id, &new).await?;
+        if user.role < UserRole::Owner {
+            users.user_set_role(&user.id, UserRole::Owner).await?;
+        }
+    }
+    let now = now_ms();
+    let row = CodeRow {
+        kind: CodeKind::Link,
+        code: new_code(),
+        identity: format!("cli:{LOCAL_USER}"),
+        user_id: Some(LOCAL_USER.to_string()),
+        display_name: None,
+        conversation: format!("cli:{LOCAL_USER}"),
+        created_ms: now,
+        expires_ms: now + OWNER_CODE_TTL.as_millis() as i64,
+    };
+    codes.code_create(&row).await?;
+    Ok(row.code)
 }
 
 /// The conversation a pairing code let in, when it was approved earlier (its welcome message

@@ -121,6 +121,8 @@ async fn init_checks_each_answer_asks_again_and_writes_a_config_that_checks() {
     }
     assert!(seen.contains("export TELEGRAM_BOT_TOKEN"), "{seen}");
     assert!(seen.contains("http://127.0.0.1:9/v1\r\n"), "the echo was on for plain answers:\n{seen}");
+    // The person running init is the owner: a one-time code for their own account.
+    assert!(seen.contains("you are the owner: send `/link "), "{seen}");
 
     let text = std::fs::read_to_string(&config).unwrap();
     assert!(text.contains(&format!("api_key = \"{KEY}\"")), "{text}");

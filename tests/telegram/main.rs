@@ -13,6 +13,7 @@ mod durability;
 mod media;
 mod modes;
 mod normalize;
+mod owner;
 mod ratelimit;
 mod render;
 mod unreadable;

@@ -45,6 +45,9 @@ pub async fn run(explicit: Option<&Path>) -> Result<ExitCode, ExitCode> {
                 .map_err(|e| fail(1, format!("cannot write {}: {e}", path.display())))?;
             println!("\n✓ wrote {}", path.display());
             next_steps(&path, explicit.is_some(), &answers);
+            if answers.telegram.is_some() {
+                owner(&env).await;
+            }
             Ok(ExitCode::SUCCESS)
         }
         Ok(None) => {
@@ -73,6 +76,24 @@ fn next_steps(path: &Path, explicit: bool, a: &Answers) {
     println!("  next: butler doctor{flag}   (checks everything)");
     println!("        butler chat{flag}     (talk to Butler here)");
     println!("        butler serve{flag}    (web chat and the channels)");
+}
+
+/// Makes the person running `init` the owner of the bot they just set up: a one-time code their
+/// own account sends. The file `init` writes names no database, so the store is the default one
+/// (the data dir, or `BUTLER_DATABASE__URL`): read without the file, whose `${VAR}`s may not be
+/// exported yet. When the store cannot be opened, says how to get the code later.
+async fn owner(env: &Env) {
+    let made = async {
+        let cfg = crate::config::parse_str("", "the defaults", env).map_err(|e| e.to_string())?;
+        let store = crate::store::connect(cfg.database.url.expose(), 2).await.map_err(|e| e.to_string())?;
+        store.migrate().await.map_err(|e| e.to_string())?;
+        let printed = super::pair::print_owner_code((&*store, &*store), &cfg.agent.timezone).await;
+        store.close().await;
+        printed
+    };
+    if let Err(why) = made.await {
+        println!("  to become the owner on your chat account, run `butler pair owner` once Butler can start ({why})");
+    }
 }
 
 /// All the questions; `None` when the person keeps the existing file.
