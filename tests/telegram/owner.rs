@@ -30,7 +30,7 @@ async fn the_owner_code_init_prints_makes_your_own_account_the_owner() {
     tg.fake.push(dm(ME, 1, &format!("/link {code}")));
     let said = tg.texts(ME, 1).await;
     assert!(said[0].contains("Linked") && said[0].contains("cli:local"), "{said:?}");
-    let me = butler::channel::Identity::new("telegram", &ME.to_string());
+    let me = butler::channel::Identity::new("telegram", ME.to_string());
     let user = store.identity_user(&me).await.unwrap().expect("linked");
     assert_eq!((user.id.as_str(), user.role), ("local", UserRole::Owner), "one person with the terminal");
     let web = store.identity_user(&butler::channel::Identity::new("web", "local")).await.unwrap().expect("web:local");
@@ -45,7 +45,7 @@ async fn the_owner_code_init_prints_makes_your_own_account_the_owner() {
     tg.fake.push(dm(STRANGER, 1, &format!("/link {code}")));
     let said = tg.texts(STRANGER, 1).await;
     assert!(!said[0].contains("Linked"), "{said:?}");
-    let stranger = butler::channel::Identity::new("telegram", &STRANGER.to_string());
+    let stranger = butler::channel::Identity::new("telegram", STRANGER.to_string());
     assert!(store.identity_user(&stranger).await.unwrap().is_none_or(|u| u.role < UserRole::Member));
     tg.stop().await;
 }
