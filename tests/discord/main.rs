@@ -63,7 +63,8 @@ impl Rig {
         let _ = rustls::crypto::ring::default_provider().install_default();
         let llm = FakeLlm::start().await;
         let (mut cfg, dir) = config(Some(&llm.openai_url()));
-        let section = DiscordConfig { token: Secret::new(TOKEN), public_key: None, api_url: discord.url() };
+        let section =
+            DiscordConfig { token: Secret::new(TOKEN), public_key: None, api_url: discord.url(), link_previews: false };
         cfg.channels.set("discord", section.to_table());
         cfg.access.owners = vec![format!("discord:{ALICE}").parse().unwrap()];
         cfg.access.allow = vec![format!("discord:{BOB}").parse().unwrap()];

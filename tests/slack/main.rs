@@ -70,6 +70,7 @@ pub async fn start(setup: Setup) -> Rig {
         api_url: slack.api_url(),
         working_reaction: "eyes".into(),
         remembered_threads: 1000,
+        link_previews: false,
     };
     cfg.channels.set("slack", section.to_table());
     cfg.access.owners = vec![format!("slack:{OWNER}").parse().unwrap()];

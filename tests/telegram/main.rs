@@ -48,6 +48,7 @@ pub fn telegram(fake: &FakeTelegram) -> TelegramConfig {
         poll_timeout_secs: 5,
         max_per_second: 30,
         chat_interval_ms: 1000,
+        link_previews: false,
     }
 }
 
