@@ -7,7 +7,8 @@
 //! `delivery` (rendering, 2,000-character chunks, typing, streaming edits, 429s),
 //! `doctor` (`butler doctor` with users/@me, config validation), `durable` (the adapter on
 //! its own with a failing inbox: nothing counts as processed, or is acknowledged, before it is
-//! stored), and `media` (attachments in, downloads from the CDN only, files out as multipart).
+//! stored), `media` (attachments in, downloads from the CDN only, files out as multipart), and
+//! `previews` (no link previews unless `link_previews = true`).
 
 #[path = "../support/mod.rs"]
 mod support;
@@ -19,6 +20,7 @@ mod durable;
 mod endpoint;
 mod gateway;
 mod media;
+mod previews;
 
 use butler::channels::DiscordConfig;
 use butler::config::{Config, Secret};

@@ -12,6 +12,7 @@ mod conversations;
 mod doctor;
 mod limits;
 mod media;
+mod previews;
 mod rendering;
 mod signatures;
 mod socket;

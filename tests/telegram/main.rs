@@ -13,6 +13,7 @@ mod durability;
 mod media;
 mod modes;
 mod normalize;
+mod previews;
 mod ratelimit;
 mod render;
 mod unreadable;
