@@ -25,6 +25,11 @@ pub struct DiscordConfig {
     /// Stands in for https://discord.com: the REST API is at `<api_url>/api/v10`.
     #[serde(default = "discord_api")]
     pub api_url: String,
+    /// Let Discord embed link previews; false: every message and edit carries the
+    /// SUPPRESS_EMBEDS flag (an embed fetches the link at once, so a link with a secret in it
+    /// would leak without a click).
+    #[serde(default)]
+    pub link_previews: bool,
 }
 
 fn discord_api() -> String {
@@ -47,6 +52,7 @@ fn settings(cfg: &DiscordConfig, gate: &Gate) -> Settings {
         api_url: cfg.api_url.clone(),
         public_key: cfg.public_key.clone(),
         gate: gate.clone(),
+        link_previews: cfg.link_previews,
     }
 }
 

@@ -36,6 +36,10 @@ pub struct SlackConfig {
     /// are forgotten first, and all after a restart.
     #[serde(default = "slack_remembered_threads")]
     pub remembered_threads: usize,
+    /// Let Slack unfurl links and media; false: every post and update asks for none (an unfurl
+    /// fetches the link at once, so a link with a secret in it would leak without a click).
+    #[serde(default)]
+    pub link_previews: bool,
 }
 
 fn slack_api() -> String {
@@ -75,6 +79,7 @@ fn settings(cfg: &SlackConfig, gate: &Gate) -> SlackSettings {
         remembered_threads: cfg.remembered_threads,
         working_reaction: Some(cfg.working_reaction.trim().to_string()).filter(|r| !r.is_empty()),
         gate: gate.clone(),
+        link_previews: cfg.link_previews,
     }
 }
 

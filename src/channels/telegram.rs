@@ -49,6 +49,10 @@ pub struct TelegramConfig {
     /// Shortest gap between two messages to one chat, in milliseconds; Telegram's limit is ~1 s.
     #[serde(default = "telegram_chat_interval")]
     pub chat_interval_ms: u64,
+    /// Let Telegram show link previews; false: every message and edit asks for none (a preview
+    /// fetches the link at once, so a link with a secret in it would leak without a click).
+    #[serde(default)]
+    pub link_previews: bool,
 }
 
 fn telegram_api() -> String {
@@ -113,6 +117,7 @@ fn settings(cfg: &TelegramConfig, gate: &Gate) -> Settings {
         commands: commands(),
         limits: Limits { per_chat: Duration::from_millis(cfg.chat_interval_ms), per_second: cfg.max_per_second },
         gate: gate.clone(),
+        link_previews: cfg.link_previews,
     }
 }
 
@@ -249,6 +254,7 @@ mod check_tests {
             poll_timeout_secs: 30,
             max_per_second: 30,
             chat_interval_ms: 1000,
+            link_previews: false,
         };
         assert!(problems(good.clone()).is_empty());
         let keys = |t| problems(t).into_iter().map(|(k, _)| k).collect::<Vec<_>>();

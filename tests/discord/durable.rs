@@ -51,7 +51,13 @@ impl FlakyInbox {
 async fn what_the_inbox_cannot_take_is_replayed_and_clicks_wait_for_it() {
     let _ = rustls::crypto::ring::default_provider().install_default();
     let fake = FakeDiscord::start().await;
-    let settings = Settings { token: TOKEN.into(), api_url: fake.url(), public_key: None, gate: Default::default() };
+    let settings = Settings {
+        token: TOKEN.into(),
+        api_url: fake.url(),
+        public_key: None,
+        gate: Default::default(),
+        link_previews: false,
+    };
     let discord = Discord::new(settings).unwrap();
     let inbox = Arc::new(FlakyInbox::default());
     let cancel = CancellationToken::new();

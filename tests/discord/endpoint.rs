@@ -165,7 +165,7 @@ async fn the_endpoint_verifies_answers_ping_and_acknowledges_clicks() {
             f.messages(GENERAL).into_iter().find(|m| m.interaction.as_deref() == Some("1100000000000000001"))
         })
         .await;
-    assert_eq!(note.flags, 64);
+    assert_eq!(note.flags, 64 | 4, "ephemeral, and no link previews (SUPPRESS_EMBEDS)");
     assert!(note.content.contains("no longer does anything"), "{}", note.content);
     rig.stop().await;
 }

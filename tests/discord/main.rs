@@ -7,7 +7,8 @@
 //! `delivery` (rendering, 2,000-character chunks, typing, streaming edits, 429s),
 //! `doctor` (`butler doctor` with users/@me, config validation), `durable` (the adapter on
 //! its own with a failing inbox: nothing counts as processed, or is acknowledged, before it is
-//! stored), and `media` (attachments in, downloads from the CDN only, files out as multipart).
+//! stored), `media` (attachments in, downloads from the CDN only, files out as multipart), and
+//! `previews` (no link previews unless `link_previews = true`).
 
 #[path = "../support/mod.rs"]
 mod support;
@@ -19,6 +20,7 @@ mod durable;
 mod endpoint;
 mod gateway;
 mod media;
+mod previews;
 
 use butler::channels::DiscordConfig;
 use butler::config::{Config, Secret};
@@ -63,7 +65,8 @@ impl Rig {
         let _ = rustls::crypto::ring::default_provider().install_default();
         let llm = FakeLlm::start().await;
         let (mut cfg, dir) = config(Some(&llm.openai_url()));
-        let section = DiscordConfig { token: Secret::new(TOKEN), public_key: None, api_url: discord.url() };
+        let section =
+            DiscordConfig { token: Secret::new(TOKEN), public_key: None, api_url: discord.url(), link_previews: false };
         cfg.channels.set("discord", section.to_table());
         cfg.access.owners = vec![format!("discord:{ALICE}").parse().unwrap()];
         cfg.access.allow = vec![format!("discord:{BOB}").parse().unwrap()];

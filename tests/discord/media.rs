@@ -148,7 +148,13 @@ async fn downloads_stream_from_discords_cdn_only_and_carry_no_token() {
 async fn files_are_sent_as_multipart_messages_with_their_caption_and_nonce() {
     let _ = rustls::crypto::ring::default_provider().install_default();
     let fake = FakeDiscord::start().await;
-    let settings = Settings { token: TOKEN.into(), api_url: fake.url(), public_key: None, gate: Default::default() };
+    let settings = Settings {
+        token: TOKEN.into(),
+        api_url: fake.url(),
+        public_key: None,
+        gate: Default::default(),
+        link_previews: false,
+    };
     let discord = Discord::new(settings).unwrap();
     let source = discord.files();
     let dir = tempfile::tempdir().unwrap();

@@ -16,6 +16,7 @@ fn slack(api_url: &str, token: &str, secret: Option<&str>, app: Option<&str>) ->
         api_url: api_url.into(),
         working_reaction: "eyes".into(),
         remembered_threads: 100,
+        link_previews: false,
     };
     cfg.channels.set("slack", section.to_table());
     cfg

@@ -83,6 +83,7 @@ async fn a_429_on_one_replica_holds_the_method_on_the_other() {
             remembered_threads: 10,
             working_reaction: None,
             gate: gate.clone(),
+            link_previews: false,
         };
         replicas.push(SlackChannel::connect(settings).await.unwrap());
     }

@@ -12,6 +12,7 @@ mod conversations;
 mod doctor;
 mod limits;
 mod media;
+mod previews;
 mod rendering;
 mod signatures;
 mod socket;
@@ -70,6 +71,7 @@ pub async fn start(setup: Setup) -> Rig {
         api_url: slack.api_url(),
         working_reaction: "eyes".into(),
         remembered_threads: 1000,
+        link_previews: false,
     };
     cfg.channels.set("slack", section.to_table());
     cfg.access.owners = vec![format!("slack:{OWNER}").parse().unwrap()];

@@ -177,6 +177,7 @@ async fn adapter(slack: &FakeSlack) -> SlackChannel {
         remembered_threads: 100,
         working_reaction: None,
         gate: Gate::local(),
+        link_previews: false,
     })
     .await
     .expect("auth.test")

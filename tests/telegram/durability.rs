@@ -50,6 +50,7 @@ fn settings(fake: &FakeTelegram, mode: Mode) -> Settings {
         commands: vec![],
         limits: Limits::default(),
         gate: butler::channel::limit::Gate::local(),
+        link_previews: false,
     }
 }
 

@@ -14,6 +14,7 @@ mod media;
 mod modes;
 mod normalize;
 mod owner;
+mod previews;
 mod ratelimit;
 mod render;
 mod unreadable;
@@ -49,6 +50,7 @@ pub fn telegram(fake: &FakeTelegram) -> TelegramConfig {
         poll_timeout_secs: 5,
         max_per_second: 30,
         chat_interval_ms: 1000,
+        link_previews: false,
     }
 }
 

@@ -38,6 +38,7 @@ async fn adapter(fake: &FakeTelegram) -> Arc<TelegramChannel> {
         commands: vec![],
         limits: Limits { per_chat: Duration::from_millis(20), per_second: 30 },
         gate: Gate::local(),
+        link_previews: false,
     };
     TelegramChannel::connect(settings).await.unwrap()
 }

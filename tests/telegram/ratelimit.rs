@@ -104,6 +104,7 @@ async fn replicas(fake: &FakeTelegram, gates: &[Gate], per_chat: Duration) -> Ve
             commands: vec![],
             limits: Limits { per_chat, per_second: 30 },
             gate: gate.clone(),
+            link_previews: false,
         };
         out.push(TelegramChannel::connect(settings).await.unwrap());
     }

@@ -68,6 +68,9 @@ pub struct Settings {
     /// Where rate-limit holds are kept: this process's, or the replicas' shared gate (which
     /// also counts refused requests on the interactions endpoint).
     pub gate: Gate,
+    /// Let Discord embed link previews in Butler's messages; false: every message and edit
+    /// carries SUPPRESS_EMBEDS.
+    pub link_previews: bool,
 }
 
 impl std::fmt::Debug for Settings {
@@ -76,6 +79,7 @@ impl std::fmt::Debug for Settings {
             .field("api_url", &self.api_url)
             .field("public_key", &self.public_key)
             .field("gate", &self.gate)
+            .field("link_previews", &self.link_previews)
             .finish()
     }
 }
@@ -92,6 +96,8 @@ pub(crate) struct Inner {
     public_key: Option<ed25519_dalek::VerifyingKey>,
     /// For the interactions endpoint's refused requests.
     gate: Gate,
+    /// Let Discord embed link previews (false: SUPPRESS_EMBEDS on every message and edit).
+    previews: bool,
     running: AtomicBool,
 }
 
@@ -116,6 +122,7 @@ impl Discord {
                 acks: Acks::default(),
                 public_key,
                 gate: settings.gate,
+                previews: settings.link_previews,
                 running: AtomicBool::new(false),
             }),
         })

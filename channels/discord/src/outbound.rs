@@ -8,7 +8,9 @@
 //! Discord's upload limit (10 MiB for most bots, answered 413 above it) bounds.
 //!
 //! Every message is sent with `allowed_mentions` that parse nothing, so nothing Butler says can
-//! ping anyone. This module must never decide what to say.
+//! ping anyone, and, unless the settings allow link previews, with the SUPPRESS_EMBEDS flag on
+//! create and edit (an embed is fetched by Discord at once, so a link with a secret in it would
+//! leak without anyone clicking). This module must never decide what to say.
 
 use crate::inbound::split_handle;
 use crate::render::render;
@@ -22,7 +24,7 @@ use serenity::builder::{
 };
 use serenity::http::{LightMethod, Multipart, MultipartUpload, Route};
 use serenity::model::application::ButtonStyle as Style;
-use serenity::model::channel::{Message, MessageReference, Nonce};
+use serenity::model::channel::{Message, MessageFlags, MessageReference, Nonce};
 use serenity::model::id::{ApplicationId, ChannelId, MessageId};
 use std::time::Duration;
 
@@ -97,10 +99,19 @@ fn wanted(msg: &Outbound) -> String {
     }
 }
 
+/// The flags every message and edit carries: SUPPRESS_EMBEDS (no link previews) unless
+/// `previews` allows them, then none (Discord's default).
+pub(crate) fn no_embeds(previews: bool) -> Option<MessageFlags> {
+    (!previews).then_some(MessageFlags::SUPPRESS_EMBEDS)
+}
+
 /// The body of a new message (with a file: its metadata, `attachments[0]`, whose bytes go in
-/// the form part `files[0]`).
-pub(crate) fn create_body(msg: &Outbound, channel: ChannelId) -> CreateMessage {
+/// the form part `files[0]`); `previews`: let Discord embed link previews.
+pub(crate) fn create_body(msg: &Outbound, channel: ChannelId, previews: bool) -> CreateMessage {
     let mut body = CreateMessage::new().allowed_mentions(CreateAllowedMentions::new()).components(rows(&msg.buttons));
+    if let Some(flags) = no_embeds(previews) {
+        body = body.flags(flags);
+    }
     let text = wanted(msg);
     if !text.trim().is_empty() {
         body = body.content(text);
@@ -119,12 +130,17 @@ pub(crate) fn create_body(msg: &Outbound, channel: ChannelId) -> CreateMessage {
     body
 }
 
-/// The body of an edit (text and buttons replaced; no buttons removes them).
-pub(crate) fn edit_body(msg: &Outbound) -> EditMessage {
-    EditMessage::new()
+/// The body of an edit (text and buttons replaced; no buttons removes them); `previews`: let
+/// Discord embed link previews.
+pub(crate) fn edit_body(msg: &Outbound, previews: bool) -> EditMessage {
+    let body = EditMessage::new()
         .content(content(&msg.text))
         .allowed_mentions(CreateAllowedMentions::new())
-        .components(rows(&msg.buttons))
+        .components(rows(&msg.buttons));
+    match no_embeds(previews) {
+        Some(flags) => body.flags(flags),
+        None => body,
+    }
 }
 
 /// The `multipart/form-data` of a message with `file`: `payload_json` (the message, nonce
@@ -153,7 +169,7 @@ impl Inner {
             }
         }
         let channel_id = channel_of(&msg.conversation)?;
-        let body = create_body(msg, channel_id);
+        let body = create_body(msg, channel_id, self.previews);
         let route = Route::ChannelMessages { channel_id };
         let sent: Message = match &msg.file {
             None => self.rest.json(LightMethod::Post, route, Some(&body)).await?,
@@ -182,7 +198,10 @@ impl Inner {
         let message_id: MessageId = snowflake(&target.id)?;
         if let Some(handle) = msg.private_to.as_ref().and_then(|p| p.interaction.as_deref()) {
             let (application_id, token) = self.handle(handle)?;
-            let body = CreateInteractionResponseFollowup::new().content(content(&msg.text));
+            let mut body = CreateInteractionResponseFollowup::new().content(content(&msg.text));
+            if let Some(flags) = no_embeds(self.previews) {
+                body = body.flags(flags);
+            }
             let route = Route::WebhookFollowupMessage { application_id, token, message_id };
             return self.rest.json::<Message>(LightMethod::Patch, route, Some(&body)).await.map(|_| ());
         }
@@ -193,7 +212,7 @@ impl Inner {
             .json::<Message>(
                 LightMethod::Patch,
                 Route::ChannelMessage { channel_id, message_id },
-                Some(&edit_body(msg)),
+                Some(&edit_body(msg, self.previews)),
             )
             .await;
         self.pacer.mark(&target.id);
@@ -216,10 +235,11 @@ impl Inner {
     async fn answer_click(&self, msg: &Outbound, handle: &str) -> Result<MessageRef, ChannelError> {
         let (application_id, token) = self.handle(handle)?;
         self.acks.settled(token, Duration::from_secs(5)).await;
-        let body = CreateInteractionResponseFollowup::new()
-            .content(content(&msg.text))
-            .ephemeral(true)
-            .allowed_mentions(CreateAllowedMentions::new());
+        let mut body = CreateInteractionResponseFollowup::new().content(content(&msg.text));
+        if let Some(flags) = no_embeds(self.previews) {
+            body = body.flags(flags);
+        }
+        let body = body.ephemeral(true).allowed_mentions(CreateAllowedMentions::new());
         let route = Route::WebhookFollowupMessages { application_id, token };
         let sent: Message = self.rest.json(LightMethod::Post, route, Some(&body)).await.map_err(|e| match e {
             // The acknowledgement (the HTTP endpoint's answer) may not have reached Discord yet.
@@ -249,7 +269,7 @@ mod tests {
         ];
         msg.key = Some("approval:1#0".into());
         msg.reply_to = Some("334385199974967042".into());
-        let body = serde_json::to_value(create_body(&msg, ChannelId::new(290926798999357250))).unwrap();
+        let body = serde_json::to_value(create_body(&msg, ChannelId::new(290926798999357250), false)).unwrap();
         assert_eq!(body["content"], "**Approve** this?");
         assert_eq!(body["allowed_mentions"]["parse"], json!([]));
         assert_eq!(body["enforce_nonce"], true);
@@ -280,7 +300,7 @@ mod tests {
             ]
         );
         // An edit without buttons removes them.
-        let edit = serde_json::to_value(edit_body(&outbound("✅ Approved"))).unwrap();
+        let edit = serde_json::to_value(edit_body(&outbound("✅ Approved"), false)).unwrap();
         assert_eq!((edit["content"].as_str(), edit["components"].clone()), (Some("✅ Approved"), json!([])));
     }
 
@@ -294,7 +314,7 @@ mod tests {
             let mut msg = outbound(text);
             msg.key = Some("reply:1#0".into());
             msg.file = Some(file.clone());
-            let body = serde_json::to_value(create_body(&msg, ChannelId::new(290926798999357250))).unwrap();
+            let body = serde_json::to_value(create_body(&msg, ChannelId::new(290926798999357250), false)).unwrap();
             assert_eq!(body["content"].as_str(), want, "{text:?}: the caption, or no content");
             assert_eq!(body["attachments"], json!([{"id": 0, "filename": "chart.png", "description": null}]));
             assert_eq!(

@@ -4,6 +4,12 @@
 //! do next (429 -> `RateLimited`, `message_not_found` -> `NotFound`, `invalid_auth` ->
 //! `Unauthorized`, 5xx and network trouble -> `Transient`, the rest -> `Rejected`).
 //!
+//! Every message it posts or updates (chat.postMessage, chat.update, chat.postEphemeral) asks
+//! Slack not to unfurl links or media unless previews are allowed ([`Api::link_previews`]): an
+//! unfurl fetches the link at once, so a link with a secret in it would leak without a click.
+//! slack-morphism's update and ephemeral requests have no unfurl fields, so those two are sent
+//! wrapped in [`NoUnfurl`].
+//!
 //! This module must never log or return a token, and never retry by itself.
 
 use crate::blocks::Rendered;
@@ -36,6 +42,24 @@ pub struct Api {
     app: Option<SlackApiToken>,
     limiter: Limiter,
     tls: Arc<rustls::ClientConfig>,
+    /// Let Slack unfurl what Butler posts (false: every post and update asks for no unfurls).
+    previews: bool,
+}
+
+/// A request with Slack's unfurl switches added (both false), for the methods whose
+/// slack-morphism request lacks them.
+#[derive(serde::Serialize)]
+struct NoUnfurl<'a, T: serde::Serialize> {
+    #[serde(flatten)]
+    request: &'a T,
+    unfurl_links: bool,
+    unfurl_media: bool,
+}
+
+impl<'a, T: serde::Serialize> NoUnfurl<'a, T> {
+    fn new(request: &'a T) -> Self {
+        Self { request, unfurl_links: false, unfurl_media: false }
+    }
 }
 
 /// A TLS client config on the ring provider with the system's roots (empty when the system
@@ -132,6 +156,29 @@ impl Api {
             app: app_token.map(token),
             limiter: Limiter::new(gate),
             tls,
+            previews: false,
+        }
+    }
+
+    /// Lets Slack unfurl links and media in what Butler posts (off unless called with true).
+    pub fn link_previews(mut self, allowed: bool) -> Self {
+        self.previews = allowed;
+        self
+    }
+
+    /// POSTs `req` to `method` as slack-morphism would, with the unfurl switches off unless
+    /// previews are allowed.
+    async fn post_unfurled<RQ, RS>(&self, method: &'static str, req: &RQ) -> Result<RS, ChannelError>
+    where
+        RQ: serde::Serialize + Send + Sync,
+        RS: for<'de> serde::Deserialize<'de> + Send,
+    {
+        let session = self.bot();
+        let tier = Some(&*SLACK_TIER3_METHOD_CONFIG);
+        if self.previews {
+            self.call(method, session.http_session_api.http_post(method, req, tier)).await
+        } else {
+            self.call(method, session.http_session_api.http_post(method, &NoUnfurl::new(req), tier)).await
         }
     }
 
@@ -183,9 +230,11 @@ impl Api {
         msg: Rendered,
     ) -> Result<(String, String), ChannelError> {
         let content = SlackMessageContent::new().with_text(msg.text).with_blocks(msg.blocks);
+        let off = (!self.previews).then_some(false);
         let req = SlackApiChatPostMessageRequest::new(channel.into(), content)
             .opt_thread_ts(thread_ts.map(Into::into))
-            .with_unfurl_links(false);
+            .opt_unfurl_links(off)
+            .opt_unfurl_media(off);
         let r = self.call("chat.postMessage", self.bot().chat_post_message(&req)).await?;
         Ok((r.channel.0, r.ts.0))
     }
@@ -193,7 +242,7 @@ impl Api {
     pub async fn update(&self, channel: &str, ts: &str, msg: Rendered) -> Result<(), ChannelError> {
         let content = SlackMessageContent::new().with_text(msg.text).with_blocks(msg.blocks);
         let req = SlackApiChatUpdateRequest::new(channel.into(), content, ts.into());
-        self.call("chat.update", self.bot().chat_update(&req)).await.map(|_| ())
+        self.post_unfurled::<_, SlackApiChatUpdateResponse>("chat.update", &req).await.map(|_| ())
     }
 
     pub async fn post_ephemeral(
@@ -206,7 +255,7 @@ impl Api {
         let content = SlackMessageContent::new().with_text(msg.text).with_blocks(msg.blocks);
         let req = SlackApiChatPostEphemeralRequest::new(channel.into(), user.into(), content)
             .opt_thread_ts(thread_ts.map(Into::into));
-        self.call("chat.postEphemeral", self.bot().chat_post_ephemeral(&req)).await.map(|_| ())
+        self.post_unfurled::<_, SlackApiChatPostEphemeralResponse>("chat.postEphemeral", &req).await.map(|_| ())
     }
 
     pub async fn reaction(&self, add: bool, channel: &str, ts: &str, name: &str) -> Result<(), ChannelError> {

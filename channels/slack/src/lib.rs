@@ -10,7 +10,7 @@
 //! as an actions block, always in the conversation's thread; edits by chat.update at most once
 //! a second per message; private answers to clicks as ephemeral messages; `#name` targets
 //! resolved to channel ids; 429s held per method and reported as `RateLimited` so the outbox
-//! retries later.
+//! retries later. Links and media are not unfurled unless `link_previews` allows it.
 //!
 //! Files: shared files arrive as the event's attachments and are fetched with the bot token
 //! from Slack's file host only ([`SlackFiles`]); Butler's own files go out through Slack's
@@ -71,6 +71,9 @@ pub struct SlackSettings {
     /// Where per-method holds are kept: this process's, or the replicas' shared gate (which
     /// also counts refused requests on the signed endpoints).
     pub gate: Gate,
+    /// Let Slack unfurl links and media in Butler's messages; false: every post and update
+    /// asks for none.
+    pub link_previews: bool,
 }
 
 impl std::fmt::Debug for SlackSettings {
@@ -80,6 +83,7 @@ impl std::fmt::Debug for SlackSettings {
             .field("http", &self.signing_secret.is_some())
             .field("socket_mode", &self.app_token.is_some())
             .field("gate", &self.gate)
+            .field("link_previews", &self.link_previews)
             .finish_non_exhaustive()
     }
 }
@@ -124,7 +128,8 @@ impl Shared {
     #[cfg(test)]
     pub(crate) fn for_tests(settings: SlackSettings) -> Arc<Self> {
         let api =
-            Api::new(&settings.api_url, &settings.bot_token, settings.app_token.as_deref(), settings.gate.clone());
+            Api::new(&settings.api_url, &settings.bot_token, settings.app_token.as_deref(), settings.gate.clone())
+                .link_previews(settings.link_previews);
         let transfer = Transfer::new(&settings.api_url, &settings.bot_token, &api.tls()).expect("an HTTP client");
         Arc::new_cyclic(|this| Shared {
             this: this.clone(),
@@ -147,7 +152,8 @@ impl SlackChannel {
     /// channel.
     pub async fn connect(settings: SlackSettings) -> Result<Self, ChannelError> {
         let api =
-            Api::new(&settings.api_url, &settings.bot_token, settings.app_token.as_deref(), settings.gate.clone());
+            Api::new(&settings.api_url, &settings.bot_token, settings.app_token.as_deref(), settings.gate.clone())
+                .link_previews(settings.link_previews);
         let auth = api.auth_test().await?;
         tracing::info!(team = %auth.team, bot_user = %auth.user_id, "Slack bot token accepted");
         let transfer = Transfer::new(&settings.api_url, &settings.bot_token, &api.tls())?;

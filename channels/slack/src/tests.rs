@@ -44,6 +44,7 @@ fn shared() -> Arc<Shared> {
         remembered_threads: 10,
         working_reaction: None,
         gate: butler_channel::limit::Gate::local(),
+        link_previews: false,
     })
 }
 

@@ -9,7 +9,9 @@
 //!   the opaque action id, at most 64 bytes), answers to clicks with `answerCallbackQuery`,
 //!   edits for streaming and outcomes, typing indicators, files (`sendPhoto` / `sendDocument`,
 //!   streamed from disk, the text as caption). Every message and edit goes through one send
-//!   scheduler (1 per second per chat, 30 per second overall, 429s honoured).
+//!   scheduler (1 per second per chat, 30 per second overall, 429s honoured), and asks for no
+//!   link preview unless [`Settings::link_previews`] allows them (a preview fetches the link
+//!   at once, so a link carrying a secret would leak it without a click).
 //! - Files people send: attachments on the event (`normalize`), fetched through
 //!   [`TelegramFiles`] (`getFile`, then the file URL, streamed).
 //!
@@ -78,6 +80,9 @@ pub struct Settings {
     pub limits: Limits,
     /// Where the send limits are kept: this process's, or the replicas' shared gate.
     pub gate: Gate,
+    /// Let Telegram show link previews; false (the default): every message and edit asks for
+    /// none.
+    pub link_previews: bool,
 }
 
 impl std::fmt::Debug for Settings {
@@ -89,6 +94,7 @@ impl std::fmt::Debug for Settings {
             .field("commands", &self.commands.len())
             .field("limits", &self.limits)
             .field("gate", &self.gate)
+            .field("link_previews", &self.link_previews)
             .finish()
     }
 }
@@ -265,6 +271,7 @@ mod debug_tests {
             commands: vec![],
             limits: Limits { per_chat: Duration::from_secs(1), per_second: 30 },
             gate: Gate::local(),
+            link_previews: false,
         };
         for text in [format!("{mode:?}"), format!("{settings:?}"), format!("{settings:#?}")] {
             assert!(!text.contains("canary"), "{text}");

@@ -3,6 +3,10 @@
 //! and Telegram's errors mapped to what the outbox should do next (`NotModified` is success,
 //! `RateLimited` is "try later", `NotFound` sends anew).
 //!
+//! Every sendMessage and editMessageText asks for no link preview (`link_preview_options` with
+//! `is_disabled`) unless the settings allow previews: a preview is fetched by Telegram at once,
+//! so a link with a secret in it would leak without anyone clicking.
+//!
 //! It must never drop a message: a 429 is waited out (or handed back as `RateLimited`), and a
 //! rendering Telegram refuses is re-sent as plain text rather than lost.
 
@@ -17,8 +21,8 @@ use teloxide::payloads::{
 };
 use teloxide::requests::Requester;
 use teloxide::types::{
-    CallbackQueryId, ChatAction, ChatId, InlineKeyboardButton, InlineKeyboardMarkup, MessageId, ParseMode,
-    ReplyParameters, ThreadId,
+    CallbackQueryId, ChatAction, ChatId, InlineKeyboardButton, InlineKeyboardMarkup, LinkPreviewOptions, MessageId,
+    ParseMode, ReplyParameters, ThreadId,
 };
 use teloxide::{ApiError, RequestError};
 
@@ -111,6 +115,18 @@ pub(crate) fn classify(e: RequestError, token: &str) -> ChannelError {
     }
 }
 
+/// The link preview options of every message and edit: None (Telegram's default, previews
+/// shown) when they are allowed, else disabled.
+pub(crate) fn preview_options(allowed: bool) -> Option<LinkPreviewOptions> {
+    (!allowed).then_some(LinkPreviewOptions {
+        is_disabled: true,
+        url: None,
+        prefer_small_media: false,
+        prefer_large_media: false,
+        show_above_text: false,
+    })
+}
+
 pub(crate) fn cant_parse(e: &RequestError) -> bool {
     matches!(e, RequestError::Api(ApiError::CantParseEntities(_)))
         || matches!(e, RequestError::Api(ApiError::Unknown(d)) if d.contains("can't parse entities"))
@@ -164,6 +180,9 @@ impl TelegramChannel {
             if html {
                 req = req.parse_mode(ParseMode::Html);
             }
+            if let Some(o) = preview_options(self.settings.link_previews) {
+                req = req.link_preview_options(o);
+            }
             if let Some(t) = thread {
                 req = req.message_thread_id(t);
             }
@@ -205,6 +224,9 @@ impl TelegramChannel {
             let mut req = self.bot.edit_message_text(chat, id, text);
             if html {
                 req = req.parse_mode(ParseMode::Html);
+            }
+            if let Some(o) = preview_options(self.settings.link_previews) {
+                req = req.link_preview_options(o);
             }
             // Without a reply_markup the keyboard goes away: a final text loses the Stop button.
             if !msg.buttons.is_empty() {

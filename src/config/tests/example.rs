@@ -113,6 +113,7 @@ fn full_config() -> Config {
             api_url: "https://slack.com/api".into(),
             working_reaction: "eyes".into(),
             remembered_threads: 10_000,
+            link_previews: true,
         }
         .to_table(),
     );
@@ -128,6 +129,7 @@ fn full_config() -> Config {
             poll_timeout_secs: 30,
             max_per_second: 30,
             chat_interval_ms: 1000,
+            link_previews: true,
         }
         .to_table(),
     );
@@ -138,6 +140,7 @@ fn full_config() -> Config {
             token: Secret::new("d"),
             public_key: Some("d75a980182b10ab7d54bfed3c964073a0ee172f3daa62325af021a68f707511a".into()),
             api_url: "https://discord.com".into(),
+            link_previews: true,
         }
         .to_table(),
     );
