@@ -256,8 +256,9 @@ pub trait WebStore: Send + Sync {
 /// its own; and the buttons a click may still press.
 #[async_trait]
 pub trait WebConversationStore: Send + Sync {
-    /// `owner`'s conversations that show in the list (never deleted, or with messages since),
-    /// latest activity first.
+    /// The conversations of `owner` (an identity, `web:alice`) and of every other identity of the
+    /// same person (the owner's `cli:local` briefings), that show in the list (never deleted, or
+    /// with messages since), latest activity first.
     async fn web_conversations(&self, owner: &str, limit: usize) -> Result<Vec<WebConversation>>;
     /// One conversation's entry, shown or not; `None` when there is no such conversation.
     async fn web_conversation(&self, id: &str) -> Result<Option<WebConversation>>;

@@ -216,7 +216,7 @@ async fn authorize(
         }
     };
     match owner {
-        Some(o) if o != format!("{CHANNEL}:{user}") => {
+        Some(o) if !conversations::is_theirs(&s.store, &o, &format!("{CHANNEL}:{user}")).await? => {
             Err(ApiError::new(StatusCode::FORBIDDEN, "forbidden", "this conversation belongs to someone else"))
         }
         Some(_) => Ok((user, true)),
@@ -437,7 +437,7 @@ async fn existing_conversation(s: &WebState, headers: &HeaderMap, raw: &str) -> 
         .await
         .map_err(ApiError::unavailable)?
         .ok_or_else(|| ApiError::new(StatusCode::NOT_FOUND, "unknown_conversation", "no such conversation"))?;
-    if !s.auth.is_local() && row.owner != format!("{CHANNEL}:{user}") {
+    if !s.auth.is_local() && !conversations::is_theirs(&s.store, &row.owner, &format!("{CHANNEL}:{user}")).await? {
         return Err(ApiError::new(StatusCode::FORBIDDEN, "forbidden", "this conversation belongs to someone else"));
     }
     Ok(row.id)

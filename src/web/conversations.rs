@@ -94,9 +94,28 @@ pub(super) async fn list(store: &WebStores, owner: &str, limit: Option<usize>) -
 async fn owned(store: &WebStores, owner: &str, conv: &str) -> Result<String, ApiError> {
     let id = format!("{CHANNEL}:{conv}");
     match store.users.conversation_get(&id).await.map_err(ApiError::unavailable)? {
-        Some(row) if row.owner == owner => Ok(id),
+        Some(row) if is_theirs(store, &row.owner, owner).await? => Ok(id),
         _ => Err(not_found()),
     }
+}
+
+/// Whether a conversation owned by identity `owner` is `caller`'s: the same identity, or another
+/// identity of the same person (the owner's terminal made a briefing's conversation; the owner
+/// reads and answers it on the web page).
+pub(super) async fn is_theirs(store: &WebStores, owner: &str, caller: &str) -> Result<bool, ApiError> {
+    if owner == caller {
+        return Ok(true);
+    }
+    let (Ok(owner), Ok(caller)) =
+        (owner.parse::<butler_channel::Identity>(), caller.parse::<butler_channel::Identity>())
+    else {
+        return Ok(false);
+    };
+    let person = |id| async move { store.users.identity_user(&id).await.map_err(ApiError::unavailable) };
+    Ok(match (person(owner).await?, person(caller).await?) {
+        (Some(a), Some(b)) => a.id == b.id,
+        _ => false,
+    })
 }
 
 /// A title as given (`None`: back to automatic), made storable, control characters as spaces.

@@ -122,7 +122,10 @@ async fn download(
             (Some(owner), _) => *owner == caller,
             (None, Some(conv)) => {
                 let row = s.store.users.conversation_get(conv).await.map_err(ApiError::unavailable)?;
-                row.is_some_and(|r| r.owner == caller)
+                match row {
+                    Some(r) => super::conversations::is_theirs(&s.store, &r.owner, &caller).await?,
+                    None => false,
+                }
             }
             (None, None) => false,
         };

@@ -117,6 +117,7 @@ contract! {
     web_messages_idempotent_and_listed => crate::web::idempotent_and_listed,
     web_conversations_listed_renamed_hidden => crate::web::conversations_listed_renamed_hidden,
     web_live_buttons_are_the_shown_ones => crate::web::live_buttons_are_the_shown_ones,
+    web_one_persons_conversations_are_listed_together => crate::web::one_persons_conversations_are_listed_together,
     code_create_refuses_live_duplicates => crate::access::code_create_and_duplicate,
     code_take_is_single_use_under_races => crate::access::code_take_once,
     codes_expire_and_list_newest_first => crate::access::codes_expire_and_list_newest_first,

@@ -143,3 +143,38 @@ pub async fn live_buttons_are_the_shown_ones(store: Arc<dyn Store>) {
     assert!(store.web_live_buttons("web:a").await.unwrap().is_empty());
     assert_eq!(actions(store.web_live_buttons("web:b").await.unwrap()), ["ap:y:once"]);
 }
+
+/// A person's list holds the conversations of every identity of theirs (the owner's terminal
+/// made `web:brief` as `cli:local`), and nobody else's.
+pub async fn one_persons_conversations_are_listed_together(store: Arc<dyn Store>) {
+    let me = butler::store::NewUser {
+        id: "local".into(),
+        display_name: None,
+        role: butler::store::UserRole::Owner,
+        timezone: "UTC".into(),
+    };
+    for id in ["cli:local", "web:local"] {
+        store.user_ensure(&id.parse().unwrap(), &me).await.unwrap();
+    }
+    let bob = butler::store::NewUser { id: "bob".into(), ..me.clone() };
+    store.user_ensure(&"web:bob".parse().unwrap(), &bob).await.unwrap();
+    for (id, owner, created) in
+        [("web:brief", "cli:local", 1_000), ("web:mine", "web:local", 2_000), ("web:bobs", "web:bob", 3_000)]
+    {
+        store.conversation_ensure(&conversation(id, owner, created)).await.unwrap();
+        store.web_insert(&msg(id, &format!("ev-{id}"), "user", "hello")).await.unwrap();
+    }
+    // (the list of, shows)
+    let cases: [(&str, &[&str]); 4] = [
+        ("web:local", &["web:brief", "web:mine"]),
+        ("cli:local", &["web:brief", "web:mine"]),
+        ("web:bob", &["web:bobs"]),
+        ("web:nobody", &[]),
+    ];
+    for (whose, want) in cases {
+        let mut got: Vec<String> =
+            store.web_conversations(whose, 50).await.unwrap().into_iter().map(|c| c.id).collect();
+        got.sort();
+        assert_eq!(got, want, "{whose}");
+    }
+}

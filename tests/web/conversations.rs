@@ -153,3 +153,59 @@ async fn a_delivered_briefing_marks_its_conversation() {
     assert_eq!(butler, [("brief".to_string(), true), ("mine".to_string(), false)], "newest first, marked: {list}");
     app.stop().await;
 }
+
+/// One person, one inbox (issue 30, point 4): a briefing conversation the owner's terminal made
+/// (`cli:local`, as `butler schedule add` does) is in the owner's web list with Butler's mark and
+/// can be answered there; someone else is still refused.
+#[tokio::test]
+async fn the_owners_terminal_briefings_are_in_their_web_list_and_answerable() {
+    let (cfg, dir) = config(None);
+    let app = TestApp::start(cfg, Some(dir)).await;
+    let store = &app.app.store;
+    // The terminal and the local page are one person (the local owner), as Butler makes them.
+    let me = butler::store::NewUser {
+        id: "local".into(),
+        display_name: None,
+        role: butler::store::UserRole::Owner,
+        timezone: "UTC".into(),
+    };
+    for id in ["cli:local", "web:local"] {
+        store.user_ensure(&id.parse().unwrap(), &me).await.unwrap();
+    }
+    let row = butler::store::ConversationRow {
+        id: "web:briefings".into(),
+        kind: butler::channel::ConversationKind::Direct,
+        owner: "cli:local".into(),
+        created_ms: butler::store::now_ms(),
+    };
+    store.conversation_ensure(&row).await.unwrap();
+    let briefing =
+        butler::store::NewOutbox::message("schedule:9:1", "web:briefings", "Good morning from the terminal.");
+    store.outbox_enqueue(&briefing).await.unwrap();
+    app.wait_replies("briefings", 1, 30).await;
+
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let list = loop {
+        let (status, list) = call(&app, "GET", "/api/v1/conversations?user=local", None).await;
+        assert_eq!(status, 200, "{list}");
+        let marked =
+            list["conversations"].as_array().unwrap().iter().any(|c| c["id"] == "briefings" && c["butler"] == true);
+        if marked || std::time::Instant::now() > deadline {
+            break list;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    };
+    assert_eq!(ids(&list), ["briefings"], "the terminal's briefing is in the owner's list: {list}");
+    assert!(list["conversations"][0]["butler"] == true, "marked as from Butler: {list}");
+    // Someone else's list does not show it.
+    let (_, theirs) = call(&app, "GET", "/api/v1/conversations?user=bob", None).await;
+    assert!(ids(&theirs).is_empty(), "{theirs}");
+
+    // The owner answers it from the page; someone else may not.
+    assert_eq!(app.post("briefings", "local", "thanks, and remind me at 9").await.0, 202);
+    let shown = app.wait_replies("briefings", 2, 30).await;
+    assert!(shown.len() >= 2, "{shown:?}");
+    let (status, refused) = app.post("briefings", "bob", "let me in").await;
+    assert_eq!((status, refused["error"]["code"].as_str()), (403, Some("forbidden")), "{refused}");
+    app.stop().await;
+}

@@ -83,12 +83,16 @@ macro_rules! impl_web_conversations {
                 let raw: Vec<$crate::store::sql::web_conversations::WebConversationRaw> = sqlx::query_as(concat!(
                     "SELECT * FROM (",
                     $crate::store::sql::web_conversations::entry_sql!(),
-                    " WHERE c.owner = $1 AND c.id LIKE 'web:%') t \
+                    " WHERE c.id LIKE 'web:%' AND (c.owner = $1 OR c.owner IN (SELECT i2.channel || ':' || \
+                     i2.platform_user_id FROM identities i1 JOIN identities i2 ON i2.user_id = i1.user_id \
+                     WHERE i1.channel = $3 AND i1.platform_user_id = $4))) t \
                      WHERE t.hidden_upto IS NULL OR t.last_id > t.hidden_upto \
                      ORDER BY t.last_ms DESC, COALESCE(t.last_id, 0) DESC, t.id DESC LIMIT $2"
                 ))
                 .bind(owner)
                 .bind($crate::store::sql::rows::sql_limit(limit))
+                .bind(owner.split_once(':').map_or("", |(c, _)| c))
+                .bind(owner.split_once(':').map_or("", |(_, u)| u))
                 .fetch_all(self.reader())
                 .await
                 .map_err($crate::store::sql::error::db_err)?;
