@@ -140,6 +140,8 @@ impl App {
         let cfg = opts.config;
         let hooks = check_isolation(&cfg)?;
         let store = open_store(&cfg).await?;
+        // The terminal and the local page are one person before anything is said to either.
+        crate::triage::access::ensure_local_owner(&*store, &local_identities(&cfg), &cfg.agent.timezone).await?;
         let cluster = replicas::join(&cfg).await?;
         let background = Tasks::default();
         cluster.start(&background.tracker, background.cancel.clone());
@@ -417,6 +419,17 @@ fn build_sessions(
 /// identities (`cli:local`, the local web page, the web token's owner); refusals, wrong codes
 /// and lockouts kept in `gate`; links and approvals announced on the cluster's bus.
 fn build_access(cfg: &Config, gate: &Gate, cluster: &Arc<Cluster>) -> Arc<Access> {
+    let local = local_identities(cfg);
+    if cfg.access.policy == crate::config::AccessPolicy::Open {
+        tracing::warn!("[access] policy = \"open\": anyone who can reach Butler can use it");
+    }
+    let access = Access::new(&cfg.access, local, &cfg.agent.timezone).with_gate(gate.clone());
+    Arc::new(access.with_bus(cluster.clone()))
+}
+
+/// The local operator's identities: the terminal, the web page on this machine (no token), the
+/// web token's owner. One person, the owner.
+fn local_identities(cfg: &Config) -> Vec<Identity> {
     let mut local = vec![Identity::new("cli", "local")];
     if web::WebAuth::from_config(&cfg.channels.web).is_local() {
         local.push(Identity::new(crate::ids::WEB_CHANNEL, web::LOCAL_USER));
@@ -424,11 +437,7 @@ fn build_access(cfg: &Config, gate: &Gate, cluster: &Arc<Cluster>) -> Arc<Access
     if cfg.channels.web.token.is_some() {
         local.push(Identity::new(crate::ids::WEB_CHANNEL, "owner"));
     }
-    if cfg.access.policy == crate::config::AccessPolicy::Open {
-        tracing::warn!("[access] policy = \"open\": anyone who can reach Butler can use it");
-    }
-    let access = Access::new(&cfg.access, local, &cfg.agent.timezone).with_gate(gate.clone());
-    Arc::new(access.with_bus(cluster.clone()))
+    local
 }
 
 /// The webhook triggers (their classifier on the `worker` tier when configured), the scheduled

@@ -338,26 +338,38 @@ impl Access {
     }
 }
 
-/// A one-time code that makes the account sending `/link CODE` the local operator: Butler's
-/// owner, the same person as the terminal (`cli:local`) and the tokenless web page
-/// (`web:local`). What `butler init` and `butler pair owner` print; valid for
-/// [`OWNER_CODE_TTL`]. The local owner is made here if Butler has not run yet.
-pub async fn owner_code(
-    (users, codes): (&dyn UserStore, &dyn AccessStore),
+/// Makes the local operator's identities (`cli:local`, and the web page's when it is this
+/// machine's) one person, Butler's owner: the user `local`, so what one made (a briefing's
+/// conversation, an alert's) the other lists and answers. Safe to run at every start.
+pub async fn ensure_local_owner(
+    users: &dyn UserStore,
+    identities: &[Identity],
     timezone: &str,
-) -> Result<String, StoreError> {
+) -> Result<(), StoreError> {
     let new = NewUser {
         id: LOCAL_USER.to_string(),
         display_name: None,
         role: UserRole::Owner,
         timezone: timezone.to_string(),
     };
-    for id in [Identity::new("cli", LOCAL_USER), Identity::new(crate::ids::WEB_CHANNEL, LOCAL_USER)] {
-        let user = users.user_ensure(&id, &new).await?;
+    for id in identities {
+        let user = users.user_ensure(id, &new).await?;
         if user.role < UserRole::Owner {
             users.user_set_role(&user.id, UserRole::Owner).await?;
         }
     }
+    Ok(())
+}
+
+/// A one-time code that makes the account sending `/link CODE` the local operator: Butler's
+/// owner, the same person as the terminal (`cli:local`) and the tokenless web page
+/// (`web:local`, made one with the terminal when Butler starts). What `butler init` and `butler pair owner` print; valid for
+/// [`OWNER_CODE_TTL`]. The local owner is made here if Butler has not run yet.
+pub async fn owner_code(
+    (users, codes): (&dyn UserStore, &dyn AccessStore),
+    timezone: &str,
+) -> Result<String, StoreError> {
+    ensure_local_owner(users, &[Identity::new("cli", LOCAL_USER)], timezone).await?;
     let now = now_ms();
     let row = CodeRow {
         kind: CodeKind::Link,

@@ -51,6 +51,11 @@ action = "drop"
     // Nothing more arrives for the dev push.
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert_eq!(t.messages("alerts").await.len(), 1);
+    // The alert is the owner's: it is in the local page's conversation list.
+    let list: serde_json::Value =
+        t.http.get(t.url("/api/v1/conversations?user=local")).send().await.unwrap().json().await.unwrap();
+    let ids: Vec<&str> = list["conversations"].as_array().unwrap().iter().filter_map(|c| c["id"].as_str()).collect();
+    assert!(ids.contains(&"alerts"), "{list}");
     t.stop().await;
 }
 

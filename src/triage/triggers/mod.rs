@@ -22,7 +22,7 @@ use template::cut;
 use super::access::Access;
 use super::verdict::{Decision, Verdict};
 use crate::config::{TriggerAction, TriggerConfig, TriggerRule};
-use crate::ids::{HOOK_CHANNEL, WEB_CHANNEL};
+use crate::ids::WEB_CHANNEL;
 use crate::llm::{PriceBook, Provider};
 use crate::session::{session_key, Job, JobKind};
 use crate::store::{now_ms, ConversationRow, StoreError, TurnStore, UserStore};
@@ -140,8 +140,10 @@ impl Triggers {
             text = view["text"].as_str().unwrap_or_default().to_string();
         }
         if conversation.channel == WEB_CHANNEL {
-            // So the page can list it. A conversation someone already uses keeps its owner.
-            let owner = Identity::new(HOOK_CHANNEL, &cfg.name).to_string();
+            // So the page lists it: the alert is for whoever configured the trigger, the local
+            // operator (the owner's terminal, one person with their web page and linked
+            // accounts). A conversation someone already uses keeps its owner.
+            let owner = Identity::new("cli", crate::triage::access::LOCAL_USER).to_string();
             self.ensure_web(&conversation, &owner).await?;
         }
         let reason = format!("{} -> {conversation}", choice.reason);
