@@ -113,3 +113,43 @@ async fn the_list_switches_links_renames_and_marks_butlers_conversations() {
     page.close().await.expect("close the browser");
     app.stop().await;
 }
+
+/// One person, one inbox (issue 30, point 4), in the browser: a briefing the owner scheduled
+/// from the terminal (its conversation made by `cli:local`) is in the local page's list, marked
+/// "from Butler"; opened, it shows the briefing, and an answer typed there gets Butler's reply.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_owners_terminal_briefing_is_listed_and_answered_on_the_page() {
+    let fake = FakeLlm::start().await;
+    let (cfg, dir) = config(Some(&fake.openai_url()));
+    let app = TestApp::start(cfg, Some(dir)).await;
+    let row = butler::store::ConversationRow {
+        id: "web:briefings".into(),
+        kind: butler::channel::ConversationKind::Direct,
+        owner: "cli:local".into(),
+        created_ms: butler::store::now_ms(),
+    };
+    app.app.store.conversation_ensure(&row).await.expect("the terminal's conversation");
+    let briefing = butler::store::NewOutbox::message("schedule:3:1", "web:briefings", "Good morning: three meetings.");
+    app.app.store.outbox_enqueue(&briefing).await.expect("the briefing");
+    app.wait_replies("briefings", 1, 30).await;
+
+    let (_driver, page) = open_browser().await;
+    page.goto(&app.url("/")).await.expect("open the page");
+    let entry = wait_js(
+        &page,
+        "the terminal's briefing in the list, marked",
+        "const li = document.querySelector(\"#conv-list li[data-id='briefings']\");
+         const mark = li && li.querySelector('.conv-mark');
+         return mark ? mark.textContent : null;",
+    )
+    .await;
+    assert_eq!(entry, "from Butler");
+    click_entry(&page, "briefings", ".conv-open").await;
+    wait_texts(&page, "the briefing", json!(["Good morning: three meetings."])).await;
+    send_message(&page, "thanks").await;
+    wait_texts(&page, "the answer and its reply", json!(["Good morning: three meetings.", "thanks", "echo: thanks"]))
+        .await;
+
+    page.close().await.expect("close the browser");
+    app.stop().await;
+}
