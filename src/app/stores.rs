@@ -53,6 +53,7 @@ pub(super) fn triage(store: &Arc<dyn Store>) -> TriageStores {
         approvals: store.clone(),
         delegations: store.clone(),
         schedules: store.clone(),
+        profiles: store.clone(),
     }
 }
 

@@ -312,6 +312,13 @@ pub trait OutcomeStore: Send + Sync {
     fn settled(&self) -> tokio::sync::broadcast::Receiver<Settled>;
 }
 
+/// What a person sets about themselves: their time zone (`/timezone`).
+#[async_trait]
+pub trait ProfileStore: Send + Sync {
+    /// Sets the user's IANA time zone; `true` when the user exists.
+    async fn user_set_timezone(&self, user_id: &str, timezone: &str) -> Result<bool>;
+}
+
 /// Whether the database answers: readiness and `doctor`.
 #[async_trait]
 pub trait PingStore: Send + Sync {
@@ -341,6 +348,7 @@ pub trait Store:
     + ReplicaStore
     + RecoveryStore
     + OutcomeStore
+    + ProfileStore
     + PingStore
     + Send
     + Sync

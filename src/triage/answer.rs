@@ -61,6 +61,7 @@ impl Answers {
             Command::Tasks => reply(self.tasks.list(user).await?),
             Command::Cancel(None) => reply("Say which task: `/cancel ID` (/tasks lists them)."),
             Command::Cancel(Some(id)) => reply(self.tasks.cancel(user, &id).await?),
+            Command::Timezone(zone) => reply(self.timezone(zone, user).await?),
             // Handled before this point; listed so the match stays exhaustive.
             Command::New | Command::Unknown | Command::Link(Some(_)) => Verdict::plain(Decision::Done),
         })
@@ -165,6 +166,33 @@ impl Answers {
             MemoryCommand::Forget(id) => format!("There is no memory {id} of yours here."),
             MemoryCommand::Usage => "Use `/memory`, `/memory search WORDS` or `/memory forget ID`.".to_string(),
         })
+    }
+
+    /// `/timezone`: the sender's zone, or set it (an IANA name) for every account of theirs.
+    async fn timezone(&self, zone: Option<String>, user: &UserRow) -> Result<String, StoreError> {
+        let Some(zone) = zone else {
+            return Ok(format!(
+                "Your time zone is {}. Set another with `/timezone Europe/Berlin` (an IANA name).",
+                user.timezone
+            ));
+        };
+        let Ok(tz) = zone.parse::<chrono_tz::Tz>() else {
+            return Ok(format!(
+                "`{zone}` is not a time zone I know: use an IANA name such as Europe/Berlin, America/New_York or \
+                 Asia/Tokyo."
+            ));
+        };
+        self.store.profiles.user_set_timezone(&user.id, tz.name()).await?;
+        // Every account of theirs sees the new zone at once, on every replica.
+        for id in self.store.users.user_identities(&user.id).await? {
+            self.access.changed(&id).await;
+        }
+        let now = chrono::Utc::now().with_timezone(&tz);
+        Ok(format!(
+            "🕗 Your time zone is now {} (it is {} there). Reminders and briefings you set from now on use it.",
+            tz.name(),
+            now.format("%H:%M")
+        ))
     }
 
     async fn whoami(&self, event: &InboundEvent, user: &UserRow) -> Result<String, StoreError> {

@@ -27,6 +27,8 @@ pub enum Command {
     Tasks,
     /// `/cancel ID`: stop a background task (or a helper) by id.
     Cancel(Option<String>),
+    /// `/timezone` shows the sender's time zone; `/timezone Europe/Berlin` sets it.
+    Timezone(Option<String>),
     /// A slash word Butler does not know: it goes to the agent as text.
     Unknown,
 }
@@ -61,7 +63,8 @@ pub const HELP: &str = "Commands:\n\
 /pair - list, approve or deny pairing requests (owner)\n\
 /approve ID, /deny ID - answer an approval request\n\
 /tasks - your background tasks (and recent ones)\n\
-/cancel ID - stop a background task (and the rest of its chain)";
+/cancel ID - stop a background task (and the rest of its chain)\n\
+/timezone ZONE - your time zone, e.g. `/timezone Europe/Berlin` (reminders and briefings use it)";
 
 /// Parses `/cmd`, `/cmd@botname` and `/cmd args`; `None` for ordinary text.
 pub fn parse_command(text: &str) -> Option<Command> {
@@ -101,6 +104,7 @@ pub fn parse_command(text: &str) -> Option<Command> {
         "deny" => Command::Deny(arg),
         "tasks" => Command::Tasks,
         "cancel" => Command::Cancel(arg),
+        "timezone" | "tz" => Command::Timezone(arg),
         "pair" => Command::Pair(match (arg.as_deref(), words.next()) {
             (None | Some("list"), _) => PairCommand::List,
             (Some("approve"), Some(code)) => PairCommand::Approve(code.to_string()),

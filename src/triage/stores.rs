@@ -4,8 +4,8 @@
 //! Plain handles: nothing here may query on its own.
 
 use crate::store::{
-    AccessStore, ApprovalStore, AuditStore, DeadLetterStore, DelegationStore, MemoryStore, OutboxStore, ScheduleStore,
-    SessionStore, TurnStore, UserStore,
+    AccessStore, ApprovalStore, AuditStore, DeadLetterStore, DelegationStore, MemoryStore, OutboxStore, ProfileStore,
+    ScheduleStore, SessionStore, TurnStore, UserStore,
 };
 use std::sync::Arc;
 
@@ -33,4 +33,6 @@ pub struct TriageStores {
     pub delegations: Arc<dyn DelegationStore>,
     /// The jobs of scheduled events.
     pub schedules: Arc<dyn ScheduleStore>,
+    /// `/timezone`.
+    pub profiles: Arc<dyn ProfileStore>,
 }

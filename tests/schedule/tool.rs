@@ -164,3 +164,54 @@ async fn creating_a_job_asks_for_approval_in_the_default_mode() {
     assert!(listed.contains("`call-mum`"), "{listed}");
     app.stop().await;
 }
+
+/// Each person's own clock (issue 30, point 2): alice moves to Asia/Tokyo and bob to
+/// America/New_York with `/timezone`; the same "every day at 08:00" then fires at each one's
+/// own 08:00, across New York's change to daylight saving time too; a bad zone is refused.
+#[tokio::test]
+async fn each_person_s_every_day_at_eight_fires_at_their_own_eight() {
+    use chrono::{TimeZone, Timelike};
+    let (app, llm) = start(Mode::FullAuto).await;
+    let store = app.app.store.clone();
+    let said = |conv: &'static str| {
+        let app = &app;
+        async move { texts(&app.messages(conv).await) }
+    };
+    assert_eq!(app.post("tz-bad", "alice", "/timezone Mars/Olympus").await.0, 202);
+    wait_for(&app, "tz-bad", "/timezone Mars/Olympus", |m| !texts(m).is_empty()).await;
+    assert!(said("tz-bad").await[0].contains("not a time zone I know"), "{:?}", said("tz-bad").await);
+    // (user, conversation, zone)
+    let people = [("alice", "tz-a", "Asia/Tokyo"), ("bob", "tz-b", "America/New_York")];
+    for (user, conv, zone) in people {
+        let set = format!("/timezone {zone}");
+        assert_eq!(app.post(conv, user, &set).await.0, 202);
+        wait_for(&app, conv, &set, |m| !texts(m).is_empty()).await;
+        assert!(said(conv).await[0].contains(&format!("Your time zone is now {zone}")), "{:?}", said(conv).await);
+        let daily = json!({"action": "create", "cron": "0 8 * * *", "prompt": "Good morning!", "name": "daily"});
+        let out =
+            ask(&app, &llm, conv, user, &format!("{user}: every day at 8 say good morning"), "schedule", daily).await;
+        assert!(out.contains(&format!("({zone})")), "the job takes the person's zone: {out}");
+    }
+    for (user, _, zone) in people {
+        let id = user_id(&app, &format!("web:{user}")).await;
+        let job = jobs_of(&*store, &id).await.into_iter().find(|j| j.name == "daily").expect("the daily job");
+        assert_eq!(job.tz, zone);
+        let tz: chrono_tz::Tz = zone.parse().unwrap();
+        // The next fire is 08:00 where they are.
+        let next = tz.timestamp_millis_opt(job.next_fire_ms.expect("a next fire")).unwrap();
+        assert_eq!((next.hour(), next.minute()), (8, 0), "{user}: {next}");
+        // Across New York's switch to summer time (2027-03-14) each fire stays at 08:00 there.
+        let cron = butler::schedule::cron::parse_cron(job.cron.as_deref().unwrap()).unwrap();
+        let mut at = chrono::Utc.with_ymd_and_hms(2027, 3, 12, 0, 0, 0).unwrap().timestamp_millis();
+        let mut utc_hours = Vec::new();
+        for _ in 0..4 {
+            at = butler::schedule::cron::next_after(&cron, tz, at).expect("fires");
+            let local = tz.timestamp_millis_opt(at).unwrap();
+            assert_eq!((local.hour(), local.minute()), (8, 0), "{user}: {local}");
+            utc_hours.push(chrono::Utc.timestamp_millis_opt(at).unwrap().hour());
+        }
+        let want: &[u32] = if zone == "America/New_York" { &[13, 13, 12, 12] } else { &[23, 23, 23, 23] };
+        assert_eq!(utc_hours, want, "{user}");
+    }
+    app.stop().await;
+}
