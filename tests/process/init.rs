@@ -89,7 +89,8 @@ async fn init_checks_each_answer_asks_again_and_writes_a_config_that_checks() {
     let api_url = telegram.api_url();
     let (home_path, config_path, openai) = (home.path().to_path_buf(), config.clone(), llm.openai_url());
     let (code, seen) = tokio::task::spawn_blocking(move || {
-        let mut pty = Pty::start(&home_path, &config_path, &[("BUTLER_CHANNELS__TELEGRAM__API_URL", &api_url)]);
+        let vars = [("BUTLER_CHANNELS__TELEGRAM__API_URL", api_url.as_str()), ("TZ", "Asia/Tokyo")];
+        let mut pty = Pty::start(&home_path, &config_path, &vars);
         pty.answer("Provider [1]: ", "1");
         // Nothing listens on port 9: asked again, with the reason.
         pty.answer("Base URL [https://api.openai.com/v1]", "http://127.0.0.1:9/v1");
@@ -104,6 +105,10 @@ async fn init_checks_each_answer_asks_again_and_writes_a_config_that_checks() {
         pty.answer("Model [1]: ", "");
         pty.expect("✓ fake-model answered a test request");
         pty.answer("Write it into the file (f), or as ${OPENAI_API_KEY}", "f");
+        // The machine's zone is suggested (TZ here); a wrong name is asked again.
+        pty.answer("Your time zone [Asia/Tokyo]: ", "Mars/Olympus");
+        pty.expect("not a time zone name");
+        pty.answer("Your time zone [Asia/Tokyo]: ", "America/New_York");
         pty.answer("Set up Telegram? [y/N]: ", "y");
         pty.answer("Bot token from @BotFather", "999:wrong");
         pty.expect("✗ Telegram refused the token");
@@ -127,6 +132,7 @@ async fn init_checks_each_answer_asks_again_and_writes_a_config_that_checks() {
     let text = std::fs::read_to_string(&config).unwrap();
     assert!(text.contains(&format!("api_key = \"{KEY}\"")), "{text}");
     assert!(text.contains("token = \"${TELEGRAM_BOT_TOKEN}\""), "{text}");
+    assert!(text.contains("[agent]") && text.contains("timezone = \"America/New_York\""), "{text}");
     assert!(text.contains("# [channels.slack]") && text.contains("# [channels.discord]"), "{text}");
     let (ok, stdout, stderr) = config_check(home.path(), &config, &[("TELEGRAM_BOT_TOKEN", TOKEN)]);
     assert!(ok, "config check: {stderr}\n{text}");
@@ -184,6 +190,7 @@ async fn init_for_a_local_server_needs_no_key_and_replaces_a_file_on_yes() {
         pty.answer("API key (hidden; Enter for none", "");
         pty.answer("Model [1]: ", "qwen");
         pty.expect("✓ qwen answered");
+        pty.answer("Your time zone [", "");
         pty.answer("Set up Telegram? [y/N]: ", "");
         pty.expect("✓ wrote");
         pty.finish()

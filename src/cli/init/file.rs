@@ -34,6 +34,8 @@ pub(super) struct Answers {
     pub base_url: Option<String>,
     pub api_key: Option<Stored>,
     pub model: String,
+    /// The owner's IANA time zone (`[agent] timezone`, everyone's default).
+    pub timezone: String,
     pub telegram: Option<Telegram>,
 }
 
@@ -79,6 +81,12 @@ pub(super) fn text(a: &Answers) -> String {
     t.push_str(&format!(
         "# The model Butler talks to (BUTLER_MODEL does not override a model set here).\nmodel = {}\n\n",
         quote(&a.model)
+    ));
+
+    t.push_str(&format!(
+        "[agent]\n# Your time zone (an IANA name): the default for everyone; each person can set their own with\n\
+         # /timezone.\ntimezone = {}\n\n",
+        quote(&a.timezone)
     ));
 
     for (name, init) in crate::channels::builtin().init_sections() {
@@ -136,6 +144,7 @@ mod tests {
             base_url: Some("http://127.0.0.1:11434/v1".into()),
             api_key: key,
             model: "llama\"3".into(),
+            timezone: "Asia/Tokyo".into(),
             telegram: telegram.then_some(Telegram { token: Stored::Env("TELEGRAM_BOT_TOKEN"), api_url: None }),
         }
     }
@@ -152,6 +161,7 @@ mod tests {
             let text = text(&a);
             let cfg = crate::config::parse_str(&text, "init", &env).unwrap_or_else(|e| panic!("{e}\n{text}"));
             assert_eq!(cfg.llm.model, "llama\"3");
+            assert_eq!(cfg.agent.timezone, "Asia/Tokyo");
             assert_eq!(cfg.llm.base_url.as_deref(), Some("http://127.0.0.1:11434/v1"));
             assert_eq!(cfg.llm.api_key.as_ref().map(|k| k.expose()), key, "{text}");
             assert_eq!(cfg.channels.platforms.contains_key("telegram"), telegram, "{text}");

@@ -109,9 +109,48 @@ async fn interview(path: &Path, env: &Env) -> Result<Option<Answers>, Ended> {
         _ => ProviderKind::Openai,
     };
     let (llm, key) = model(provider, env).await?;
+    let timezone = timezone(env)?;
     let telegram = telegram(env).await?;
     println!("\nSlack and Discord are written as commented sections to fill in (README, Slack and Discord).");
-    Ok(Some(Answers { provider, base_url: llm.base_url.clone(), api_key: key, model: llm.model.clone(), telegram }))
+    Ok(Some(Answers {
+        provider,
+        base_url: llm.base_url.clone(),
+        api_key: key,
+        model: llm.model.clone(),
+        timezone,
+        telegram,
+    }))
+}
+
+/// The owner's time zone, suggesting this machine's; asked again until it is an IANA name.
+fn timezone(env: &Env) -> Result<String, Ended> {
+    let suggested = machine_zone(env);
+    loop {
+        let answer = ask::line(&format!("Your time zone [{suggested}]: "))?;
+        let answer = answer.trim();
+        let zone = if answer.is_empty() { suggested.as_str() } else { answer };
+        match zone.parse::<chrono_tz::Tz>() {
+            Ok(tz) => return Ok(tz.name().to_string()),
+            Err(_) => println!("  `{zone}` is not a time zone name; use one like Europe/Berlin or America/New_York"),
+        }
+    }
+}
+
+/// This machine's IANA zone: `TZ`, else `/etc/timezone`, else where `/etc/localtime` points;
+/// `UTC` when none of them names one.
+fn machine_zone(env: &Env) -> String {
+    let from_tz = env.non_empty("TZ").map(|z| z.trim_start_matches(':').to_string());
+    let from_file = || std::fs::read_to_string("/etc/timezone").ok().map(|z| z.trim().to_string());
+    let from_link = || {
+        let target = std::fs::read_link("/etc/localtime").ok()?;
+        let target = target.to_string_lossy();
+        target.split_once("zoneinfo/").map(|(_, zone)| zone.to_string())
+    };
+    [from_tz, from_file(), from_link()]
+        .into_iter()
+        .flatten()
+        .find(|z| z.parse::<chrono_tz::Tz>().is_ok())
+        .unwrap_or_else(|| "UTC".to_string())
 }
 
 /// The provider's defaults: public base URL, key variable, suggested model.
