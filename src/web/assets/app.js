@@ -20,6 +20,7 @@
   const ui = {
     model: $("model"),
     newChat: $("new-chat"),
+    tz: $("tz"),
     banner: $("llm-banner"),
     hint: $("llm-hint"),
     status: $("status"),
@@ -729,6 +730,21 @@
     }
   }
 
+  /** Sets the person's time zone (the browser's is offered) with the `/timezone` command, so
+   * the answer shows in the conversation like any other. */
+  function setTimezone() {
+    let offered = "UTC";
+    try {
+      offered = Intl.DateTimeFormat().resolvedOptions().timeZone || "UTC";
+    } catch (_) {
+      // An old browser: UTC is offered.
+    }
+    const zone = window.prompt("Your time zone (an IANA name such as Europe/Berlin):", offered);
+    if (!zone || !zone.trim()) return;
+    ui.input.value = `/timezone ${zone.trim()}`;
+    send();
+  }
+
   /** Grows the textarea with its content, up to the CSS max-height. */
   function autosize() {
     ui.input.style.height = "auto";
@@ -831,6 +847,7 @@
     });
     ui.input.addEventListener("input", autosize);
     ui.newChat.addEventListener("click", newChat);
+    ui.tz.addEventListener("click", setTimezone);
     ui.convNew.addEventListener("click", newChat);
     ui.convToggle.addEventListener("click", () => ui.convPanel.classList.toggle("open"));
     // Conversations Butler starts on its own (briefings, alerts) appear without a reload.

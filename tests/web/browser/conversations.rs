@@ -153,3 +153,34 @@ async fn the_owners_terminal_briefing_is_listed_and_answered_on_the_page() {
     page.close().await.expect("close the browser");
     app.stop().await;
 }
+
+/// Each person's own clock from the page (issue 30, point 2): the header's "Time zone" button
+/// offers the browser's zone and sets the one typed with `/timezone`; the answer shows in the
+/// conversation and the person's zone is stored.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_time_zone_button_sets_the_persons_zone() {
+    let fake = FakeLlm::start().await;
+    let (cfg, dir) = config(Some(&fake.openai_url()));
+    let app = TestApp::start(cfg, Some(dir)).await;
+    let (_driver, page) = open_browser().await;
+    page.goto(&app.url("/?c=clock")).await.expect("open the page");
+    let offered = js(
+        &page,
+        "window.offered = null; window.prompt = (q, v) => { window.offered = v; return 'Asia/Tokyo'; }; \
+         return Intl.DateTimeFormat().resolvedOptions().timeZone;",
+    )
+    .await;
+    page.find(Locator::Id("tz")).await.expect("the time zone button").click().await.expect("click");
+    wait_js(
+        &page,
+        "the answer in the conversation",
+        "const t = [...document.querySelectorAll('#messages .msg .text')].map((t) => t.textContent);
+         return t.some((x) => x.includes('Your time zone is now Asia/Tokyo')) ? t : null;",
+    )
+    .await;
+    assert_eq!(js(&page, "return window.offered;").await, offered, "the browser's zone is offered");
+    let me = app.app.store.identity_user(&"web:local".parse().unwrap()).await.unwrap().expect("the local user");
+    assert_eq!(me.timezone, "Asia/Tokyo");
+    page.close().await.expect("close the browser");
+    app.stop().await;
+}
