@@ -1,11 +1,12 @@
 //! The names Butler gives its own channels and event sources: the `channel` of identities and
 //! conversations that no platform owns (`system`, `hook`, `web`) and the `source` of scheduled
-//! and background-task trigger events; the keys of an event's session, reply and failure notice. One home, so
-//! that the scheduler, triage, ingress, the sessions, the store and the web chat agree.
+//! and background-task trigger events; the keys of an event's session, reply and failure
+//! notice. One home, so that the scheduler, triage, ingress, the sessions, the store and the web
+//! chat agree.
 //!
 //! This module sits at the bottom of the crate: it must never import anything of Butler (the
-//! channel crate's event type is all it reads), and a
-//! name here must never change (names are stored in identities, conversations and event ids).
+//! channel crate's event type is all it reads), and a name or key here must never change (they
+//! are stored in identities, conversations, event ids and outbox keys).
 
 /// The identity channel of Butler's own events (approval expiry).
 pub const SYSTEM_CHANNEL: &str = "system";

@@ -78,6 +78,7 @@ pub(super) fn web(store: &Arc<dyn Store>) -> Arc<crate::web::WebStores> {
         conversations: store.clone(),
         approvals: store.clone(),
         outcomes: store.clone(),
+        replies: store.clone(),
         usage: store.clone(),
     })
 }

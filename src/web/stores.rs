@@ -1,10 +1,10 @@
 //! The store traits the web chat calls, and nothing more: its message log and conversation
-//! list, who owns a conversation, which approval a live button answers, what an event produced
-//! and a user's usage. The composition root fills it from the whole store.
+//! list, who owns a conversation, which approval a live button answers, what an event produced,
+//! where a reply's draft is shown, and a user's usage. The composition root fills it from the whole store.
 //!
 //! Plain handles: this file must never hold logic or name the whole store.
 
-use crate::store::{ApprovalStore, OutcomeStore, TurnStore, UserStore, WebConversationStore, WebStore};
+use crate::store::{ApprovalStore, OutboxStore, OutcomeStore, TurnStore, UserStore, WebConversationStore, WebStore};
 use std::sync::Arc;
 
 #[derive(Clone)]
@@ -19,6 +19,8 @@ pub(crate) struct WebStores {
     pub approvals: Arc<dyn ApprovalStore>,
     /// What an event produced, and when events settle.
     pub outcomes: Arc<dyn OutcomeStore>,
+    /// The reply's row alone: where its streamed draft is shown (the OpenAI API's deltas).
+    pub replies: Arc<dyn OutboxStore>,
     /// A user's model usage (the OpenAI API's `usage`).
     pub usage: Arc<dyn TurnStore>,
 }

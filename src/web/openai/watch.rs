@@ -13,6 +13,7 @@
 //! that goes away (the watch is dropped) leaves the turn to finish and be stored as usual. Every
 //! wait is bounded (the reply timeout, shutdown).
 
+use crate::ids::reply_key;
 use crate::permissions::approval::approval_notice;
 use crate::store::{EventOutcome, InboxStatus, UsageTotals};
 use crate::web::hub::{HubEvent, Subscription, SETTLED};
@@ -79,8 +80,6 @@ pub(super) struct Watch {
     seen: HashMap<i64, String>,
     /// The text handed out as deltas so far.
     sent: String,
-    /// Whether the store was read once before any announcement.
-    looked: bool,
 }
 
 impl Watch {
@@ -106,20 +105,11 @@ impl Watch {
             draft: None,
             seen: HashMap::new(),
             sent: String::new(),
-            looked: false,
         }
     }
 
     /// Waits for the next delta or the end.
     pub(super) async fn next(&mut self) -> Step {
-        // The event may have settled before anything was announced to this watch (a duplicate
-        // of an answered message): look once first.
-        if !self.looked {
-            self.looked = true;
-            if let Some(done) = self.check().await {
-                return Step::Done(done);
-            }
-        }
         loop {
             let look = tokio::select! {
                 biased;
@@ -184,9 +174,11 @@ impl Watch {
         }
     }
 
-    /// The web message id of the reply's streamed draft, once its outbox row records it.
+    /// The web message id of the reply's streamed draft, once its outbox row records it (only
+    /// the reply's row: this runs on message events until the draft is known).
     async fn draft_id(&self) -> Option<i64> {
-        self.outcome().await?.reply?.platform_ids.first()?.parse().ok()
+        let reply = self.store.replies.outbox_get(&reply_key(&self.target.event_id)).await.ok()??;
+        reply.platform_ids.first()?.parse().ok()
     }
 
     /// New text when `draft` (less its "running tools" line) extends what was sent.
