@@ -46,10 +46,12 @@ pub mod permissions;
 pub mod schedule;
 pub mod session;
 pub mod skills;
+pub mod status;
 pub mod store;
 pub mod telemetry;
 pub mod tools;
 pub mod triage;
+pub mod usage;
 pub mod web;
 
 pub use butler_channel as channel;

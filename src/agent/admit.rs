@@ -1,25 +1,27 @@
 //! The agent's side of a message's chain (`delegate::Chain`): the tree a conversation's own
 //! turn starts (a new chain, or, for the turn a background report starts, the chain of the
 //! message that started that task, so the report's turn counts against the same totals), the
-//! worst-case cost a model call reserves, the ending a refusal gives the turn, and whether a
-//! `delegate` call may start its helper (the message's helper count, a background place).
+//! worst-case cost a model call reserves, its admission under the person's day's limit, the
+//! ending a refusal gives the turn, and whether a `delegate` call may start its helper (the
+//! message's helper count, a background place).
 //!
-//! It must never call a model itself nor wait for anything but the chain's own calls.
+//! It must never call a model itself nor wait for anything but the chain's own calls and
+//! the person's day ([`admit_day`], which reads the store's figure).
 
-use super::budget::{day_start_ms, Budget};
+use super::budget::Budget;
 use super::input::Tree;
-use super::state::Ending;
+use super::state::{Ending, Turn};
 use super::stores::AgentStores;
 use super::tasks::report_of;
 use crate::config::{AgentConfig, LimitsConfig};
-use crate::delegate::{BackgroundSlot, Caps, Chain, Refusal, Running, Totals};
+use crate::delegate::{BackgroundSlot, Caps, Chain, DayGate, DayTicket, Days, Refusal, Running, Ticket, Totals};
 use crate::llm::{Prices, Usage};
-use crate::store::StoreError;
+use crate::store::{StoreError, TurnStore, UserRow};
 use butler_channel::InboundEvent;
+use std::sync::Arc;
 
 /// What the tree of a conversation's own turn is made from.
 pub(super) struct RootParts<'a> {
-    pub store: &'a AgentStores,
     pub limits: &'a LimitsConfig,
     pub caps: Caps,
     pub running: &'a Running,
@@ -27,14 +29,8 @@ pub(super) struct RootParts<'a> {
 
 /// The tree of a conversation's own turn for `event` in session `session_key`: the chain of
 /// the message whose background task `event` reports on (live in this process, or rebuilt from
-/// the totals the report carries), else a new chain for `event` itself; and the user's spend
-/// today when a dollar limit needs it.
-pub(super) async fn root_tree(
-    parts: RootParts<'_>,
-    event: &InboundEvent,
-    session_key: &str,
-    user_id: &str,
-) -> Result<Tree, StoreError> {
+/// the totals the report carries), else a new chain for `event` itself.
+pub(super) fn root_tree(parts: RootParts<'_>, event: &InboundEvent, session_key: &str) -> Tree {
     let report = report_of(event);
     let background = report.is_some();
     let chain = match report {
@@ -44,13 +40,8 @@ pub(super) async fn root_tree(
         },
         _ => Chain::new(&event.id.0, session_key, parts.caps, Totals::default()),
     };
-    let day_before = if Budget::any(parts.limits) {
-        parts.store.turns.usage_since(user_id, day_start_ms(crate::clock::now_ms())).await?.cost_usd
-    } else {
-        0.0
-    };
-    let budget = Budget::new(parts.limits, day_before, chain.spent_usd());
-    Ok(Tree { depth: 0, root_session: None, chain, budget, background })
+    let budget = Budget::new(parts.limits);
+    Tree { depth: 0, root_session: None, chain, budget, background }
 }
 
 /// A report whose chain was halted (`/stop`, `/cancel`): its turn ends without a model call
@@ -65,6 +56,86 @@ pub(super) fn worst_case(prices: &Prices, context_tokens: usize, max_tokens: u32
     let input = Prices { input: prices.input.max(prices.cache_write), ..*prices };
     let usage = Usage { input_tokens: context_tokens as u64, output_tokens: max_tokens as u64, ..Usage::default() };
     input.cost(&usage)
+}
+
+/// Admits one model call of `user` whose worst case is `worst` under the day's limit `cap`:
+/// the store's figure for their day (in their zone) read fresh, plus what this process has not
+/// committed yet; waits while calls running now might reach the limit. `Err`: the limit is
+/// reached, with the day's spend. Cancel-safe.
+async fn admit_day(
+    days: &Arc<Days>,
+    turns: &dyn TurnStore,
+    user: &UserRow,
+    cap: f64,
+    worst: f64,
+) -> Result<Result<DayTicket, f64>, StoreError> {
+    let since = crate::usage::day_start_ms(&user.timezone, crate::clock::now_ms());
+    loop {
+        let changed = days.changed();
+        tokio::pin!(changed);
+        changed.as_mut().enable();
+        let epoch = days.epoch(&user.id);
+        let recorded = turns.usage_since(&user.id, since).await?.cost_usd;
+        match days.try_admit(&user.id, epoch, recorded, cap, worst) {
+            DayGate::Go(ticket) => return Ok(Ok(ticket)),
+            DayGate::No(today) => {
+                tracing::info!(user = %user.id, today, cap, "model call refused: the day's limit is reached");
+                return Ok(Err(today));
+            }
+            DayGate::Retry => {}
+            DayGate::Wait => changed.await,
+        }
+    }
+}
+
+/// What a model call is admitted under: the person's day (this process's ledger and the
+/// store's figure), the chain's cap and the call's worst case.
+pub(super) struct Admission<'a> {
+    pub days: &'a Arc<Days>,
+    pub turns: &'a dyn TurnStore,
+    pub cap: Option<f64>,
+    pub worst: f64,
+}
+
+/// A model call admitted by its chain and, with a day's limit, by the person's day.
+pub(super) struct Admitted {
+    chain: Ticket,
+    day: Option<DayTicket>,
+}
+
+impl Admitted {
+    /// The call cost `usd`.
+    pub(super) fn settle(self, usd: f64) {
+        self.chain.settle(usd);
+        if let Some(day) = self.day {
+            day.settle(usd);
+        }
+    }
+}
+
+/// Admits the next model call of `turn`: its chain (counted, its worst case reserved), then
+/// the person's day; `Err` is how the turn ends instead (a limit, `/stop`, shutdown).
+pub(super) async fn admit_call(turn: &Turn<'_>, a: Admission<'_>) -> Result<Result<Admitted, Ending>, StoreError> {
+    let admitted = tokio::select! {
+        r = turn.tree.chain.admit(a.worst, a.cap, turn.tree.background) => r,
+        _ = turn.stop.cancelled() => return Ok(Err(Ending::Stopped)),
+        _ = turn.abort.cancelled() => return Ok(Err(Ending::Parked)),
+    };
+    let chain = match admitted {
+        Ok(t) => t,
+        Err(r) => return Ok(Err(refused(&turn.tree, r))),
+    };
+    let Some(cap) = turn.tree.budget.per_day else { return Ok(Ok(Admitted { chain, day: None })) };
+    // The person's day: the store's figure now, and what this process has not committed.
+    let day = tokio::select! {
+        r = admit_day(a.days, a.turns, turn.user, cap, a.worst) => r?,
+        _ = turn.stop.cancelled() => return Ok(Err(Ending::Stopped)),
+        _ = turn.abort.cancelled() => return Ok(Err(Ending::Parked)),
+    };
+    Ok(match day {
+        Ok(day) => Ok(Admitted { chain, day: Some(day) }),
+        Err(today) => Err(Ending::Budget(turn.tree.budget.day_reached(today, &turn.user.timezone))),
+    })
 }
 
 /// How a turn ends when its chain refuses a model call.

@@ -1,66 +1,51 @@
 //! What a turn may spend: `[limits] max_usd_per_turn` (the originating message and all its
-//! helpers, background tasks and report turns: its chain) and `max_usd_per_day` (per user, the
-//! UTC day), as one cap on the chain's spend that each model call is admitted under (see
-//! `delegate::Chain`), and the message that names the limit reached.
+//! helpers, background tasks and report turns: its chain), a cap on the chain's spend that each
+//! model call is admitted under (see `delegate::Chain`), and `max_usd_per_day` (per person, their
+//! own day in their time zone), checked before each model call against the store's figure and
+//! the calls of this process not yet committed (see `delegate::Days`); and the messages that
+//! name the limit reached.
 //!
 //! Arithmetic only: nothing here may call a model or write to the store.
 
 use crate::config::LimitsConfig;
 
-/// The limits of one turn: the configured caps, what the user had spent today before the turn
-/// began, and what its chain had spent by then.
+/// The limits of one turn (the whole tree of its message shares them).
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub(crate) struct Budget {
     pub per_turn: Option<f64>,
     pub per_day: Option<f64>,
-    pub day_before: f64,
-    /// The chain's spend when this turn began (already in `day_before` as far as it was
-    /// recorded).
-    pub chain_before: f64,
 }
 
 impl Budget {
-    pub(crate) fn new(limits: &LimitsConfig, day_before: f64, chain_before: f64) -> Self {
-        Self { per_turn: limits.max_usd_per_turn, per_day: limits.max_usd_per_day, day_before, chain_before }
-    }
-
-    /// Whether any limit is set (only then is the day's spend read at the start of a turn).
-    pub(crate) fn any(limits: &LimitsConfig) -> bool {
-        limits.max_usd_per_turn.is_some() || limits.max_usd_per_day.is_some()
+    pub(crate) fn new(limits: &LimitsConfig) -> Self {
+        Self { per_turn: limits.max_usd_per_turn, per_day: limits.max_usd_per_day }
     }
 
     /// The most the chain may have spent before a model call may no longer start (`None`: no
-    /// limit).
+    /// limit per message).
     pub(crate) fn chain_cap(&self) -> Option<f64> {
-        let day = self.per_day.map(|cap| cap - self.day_before + self.chain_before);
-        match (self.per_turn, day) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+        self.per_turn
     }
 
-    /// The message that stops the turn when `spent` (the chain's, so far) has reached a limit.
+    /// The message that stops the turn when `spent` (the chain's, so far) has reached the limit
+    /// per message.
     pub(crate) fn exceeded(&self, spent: f64) -> Option<String> {
-        if let Some(cap) = self.per_turn.filter(|cap| spent >= *cap) {
-            return Some(format!(
-                "⚠️ I stopped: this request has cost ${spent:.4} so far, which reaches the limit of ${cap:.2} \
-                 per request ([limits] max_usd_per_turn)."
-            ));
-        }
-        let today = self.day_before + spent - self.chain_before;
-        if let Some(cap) = self.per_day.filter(|cap| today >= *cap) {
-            return Some(format!(
-                "⚠️ I stopped: you have spent ${today:.4} today (UTC), which reaches the limit of ${cap:.2} per \
-                 day ([limits] max_usd_per_day). It resets at midnight UTC."
-            ));
-        }
-        None
+        let cap = self.per_turn.filter(|cap| spent >= *cap)?;
+        Some(format!(
+            "⚠️ I stopped: this request has cost ${spent:.4} so far, which reaches the limit of ${cap:.2} per \
+             request ([limits] max_usd_per_turn)."
+        ))
     }
-}
 
-/// The start of the UTC day that `now_ms` falls in.
-pub(crate) fn day_start_ms(now_ms: i64) -> i64 {
-    now_ms - now_ms.rem_euclid(86_400_000)
+    /// The message that stops the turn when the person's spend `today` has reached the day's
+    /// limit; their day ends at midnight in `zone`.
+    pub(crate) fn day_reached(&self, today: f64, zone: &str) -> String {
+        format!(
+            "⚠️ I stopped: you have spent ${today:.4} today, which reaches the limit of ${:.2} per day ([limits] \
+             max_usd_per_day). It resets at midnight ({zone}); /usage shows where it went.",
+            self.per_day.unwrap_or_default()
+        )
+    }
 }
 
 #[cfg(test)]
@@ -69,44 +54,27 @@ mod tests {
 
     #[test]
     fn limits_table() {
-        let b = |turn: Option<f64>, day: Option<f64>, before: f64| Budget {
-            per_turn: turn,
-            per_day: day,
-            day_before: before,
-            chain_before: 0.0,
-        };
-        // A turn taken up by a report: its chain had spent 2.0 (also in the day's 4.9).
-        let later = Budget { chain_before: 2.0, ..b(Some(3.0), Some(5.0), 4.9) };
-        // (budget, spent by the chain) -> which limit (None: go on)
+        let b = |turn: Option<f64>| Budget { per_turn: turn, per_day: Some(5.0) };
+        // (budget, spent by the chain) -> stopped
         let cases = [
-            (b(None, None, 100.0), 100.0, None),
-            (b(Some(0.5), None, 0.0), 0.4999, None),
-            (b(Some(0.5), None, 0.0), 0.5, Some("max_usd_per_turn")),
-            (b(None, Some(5.0), 4.9), 0.05, None),
-            (b(None, Some(5.0), 4.9), 0.1, Some("max_usd_per_day")),
-            (b(None, Some(5.0), 5.2), 0.0, Some("max_usd_per_day")),
-            (b(Some(0.5), Some(5.0), 4.9), 0.6, Some("max_usd_per_turn")),
-            (later, 2.05, None),
-            (later, 2.1, Some("max_usd_per_day")),
+            (b(None), 100.0, false),
+            (b(Some(0.5)), 0.4999, false),
+            (b(Some(0.5)), 0.5, true),
+            (b(Some(0.5)), 0.6, true),
         ];
         for (budget, spent, want) in cases {
-            // The cap admits calls exactly while no limit is reached.
+            // The cap admits calls exactly while the limit is not reached.
             let capped = budget.chain_cap().is_some_and(|cap| spent >= cap - 1e-12);
-            assert_eq!(capped, want.is_some(), "{budget:?} {spent}");
+            assert_eq!(capped, want, "{budget:?} {spent}");
             let got = budget.exceeded(spent);
-            match want {
-                None => assert_eq!(got, None, "{budget:?} {spent}"),
-                Some(key) => {
-                    let msg = got.unwrap_or_default();
-                    assert!(msg.contains(key) && msg.starts_with("⚠️ I stopped"), "{msg}");
-                }
+            assert_eq!(got.is_some(), want, "{budget:?} {spent}");
+            if let Some(msg) = got {
+                assert!(msg.starts_with("⚠️ I stopped") && msg.contains("max_usd_per_turn"), "{msg}");
             }
         }
-    }
-
-    #[test]
-    fn days_start_at_midnight() {
-        assert_eq!(day_start_ms(86_400_000 * 3 + 5), 86_400_000 * 3);
-        assert_eq!(day_start_ms(86_400_000 * 3), 86_400_000 * 3);
+        let day = b(None).day_reached(5.01, "Asia/Tokyo");
+        for part in ["$5.0100", "$5.00 per day", "max_usd_per_day", "midnight (Asia/Tokyo)", "/usage"] {
+            assert!(day.contains(part), "{day}");
+        }
     }
 }

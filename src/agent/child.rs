@@ -368,6 +368,7 @@ impl Children<'_> {
             r.event_id = child_event_id(&row.id);
             self.agent.store().turns.usage_add(&r).await?;
         }
+        self.agent.running().days().committed(&row.user_id, usage.cost_usd);
         let update = DelegationUpdate {
             status: DelegationStatus::Running,
             result: None,

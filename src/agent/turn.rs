@@ -7,7 +7,7 @@
 //! and what is delivered) and `build_commit`. Nothing here may send to a channel or wait for a
 //! person.
 
-use super::admit::{halted_report, refused, root_tree, worst_case, RootParts};
+use super::admit::{admit_call, halted_report, refused, root_tree, worst_case, Admission, RootParts};
 use super::approve::{Resumed, ToolRound};
 use super::catalog::Catalog;
 use super::child::{Children, Outcome, Parent};
@@ -256,12 +256,11 @@ impl Agent {
             Some(t) => t,
             None => {
                 let parts = RootParts {
-                    store: &self.store,
                     limits: &self.limits,
                     caps: crate::delegate::Caps::of(&self.delegation.delegation),
                     running: &self.running,
                 };
-                root_tree(parts, event, session_key, &user.id).await?
+                root_tree(parts, event, session_key)
             }
         };
         let sid = session.row.id.clone();
@@ -388,14 +387,10 @@ impl Agent {
             }
             let req = self.request(turn).await?;
             let worst = worst_case(&self.prices.get(self.llm.model()), turn.progress.context_tokens, self.max_tokens);
-            let admitted = tokio::select! {
-                r = turn.tree.chain.admit(worst, cap, turn.tree.background) => r,
-                _ = turn.stop.cancelled() => return Ok((Ending::Stopped, String::new())),
-                _ = turn.abort.cancelled() => return Ok((Ending::Parked, String::new())),
-            };
-            let ticket = match admitted {
+            let admission = Admission { days: self.running.days(), turns: &*self.store.turns, cap, worst };
+            let ticket = match admit_call(turn, admission).await? {
                 Ok(t) => t,
-                Err(r) => return Ok((refused(&turn.tree, r), String::new())),
+                Err(ending) => return Ok((ending, String::new())),
             };
             turn.progress.iterations += 1;
             let opened = tokio::select! {
@@ -547,6 +542,9 @@ impl Agent {
         commit: &TurnCommit,
     ) -> Result<Option<OutboxRow>, StoreError> {
         let reply = self.store.turns.finish_event(commit).await?;
+        if let Some(row) = commit.usage.as_ref().and_then(|u| u.rows.first().map(|r| (r, u.cost_usd))) {
+            self.running.days().committed(&row.0.user_id, row.1);
+        }
         session.history.extend(commit.messages.iter().cloned());
         session.trim(self.limits.history_messages.max(2));
         Ok(reply)

@@ -3,6 +3,7 @@
 //! business logic.
 
 mod error;
+mod panels;
 mod replicas;
 mod stores;
 mod tasks;
@@ -76,6 +77,7 @@ pub const CONFIG_CHECKS: crate::config::OwnerChecks<'static> = crate::config::Ow
     delegation: crate::delegate::check_config,
     media: crate::media::check_config,
     log: crate::telemetry::check_config,
+    prices: crate::llm::check_config,
 };
 
 /// Every check of `cfg`: config's own sections and the components' (`[permissions]`, `[tools]`,
@@ -198,7 +200,9 @@ impl App {
         let ready = Arc::new(AtomicBool::new(false));
         let mut addr = None;
         if opts.http {
-            let web = hub.zip(uploads);
+            let web = hub
+                .zip(uploads)
+                .map(|(hub, uploads)| (hub, uploads, panels::panels(&cfg, &store, &tiers, &mcp, channels.names())));
             let (extra, streamed) = http_routes(&cfg, &store, &llm, &ingress, web, routes, &intake.cancel);
             addr = serve_http(&cfg, &store, &cluster, extra, streamed, &ready, &intake).await?;
         }
@@ -469,6 +473,7 @@ fn build_triage(
         deliverer: deliverer.clone(),
         schedules: schedules.clone(),
         running: running.clone(),
+        usage: crate::usage::Usage::new(store.clone(), tiers.prices().clone(), &cfg.limits),
     });
     (triage, schedules)
 }
@@ -533,11 +538,11 @@ fn http_routes(
     store: &Arc<dyn Store>,
     llm: &Arc<dyn Provider>,
     ingress: &Arc<dyn Ingress>,
-    web: Option<(Arc<web::WebHub>, Arc<web::Uploads>)>,
+    web: Option<(Arc<web::WebHub>, Arc<web::Uploads>, web::Panels)>,
     platform_routes: axum::Router,
     shutdown: &CancellationToken,
 ) -> (axum::Router, axum::Router) {
-    let (extra, streamed) = if let Some((hub, uploads)) = web {
+    let (extra, streamed) = if let Some((hub, uploads, panels)) = web {
         let info = web::PageInfo {
             llm_configured: !cfg.llm.model.is_empty(),
             provider: llm.name().to_string(),
@@ -546,7 +551,7 @@ fn http_routes(
         let auth = web::WebAuth::from_config(&cfg.channels.web);
         let state = web::WebState::new(stores::web(store), ingress.clone(), hub, auth, info, shutdown.clone(), uploads);
         let routes = web::routes(state.clone()).merge(web::download_routes(state.clone()));
-        let routes = routes.merge(web::event_routes(state.clone()));
+        let routes = routes.merge(web::event_routes(state.clone())).merge(web::panel_routes(state.clone(), panels));
         (routes.merge(web::openai_routes(state.clone())), web::upload_routes(state))
     } else {
         (axum::Router::new(), axum::Router::new())

@@ -201,11 +201,21 @@ async fn llm(r: &mut Report, cfg: &Config) {
     }
 }
 
-/// One line per `[llm.tiers.<name>]`: the provider, model and endpoint it runs on.
+/// One line per `[llm.tiers.<name>]`: the provider, model and endpoint it runs on; then each
+/// configured model's prices (a warning for a model nobody prices).
 fn tiers(r: &Report, cfg: &Config) {
     for name in cfg.llm.tiers.keys() {
         if let Some(tier) = cfg.llm.tier(name) {
             r.ok(&format!("model tier {name}"), super::model::describe(&tier));
+        }
+    }
+    if cfg.llm.model.trim().is_empty() {
+        return;
+    }
+    for e in crate::llm::PriceBook::from_config(&cfg.llm).endpoints() {
+        match e.priced.source {
+            crate::llm::PriceSource::Unknown => println!("[warn] price: {}", e.describe()),
+            _ => r.ok("price", e.describe()),
         }
     }
 }

@@ -1,4 +1,4 @@
-//! The `butler` command line: serve, chat, migrate, doctor, config check.
+//! The `butler` command line: serve, chat, migrate, doctor, config check, usage and the rest.
 //!
 //! Each command prints errors that name what is wrong and what to do, and returns an exit code
 //! (0 success, 1 a check or run failed, 2 bad usage or configuration). Only this module and
@@ -17,6 +17,7 @@ mod pair;
 mod render;
 mod schedule;
 mod skills;
+mod usage;
 
 use crate::app::{App, AppOptions};
 use crate::config;
@@ -94,6 +95,12 @@ pub enum Command {
         #[command(subcommand)]
         command: skills::SkillsCommand,
     },
+    /// What the model calls cost today, this week and this month, by model, and the budgets
+    Usage {
+        /// One person's usage, by any account of theirs (CHANNEL:ID, e.g. telegram:12345); default: everyone's
+        #[arg(long)]
+        user: Option<String>,
+    },
 }
 
 #[derive(Subcommand, Debug)]
@@ -151,6 +158,11 @@ async fn run(cli: Cli) -> Result<ExitCode, ExitCode> {
                 Some(p) => eprintln!("config: {} is valid", p.display()),
                 None => eprintln!("config: no file found; using the built-in defaults"),
             }
+            if !loaded.config.llm.model.trim().is_empty() {
+                for e in crate::llm::PriceBook::from_config(&loaded.config.llm).unpriced() {
+                    eprintln!("config: warning: {}", e.describe());
+                }
+            }
             print!("{}", loaded.config.to_masked_toml());
             Ok(ExitCode::SUCCESS)
         }
@@ -182,6 +194,7 @@ async fn run(cli: Cli) -> Result<ExitCode, ExitCode> {
         Command::Backup { path } => backup::backup(load_config(cli.config.as_deref())?.config, &path).await,
         Command::Restore { path } => backup::restore(load_config(cli.config.as_deref())?.config, &path).await,
         Command::Audit { limit } => audit::run(load_config(cli.config.as_deref())?.config, limit).await,
+        Command::Usage { user } => usage::run(load_config(cli.config.as_deref())?.config, user).await,
         Command::Chat => {
             let loaded = load_config(cli.config.as_deref())?;
             let mut _telemetry = None;

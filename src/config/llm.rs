@@ -36,13 +36,18 @@ pub struct LlmConfig {
     pub max_tokens: u32,
     /// The model's context window in tokens (drives compaction thresholds).
     pub context_window: u32,
-    /// USD per million input tokens, for cost records.
-    pub input_price_per_mtok: f64,
-    pub output_price_per_mtok: f64,
+    /// USD per million input tokens, for cost records. Unset: the price book shipped with
+    /// Butler (`crate::llm::book`) prices well-known models; a set key wins over it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub input_price_per_mtok: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub output_price_per_mtok: Option<f64>,
     /// USD per million input tokens served from the provider's prompt cache.
-    pub cache_read_price_per_mtok: f64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cache_read_price_per_mtok: Option<f64>,
     /// USD per million input tokens written to the provider's prompt cache.
-    pub cache_write_price_per_mtok: f64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cache_write_price_per_mtok: Option<f64>,
     /// Tried in order when the primary fails with a transient error before streaming.
     pub fallback: Vec<LlmFallback>,
     /// Model tiers (`worker`, `chat`, `reasoning`, or any name): `[llm.tiers.<name>]`, each any
@@ -67,10 +72,10 @@ impl Default for LlmConfig {
             max_retries: 3,
             max_tokens: 4096,
             context_window: 128_000,
-            input_price_per_mtok: 0.0,
-            output_price_per_mtok: 0.0,
-            cache_read_price_per_mtok: 0.0,
-            cache_write_price_per_mtok: 0.0,
+            input_price_per_mtok: None,
+            output_price_per_mtok: None,
+            cache_read_price_per_mtok: None,
+            cache_write_price_per_mtok: None,
             fallback: Vec::new(),
             tiers: BTreeMap::new(),
             vision: true,
@@ -79,7 +84,8 @@ impl Default for LlmConfig {
 }
 
 /// One `[[llm.fallback]]` endpoint. Its prices (USD per million tokens) price the calls it
-/// answers; unset means 0, i.e. unknown (the usage row still records the tokens).
+/// answers; unset, the price book's for its model (or unknown: the usage row still records the
+/// tokens, and `config check` names the model).
 #[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct LlmFallback {
@@ -89,14 +95,14 @@ pub struct LlmFallback {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub api_key: Option<Secret>,
     pub model: String,
-    #[serde(default)]
-    pub input_price_per_mtok: f64,
-    #[serde(default)]
-    pub output_price_per_mtok: f64,
-    #[serde(default)]
-    pub cache_read_price_per_mtok: f64,
-    #[serde(default)]
-    pub cache_write_price_per_mtok: f64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input_price_per_mtok: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_price_per_mtok: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_read_price_per_mtok: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_write_price_per_mtok: Option<f64>,
 }
 
 /// One `[llm.tiers.<name>]`: any key of `[llm]`; unset keys come from `[llm]`.
@@ -145,6 +151,10 @@ impl LlmConfig {
     /// `None` when no such tier is configured (callers fall back to `[llm]`).
     pub fn tier(&self, name: &str) -> Option<LlmConfig> {
         let t = self.tiers.get(name)?;
+        // A tier with a model of its own never inherits [llm]'s prices (they are another
+        // model's); one running [llm]'s model does.
+        let own_model = t.model.as_ref().is_some_and(|m| m.trim() != self.model.trim());
+        let price = |tier: Option<f64>, main: Option<f64>| tier.or(main.filter(|_| !own_model));
         let same_endpoint = t.provider.is_none_or(|p| p == self.provider)
             && t.base_url.as_ref().is_none_or(|b| Some(b) == self.base_url.as_ref());
         Some(LlmConfig {
@@ -158,10 +168,10 @@ impl LlmConfig {
             max_retries: t.max_retries.unwrap_or(self.max_retries),
             max_tokens: t.max_tokens.unwrap_or(self.max_tokens),
             context_window: t.context_window.unwrap_or(self.context_window),
-            input_price_per_mtok: t.input_price_per_mtok.unwrap_or(self.input_price_per_mtok),
-            output_price_per_mtok: t.output_price_per_mtok.unwrap_or(self.output_price_per_mtok),
-            cache_read_price_per_mtok: t.cache_read_price_per_mtok.unwrap_or(self.cache_read_price_per_mtok),
-            cache_write_price_per_mtok: t.cache_write_price_per_mtok.unwrap_or(self.cache_write_price_per_mtok),
+            input_price_per_mtok: price(t.input_price_per_mtok, self.input_price_per_mtok),
+            output_price_per_mtok: price(t.output_price_per_mtok, self.output_price_per_mtok),
+            cache_read_price_per_mtok: price(t.cache_read_price_per_mtok, self.cache_read_price_per_mtok),
+            cache_write_price_per_mtok: price(t.cache_write_price_per_mtok, self.cache_write_price_per_mtok),
             fallback: t.fallback.clone().unwrap_or_else(|| self.fallback.clone()),
             tiers: Default::default(),
             vision: t.vision.unwrap_or(self.vision),

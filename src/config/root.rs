@@ -76,6 +76,7 @@ impl Config {
         (owners.skills)(self, &mut p);
         (owners.media)(self, &mut p);
         (owners.log)(self, &mut p);
+        (owners.prices)(self, &mut p);
         p.into_result()
     }
 
@@ -117,6 +118,8 @@ pub struct OwnerChecks<'a> {
     pub media: SectionCheck,
     /// `[log]` (`crate::telemetry`).
     pub log: SectionCheck,
+    /// `[llm]`'s prices against `[limits]`' budgets (`crate::llm`).
+    pub prices: SectionCheck,
 }
 
 impl OwnerChecks<'static> {
@@ -131,6 +134,7 @@ impl OwnerChecks<'static> {
         delegation: skip,
         media: skip,
         log: skip,
+        prices: skip,
     };
 }
 

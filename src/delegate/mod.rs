@@ -11,6 +11,7 @@
 mod chain;
 mod chains;
 mod config;
+mod day;
 mod plan;
 mod running;
 mod tree;
@@ -18,6 +19,7 @@ mod tree;
 pub use chain::{Caps, Chain, Refusal, Ticket, Totals};
 pub use chains::Chains;
 pub use config::check_config;
+pub use day::{DayGate, DayTicket, Days};
 pub use plan::{child_prompt, plan, spec, DelegateArgs, Plan, PlanError, DELEGATE_TOOL};
 pub use running::{BackgroundSlot, Registered, Running};
 pub use tree::waiting_children;

@@ -1,13 +1,14 @@
 //! The children running in this process: their stop handles (for `/cancel` and shutdown), the
 //! tracked tasks of background children, each user's count of background tasks running here
 //! (taken atomically, so calls at the same time never pass `max_background` together) and the
-//! live chains ([`Chains`]).
+//! live chains ([`Chains`]) and each user's spend today not yet in the store ([`Days`]).
 //!
 //! Shared by the agent (which registers children and spawns background ones) and triage (which
 //! cancels them). It must never run a child itself, and every task it spawns is tracked and
 //! stops with the shutdown token.
 
 use super::chains::Chains;
+use super::day::Days;
 use std::collections::HashMap;
 use std::future::Future;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -20,6 +21,7 @@ pub struct Running {
     /// Background tasks running here, by user id.
     background: Mutex<HashMap<String, usize>>,
     chains: Chains,
+    days: Arc<Days>,
     tracker: TaskTracker,
     shutdown: CancellationToken,
 }
@@ -65,6 +67,7 @@ impl Running {
             children: Mutex::new(HashMap::new()),
             background: Mutex::new(HashMap::new()),
             chains: Chains::default(),
+            days: Arc::new(Days::default()),
             tracker: TaskTracker::new(),
             shutdown,
         })
@@ -88,6 +91,11 @@ impl Running {
     /// The live chains (the totals of messages whose background work goes on).
     pub fn chains(&self) -> &Chains {
         &self.chains
+    }
+
+    /// Each user's spend today not yet in the store (`[limits] max_usd_per_day`).
+    pub fn days(&self) -> &Arc<Days> {
+        &self.days
     }
 
     /// Registers child `id`, stopped by `cancel`; it stays listed until the guard is dropped.

@@ -7,6 +7,7 @@
 //! put one in an error, and never retry once a stream has started delivering tokens.
 
 mod anthropic;
+pub mod book;
 mod build;
 pub mod decode;
 mod errors;
@@ -26,7 +27,7 @@ pub use decode::{decode_chunks, Decode, Flow};
 pub use http::parse_retry_after;
 pub use models::{base_url, default_base_url, list_models, model_list_line, provider_name};
 pub use openai::OpenAiDecoder;
-pub use prices::{PriceBook, Prices};
+pub use prices::{check_config, Endpoint, PriceBook, PriceSource, Priced, Prices};
 pub use provider::{complete, LlmError, LlmStream, Provider};
 pub use sse::{SseEvent, SseParser};
 pub use tiers::{TierChoice, Tiers, MAIN_TIER};

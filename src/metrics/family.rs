@@ -28,6 +28,12 @@ impl CounterVec {
         *self.values.lock().unwrap_or_else(|p| p.into_inner()).entry(key).or_insert(0) += 1;
     }
 
+    /// Adds `n` to the counter of `labels`.
+    pub fn add(&self, labels: &[&str], n: u64) {
+        let key: Vec<String> = labels.iter().map(|l| l.to_string()).collect();
+        *self.values.lock().unwrap_or_else(|p| p.into_inner()).entry(key).or_insert(0) += n;
+    }
+
     /// The counter of `labels` (0 if never counted).
     pub fn get(&self, labels: &[&str]) -> u64 {
         let key: Vec<String> = labels.iter().map(|l| l.to_string()).collect();
@@ -35,9 +41,18 @@ impl CounterVec {
     }
 
     pub(super) fn render(&self, out: &mut String, name: &str, help: &str, names: &[&str]) {
+        self.render_scaled(out, (name, help), names, 1.0);
+    }
+
+    /// Renders each counter times `scale` (micro-dollars counted, dollars shown).
+    pub(super) fn render_scaled(&self, out: &mut String, (name, help): (&str, &str), names: &[&str], scale: f64) {
         let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} counter");
         for (values, n) in self.values.lock().unwrap_or_else(|p| p.into_inner()).iter() {
-            let _ = writeln!(out, "{name}{} {n}", labels(names, values, None));
+            if scale == 1.0 {
+                let _ = writeln!(out, "{name}{} {n}", labels(names, values, None));
+            } else {
+                let _ = writeln!(out, "{name}{} {}", labels(names, values, None), *n as f64 * scale);
+            }
         }
     }
 }

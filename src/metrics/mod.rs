@@ -118,6 +118,11 @@ pub struct Metrics {
     pub tool_calls: CounterVec,
     /// Delivery attempts, by channel and outcome (`sent`, `retried`, `failed`).
     pub deliveries: CounterVec,
+    /// Model tokens recorded, by model, kind of call (`turn`, `delegate`, `archivist`, ...) and
+    /// direction (`input`, `output`).
+    pub llm_tokens: CounterVec,
+    /// Model cost recorded in micro-dollars, by model and kind of call.
+    pub llm_cost_micros: CounterVec,
 }
 
 pub static METRICS: Metrics = Metrics {
@@ -143,6 +148,8 @@ pub static METRICS: Metrics = Metrics {
     llm_errors: CounterVec::new(),
     tool_calls: CounterVec::new(),
     deliveries: CounterVec::new(),
+    llm_tokens: CounterVec::new(),
+    llm_cost_micros: CounterVec::new(),
 };
 
 /// Appends a gauge read at scrape time (from the database): nothing when it could not be read.
@@ -158,6 +165,15 @@ pub fn render_gauge(out: &mut String, name: &str, help: &str, value: Option<i64>
 }
 
 impl Metrics {
+    /// Counts one recorded model call (or a turn's calls on one model): tokens and cost by
+    /// model and kind. Model names come from the config and the provider, never from people.
+    pub fn count_llm_usage(&self, model: &str, kind: &str, input: i64, output: i64, cost_usd: f64) {
+        self.llm_tokens.add(&[model, kind, "input"], input.max(0) as u64);
+        self.llm_tokens.add(&[model, kind, "output"], output.max(0) as u64);
+        let micros = if cost_usd.is_finite() && cost_usd > 0.0 { (cost_usd * 1e6).round() as u64 } else { 0 };
+        self.llm_cost_micros.add(&[model, kind], micros);
+    }
+
     /// The Prometheus text exposition of every metric.
     pub fn render(&self) -> String {
         let mut out = String::new();
@@ -219,6 +235,14 @@ impl Metrics {
         );
         self.tool_calls.render(&mut out, "butler_tool_calls_total", "Tool calls", &["tool", "outcome"]);
         self.deliveries.render(&mut out, "butler_deliveries_total", "Delivery attempts", &["channel", "outcome"]);
+        self.llm_tokens.render(
+            &mut out,
+            "butler_llm_tokens_total",
+            "Model tokens recorded, by model, kind of call and direction",
+            &["model", "kind", "direction"],
+        );
+        let cost = ("butler_llm_cost_usd_total", "Model cost recorded in US dollars, by model and kind of call");
+        self.llm_cost_micros.render_scaled(&mut out, cost, &["model", "kind"], 1e-6);
         out
     }
 }

@@ -117,6 +117,8 @@ pub trait TurnStore: Send + Sync {
     async fn usage_since(&self, user_id: &str, since_ms: i64) -> Result<UsageTotals>;
     /// Records a model call outside a turn (the archivist, a compaction summary).
     async fn usage_add(&self, usage: &UsageRecord) -> Result<()>;
+    /// Tokens and cost by model of one user (`None`: everyone) since `since_ms`, dearest first.
+    async fn usage_by_model(&self, user_id: Option<&str>, since_ms: i64) -> Result<Vec<ModelUsage>>;
     /// The context size (estimated tokens) of a session's latest turn, 0 if none.
     async fn last_context(&self, session_id: &str) -> Result<i64>;
 }

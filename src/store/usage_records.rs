@@ -1,8 +1,9 @@
 //! The usage ledger's rows: what one model call cost ([`UsageRecord`]), what a turn spent
-//! across the models that answered it ([`TurnUsage`]), and a user's totals since a time
-//! ([`UsageTotals`]).
+//! across the models that answered it ([`TurnUsage`]), a user's totals since a time
+//! ([`UsageTotals`]) and the same by model ([`ModelUsage`]).
 //!
-//! Plain data and arithmetic over it: nothing here may run a query.
+//! Plain data and arithmetic over it, and the Prometheus counters of what was recorded: nothing
+//! here may run a query.
 
 use crate::llm::{Prices, Usage};
 
@@ -43,6 +44,12 @@ impl UsageRecord {
     }
 }
 
+/// Counts a recorded row in the Prometheus counters of tokens and cost, by model and kind
+/// (never by user).
+pub fn count_usage(row: &UsageRecord) {
+    crate::metrics::METRICS.count_llm_usage(&row.model, &row.kind, row.input_tokens, row.output_tokens, row.cost_usd);
+}
+
 /// What a turn spent: one row per model that answered one of its calls, in the order they
 /// first answered, each priced at its own model's prices. The first row carries the turn's
 /// `iterations` (the others 0, so a sum is the turn's count); every row carries its
@@ -76,6 +83,15 @@ impl From<UsageRecord> for TurnUsage {
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct UsageTotals {
     pub turns: i64,
+    pub input_tokens: i64,
+    pub output_tokens: i64,
+    pub cost_usd: f64,
+}
+
+/// What one model took and cost since a time (`/usage`, the usage panel, `butler usage`).
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
+pub struct ModelUsage {
+    pub model: String,
     pub input_tokens: i64,
     pub output_tokens: i64,
     pub cost_usd: f64,

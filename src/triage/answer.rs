@@ -4,7 +4,7 @@
 use super::access::Access;
 use super::access::{approve_pairing, approved_earlier, deny_pairing, normalize_code};
 use super::approvals::Approvals;
-use super::commands::{start_of_day_ms, HELP};
+use super::commands::HELP;
 use super::commands::{Command, MemoryCommand, PairCommand};
 use super::verdict::{Decision, Verdict};
 use crate::schedule::Schedules;
@@ -35,6 +35,8 @@ pub(super) struct Answers {
     pub(super) timezone: String,
     /// `/tasks`, `/cancel` and the helpers line of `/status`.
     pub(super) tasks: super::tasks::Tasks,
+    /// `/usage`.
+    pub(super) usage: crate::usage::Usage,
 }
 
 impl Answers {
@@ -62,6 +64,7 @@ impl Answers {
             Command::Cancel(None) => reply("Say which task: `/cancel ID` (/tasks lists them)."),
             Command::Cancel(Some(id)) => reply(self.tasks.cancel(user, &id).await?),
             Command::Timezone(zone) => reply(self.timezone(zone, user).await?),
+            Command::Usage => reply(crate::usage::render(&self.usage.report(user, now_ms()).await?)),
             // Handled before this point; listed so the match stays exhaustive.
             Command::New | Command::Unknown | Command::Link(Some(_)) => Verdict::plain(Decision::Done),
         })
@@ -84,7 +87,7 @@ impl Answers {
 
     async fn status(&self, key: &str, user: &UserRow) -> Result<String, StoreError> {
         let session = self.store.sessions.session_active(key).await?;
-        let since = start_of_day_ms(&user.timezone);
+        let since = crate::usage::day_start_ms(&user.timezone, now_ms());
         let usage = self.store.turns.usage_since(&user.id, since).await?;
         let running = if self.sessions.is_running(key) { "a turn is running" } else { "idle" };
         let context = match &session {

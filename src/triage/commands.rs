@@ -1,8 +1,5 @@
 //! Slash commands, the same on every channel: parsed here, answered by triage without the model.
 
-use chrono::{TimeZone, Utc};
-use chrono_tz::Tz;
-
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Command {
     Help,
@@ -29,6 +26,8 @@ pub enum Command {
     Cancel(Option<String>),
     /// `/timezone` shows the sender's time zone; `/timezone Europe/Berlin` sets it.
     Timezone(Option<String>),
+    /// `/usage`: what the sender spent today, this week and this month, by model.
+    Usage,
     /// A slash word Butler does not know: it goes to the agent as text.
     Unknown,
 }
@@ -55,6 +54,7 @@ pub const HELP: &str = "Commands:\n\
 /new - start a fresh conversation\n\
 /stop - stop the reply being written and this conversation's helpers and background tasks\n\
 /status - session, model, and today's usage\n\
+/usage - what you spent today, this week and this month, by model, and the limits\n\
 /tools - the tools I can use: built-in, each MCP server (and its state), skills\n\
 /whoami - who Butler thinks you are\n\
 /schedules - your scheduled jobs and their last runs\n\
@@ -105,6 +105,7 @@ pub fn parse_command(text: &str) -> Option<Command> {
         "tasks" => Command::Tasks,
         "cancel" => Command::Cancel(arg),
         "timezone" | "tz" => Command::Timezone(arg),
+        "usage" | "cost" | "costs" => Command::Usage,
         "pair" => Command::Pair(match (arg.as_deref(), words.next()) {
             (None | Some("list"), _) => PairCommand::List,
             (Some("approve"), Some(code)) => PairCommand::Approve(code.to_string()),
@@ -113,14 +114,6 @@ pub fn parse_command(text: &str) -> Option<Command> {
         }),
         _ => Command::Unknown,
     })
-}
-
-/// Midnight today in `zone`, as Unix milliseconds (UTC if the zone is unknown).
-pub fn start_of_day_ms(zone: &str) -> i64 {
-    let tz: Tz = zone.parse().unwrap_or(chrono_tz::UTC);
-    let now = Utc::now().with_timezone(&tz);
-    let midnight = now.date_naive().and_hms_opt(0, 0, 0).expect("midnight exists");
-    tz.from_local_datetime(&midnight).earliest().map_or(now.timestamp_millis(), |t| t.timestamp_millis())
 }
 
 #[cfg(test)]

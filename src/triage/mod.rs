@@ -51,6 +51,8 @@ pub struct TriageParts {
     pub schedules: Arc<crate::schedule::Schedules>,
     /// Child agents running in this process (`/cancel`).
     pub running: Arc<crate::delegate::Running>,
+    /// What `/usage` reports.
+    pub usage: crate::usage::Usage,
 }
 
 #[derive(Clone)]
@@ -69,8 +71,19 @@ pub struct Triage {
 
 impl Triage {
     pub fn new(parts: TriageParts) -> Self {
-        let TriageParts { store, access, sessions, triggers, tools, model, timezone, deliverer, schedules, running } =
-            parts;
+        let TriageParts {
+            store,
+            access,
+            sessions,
+            triggers,
+            tools,
+            model,
+            timezone,
+            deliverer,
+            schedules,
+            running,
+            usage,
+        } = parts;
         let scheduled = Arc::new(ScheduledEvents::new(store.clone(), access.clone()));
         let approvals = Approvals::new(store.clone(), access.clone(), deliverer);
         let answers = Answers {
@@ -83,6 +96,7 @@ impl Triage {
             model,
             timezone,
             tasks: tasks::Tasks { store: store.clone(), running },
+            usage,
         };
         Self { store, access, sessions, triggers, scheduled, approvals, answers }
     }

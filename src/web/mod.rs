@@ -17,6 +17,7 @@ mod files_api;
 mod hub;
 mod names;
 mod openai;
+mod panels;
 mod stores;
 mod uploads;
 
@@ -27,5 +28,6 @@ pub(crate) use events::event_routes;
 pub(crate) use files_api::{download_routes, upload_routes};
 pub(crate) use hub::WebHub;
 pub(crate) use openai::routes as openai_routes;
+pub(crate) use panels::{panel_routes, Panels};
 pub(crate) use stores::WebStores;
 pub(crate) use uploads::Uploads;

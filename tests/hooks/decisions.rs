@@ -264,8 +264,8 @@ async fn the_classifier_runs_on_the_worker_tier_and_its_cost_is_recorded() {
         let llm = FakeLlm::start().await;
         llm.on_every(CLASSIFIER_NEEDLE, Reply::text("Notify.").usage(400, 2));
         let (mut cfg, dir) = hook_config(Some(&llm.openai_url()), &CLASSIFIED.replace("web:classified", target));
-        cfg.llm.input_price_per_mtok = 10.0;
-        cfg.llm.output_price_per_mtok = 20.0;
+        cfg.llm.input_price_per_mtok = Some(10.0);
+        cfg.llm.output_price_per_mtok = Some(20.0);
         if tier {
             let worker = butler::config::LlmTier {
                 model: Some("small-model".into()),

@@ -18,7 +18,7 @@ async fn facts_are_distilled_after_the_reply_without_duplicates() {
     let llm = FakeLlm::start().await;
     let (mut cfg, dir) = config(Some(&llm.openai_url()));
     cfg.memory.archivist = true;
-    cfg.llm.input_price_per_mtok = 1.0;
+    cfg.llm.input_price_per_mtok = Some(1.0);
     let app = TestApp::start(cfg, Some(dir)).await;
 
     // The archivist's call is slow: the reply must not wait for it.

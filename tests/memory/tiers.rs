@@ -21,14 +21,14 @@ fn cost(tokens: (i64, i64), prices: (f64, f64)) -> f64 {
 async fn each_call_is_recorded_under_the_model_that_answered_it() {
     let (primary, backup) = (FakeLlm::start().await, FakeLlm::start().await);
     let (mut cfg, dir) = config(Some(&primary.openai_url()));
-    cfg.llm.input_price_per_mtok = 2.0;
-    cfg.llm.output_price_per_mtok = 4.0;
+    cfg.llm.input_price_per_mtok = Some(2.0);
+    cfg.llm.output_price_per_mtok = Some(4.0);
     cfg.llm.fallback = vec![LlmFallback {
         provider: ProviderKind::Openai,
         base_url: Some(backup.openai_url()),
         model: "backup-model".into(),
-        input_price_per_mtok: 1.0,
-        output_price_per_mtok: 3.0,
+        input_price_per_mtok: Some(1.0),
+        output_price_per_mtok: Some(3.0),
         ..LlmFallback::default()
     }];
     let app = TestApp::start(cfg, Some(dir)).await;
@@ -78,8 +78,8 @@ async fn the_archivist_and_compaction_run_on_the_worker_tier_when_one_is_configu
         llm.on_every(SUMMARIZER, Reply::text("SUMMARY: earlier chat.").usage(200, 20));
         let (mut cfg, dir) = config(Some(&llm.openai_url()));
         cfg.memory.archivist = true;
-        cfg.llm.input_price_per_mtok = 10.0;
-        cfg.llm.output_price_per_mtok = 20.0;
+        cfg.llm.input_price_per_mtok = Some(10.0);
+        cfg.llm.output_price_per_mtok = Some(20.0);
         if tier {
             let worker = LlmTier {
                 model: Some("small-model".into()),

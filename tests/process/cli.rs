@@ -50,6 +50,9 @@ fn config_errors_name_the_key_and_the_file_and_exit_2() {
         ("[permissions]\ndenied_tools = [\"\"]\n", "permissions.denied_tools[0]"),
         ("[tools.http_request]\nallowed_hosts = [\"localhost\"]\n", "tools.http_request.allowed_hosts[0]"),
         ("[[schedules]]\nname = \"b\"\ncron = \"0 8 * *\"\nprompt = \"p\"\ntarget = \"web:b\"\n", "schedules[0].cron"),
+        // A budget with a model nobody prices cannot hold: refused, naming the model and the key.
+        ("[llm]\nmodel = \"llama3.1\"\n[limits]\nmax_usd_per_day = 5.0\n", "llm.input_price_per_mtok"),
+        ("[llm]\nmodel = \"llama3.1\"\n[limits]\nmax_usd_per_day = 5.0\n", "`llama3.1` has no known price"),
     ];
     for (extra, key) in cases {
         let dep = Deployment::new(extra);
@@ -58,6 +61,14 @@ fn config_errors_name_the_key_and_the_file_and_exit_2() {
         assert_eq!(out.status.code(), Some(2), "{extra}: {stderr}");
         assert!(stderr.contains(key), "{extra}: error should name {key}: {stderr}");
         assert!(stderr.contains("butler.toml"), "{extra}: error should name the file: {stderr}");
+    }
+    // Without a budget an unpriced model is only reported; a priced one (the book) is not.
+    for (model, warned) in [("llama3.1", true), ("gpt-4o-mini", false)] {
+        let dep = Deployment::new(&format!("[llm]\nmodel = \"{model}\"\n"));
+        let out = run(&dep, &["config", "check"], &[]);
+        let (_, stderr) = text(&out);
+        assert!(out.status.success(), "{stderr}");
+        assert_eq!(stderr.contains(&format!("warning: {model} (llm): no known price")), warned, "{stderr}");
     }
     // An unknown override names the variable.
     let dep = Deployment::new("");
@@ -99,6 +110,9 @@ async fn doctor_passes_only_when_everything_works() {
         "[ ok ] model tier reasoning: anthropic deep-model at http://127.0.0.1:9\n",
         "[ ok ] model tier worker: openai small-model at http://127.0.0.1:",
         "[ ok ] web chat",
+        // Prices: the fake models are in no price book.
+        "[warn] price: fake-model (llm): no known price",
+        "[warn] price: small-model (llm.tiers.worker): no known price",
     ] {
         assert!(stdout.contains(line), "missing `{line}`:\n{stdout}");
     }

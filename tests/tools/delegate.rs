@@ -318,7 +318,9 @@ async fn budgets_count_children_and_stop_a_turn_or_a_user_with_a_message_naming_
     let llm = FakeLlm::start().await;
     let (app, _) = start(&llm, |c| {
         // One dollar a token keeps the arithmetic readable.
-        c.llm.input_price_per_mtok = 1_000_000.0;
+        c.llm.input_price_per_mtok = Some(1_000_000.0);
+        // The helpers run on the worker tier, whose own model takes no price of [llm]\'s.
+        c.llm.tiers.get_mut("worker").unwrap().input_price_per_mtok = Some(1_000_000.0);
         c.limits.max_usd_per_turn = Some(50.0);
         c.limits.max_usd_per_day = Some(60.0);
     })

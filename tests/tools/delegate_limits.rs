@@ -115,7 +115,9 @@ async fn a_dollar_limit_with_helpers_in_parallel_ends_within_one_call_of_it() {
     let llm = FakeLlm::start().await;
     let (app, _) = start(&llm, |c| {
         // One dollar a token: the root's call costs $1, each helper call $10.
-        c.llm.input_price_per_mtok = 1_000_000.0;
+        c.llm.input_price_per_mtok = Some(1_000_000.0);
+        // The helpers run on the worker tier, whose own model takes no price of [llm]\'s.
+        c.llm.tiers.get_mut("worker").unwrap().input_price_per_mtok = Some(1_000_000.0);
         c.limits.max_usd_per_turn = Some(50.0);
     })
     .await;
@@ -208,5 +210,46 @@ async fn tasks_shows_a_chain_as_one_entry_and_cancel_ends_it() {
         })
     })
     .await;
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn twenty_background_tasks_at_once_end_the_day_within_one_call_of_its_limit() {
+    let llm = FakeLlm::start().await;
+    let (app, _) = start(&llm, |c| {
+        // One dollar an output token and at most 4 per call: each call reserves its worst case
+        // ($4) and costs $1, so several calls of several tasks are in flight together.
+        for tier in
+            [&mut c.llm.output_price_per_mtok, &mut c.llm.tiers.get_mut("worker").unwrap().output_price_per_mtok]
+        {
+            *tier = Some(1_000_000.0);
+        }
+        c.llm.input_price_per_mtok = Some(0.0);
+        c.llm.tiers.get_mut("worker").unwrap().input_price_per_mtok = Some(0.0);
+        c.llm.max_tokens = 4;
+        c.limits.max_usd_per_day = Some(30.0);
+        c.agent.delegation.max_background = 20;
+        c.agent.delegation.max_parallel = 5;
+    })
+    .await;
+    // Four messages in four conversations, each starting five tasks: four chains, one person.
+    let five =
+        |m: usize| delegates((0..5).map(move |i| json!({"task": format!("child-day {m}.{i}"), "background": true})));
+    for m in 0..4 {
+        llm.on(&format!("day-bg{m} "), five(m).usage(0, 1));
+        llm.on(&format!("day-bg{m} "), Reply::text("five started").usage(0, 1));
+    }
+    // Every task (and every report's turn) keeps calling a tool, $1 a call.
+    let step = Reply::tool_call("now", json!({})).usage(0, 1).first_byte_delay(Duration::from_millis(50));
+    llm.on_every("child-day", step);
+    for m in 0..4 {
+        app.post(&format!("c25-{m}"), "local", &format!("day-bg{m} go")).await;
+    }
+    wait_until("twenty tasks", || async { rows(&app).await.len() == 20 }).await;
+    quiet_after(&app, &llm, "the tasks to stop at the day's limit").await;
+    let spent: f64 = app.app.store.usage_by_model(None, 0).await.unwrap().iter().map(|m| m.cost_usd).sum();
+    assert!((30.0..31.0 + 1e-9).contains(&spent), "the day's spend is ${spent}: the limit is $30, a call costs $1");
+    // Every call made was recorded at its price: $1 each.
+    assert_eq!(llm.request_count() as f64, spent.round(), "model requests against the recorded spend");
     app.stop().await;
 }

@@ -153,10 +153,10 @@ async fn limits_stop_runaway_turns_and_cut_big_results() {
 async fn usage_and_cost_are_recorded_per_turn() {
     let llm = FakeLlm::start().await;
     let (mut cfg, dir) = config(Some(&llm.openai_url()));
-    cfg.llm.input_price_per_mtok = 3.0;
-    cfg.llm.output_price_per_mtok = 15.0;
-    cfg.llm.cache_read_price_per_mtok = 0.3;
-    cfg.llm.cache_write_price_per_mtok = 3.75;
+    cfg.llm.input_price_per_mtok = Some(3.0);
+    cfg.llm.output_price_per_mtok = Some(15.0);
+    cfg.llm.cache_read_price_per_mtok = Some(0.3);
+    cfg.llm.cache_write_price_per_mtok = Some(3.75);
     let app = TestApp::start(cfg, Some(dir)).await;
     llm.on("count", Reply::tool_call("now", json!({})).usage(1000, 100));
     // OpenAI reports cache reads only (as part of prompt_tokens).
@@ -175,7 +175,31 @@ async fn usage_and_cost_are_recorded_per_turn() {
     let status = replies[1]["text"].as_str().unwrap();
     assert!(status.contains("Today: 1 turn, 2900 tokens in, 300 tokens out"), "{status}");
     assert!(status.contains("fake-model"), "{status}");
+    // /usage: today, this week and this month by model, and the limits, without the model.
+    app.post("u1", "local", "/usage").await;
+    let replies = app.wait_replies("u1", 3, 30).await;
+    let usage = replies[2]["text"].as_str().unwrap();
+    for part in ["**Today**: $0.0121", "fake-model: $0.0121 · 2.9k in, 300 out", "**This week**", "**This month**"] {
+        assert!(usage.contains(part), "missing {part:?}:\n{usage}");
+    }
+    assert!(usage.contains("No spending limits are set"), "{usage}");
     assert_eq!(llm.request_count(), before);
+    // The web page's usage panel: the same report as JSON, the caller's own only.
+    let http = reqwest::Client::new();
+    let get = |path: &str| http.get(app.url(path)).send();
+    let panel: serde_json::Value = get("/api/v1/usage?user=local").await.unwrap().json().await.unwrap();
+    let today = &panel["report"]["periods"][0];
+    assert_eq!((today["period"].as_str(), today["models"][0]["model"].as_str()), (Some("today"), Some("fake-model")));
+    assert!((today["cost_usd"].as_f64().unwrap() - want).abs() < 1e-9, "{panel}");
+    assert_eq!(panel["text"].as_str(), Some(usage));
+    let stranger: serde_json::Value = get("/api/v1/usage?user=stranger").await.unwrap().json().await.unwrap();
+    assert_eq!(stranger["report"]["periods"][0]["models"], json!([]), "another person's usage is not shown");
+    // Prometheus: tokens and cost by model and kind of call (never by user).
+    let metrics = get("/metrics").await.unwrap().text().await.unwrap();
+    let cost = metrics.lines().find(|l| l.starts_with("butler_llm_cost_usd_total{model=\"fake-model\",kind=\"turn\"}"));
+    assert!(cost.is_some_and(|l| l.rsplit(' ').next().unwrap().parse::<f64>().unwrap() >= want - 1e-9), "{metrics}");
+    assert!(metrics.contains("butler_llm_tokens_total{model=\"fake-model\",kind=\"turn\",direction=\"output\"}"));
+    assert!(!metrics.contains("user=\""), "no metric is labelled by user");
     app.stop().await;
 }
 

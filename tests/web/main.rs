@@ -18,4 +18,5 @@ mod openai;
 mod poison;
 mod sessions;
 mod settled;
+mod status;
 mod tries;

@@ -70,10 +70,10 @@ fn full_config() -> Config {
         base_url: Some("https://api.anthropic.com".into()),
         api_key: Some(Secret::new("k2")),
         model: "claude-sonnet-4-5".into(),
-        input_price_per_mtok: 3.0,
-        output_price_per_mtok: 15.0,
-        cache_read_price_per_mtok: 0.3,
-        cache_write_price_per_mtok: 3.75,
+        input_price_per_mtok: Some(3.0),
+        output_price_per_mtok: Some(15.0),
+        cache_read_price_per_mtok: Some(0.3),
+        cache_write_price_per_mtok: Some(3.75),
     }];
     // Every key of a tier but `fallback` (a list like [[llm.fallback]], documented in words).
     c.llm.tiers.insert(

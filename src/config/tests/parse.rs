@@ -85,7 +85,7 @@ fn overrides_set_keys_of_every_type() {
         }),
         ("", &[("BUTLER_SERVER__MAX_BODY_BYTES", "2048")], |c| c.server.max_body_bytes == 2048),
         ("", &[("BUTLER_MEMORY__ENABLED", "false")], |c| !c.memory.enabled),
-        ("", &[("BUTLER_LLM__INPUT_PRICE_PER_MTOK", "2.5")], |c| c.llm.input_price_per_mtok == 2.5),
+        ("", &[("BUTLER_LLM__INPUT_PRICE_PER_MTOK", "2.5")], |c| c.llm.input_price_per_mtok == Some(2.5)),
         ("", &[("BUTLER_LLM__PROVIDER", "anthropic")], |c| c.llm.provider == ProviderKind::Anthropic),
         ("", &[("BUTLER_CHANNELS__WEB__TOKEN", "abc")], |c| {
             c.channels.web.token.as_ref().map(|t| t.expose()) == Some("abc")

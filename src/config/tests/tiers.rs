@@ -19,51 +19,52 @@ input_price_per_mtok = 2.5
 #[test]
 fn a_tier_is_its_own_keys_over_llm() {
     // (tier section, env, want (provider, base_url, api_key, model, max_tokens, context_window, input price))
-    type Want = (ProviderKind, &'static str, Option<&'static str>, &'static str, u32, u32, f64);
+    type Want = (ProviderKind, &'static str, Option<&'static str>, &'static str, u32, u32, Option<f64>);
     let openai = "https://api.openai.com/v1";
     let cases: &[(&str, super::Vars, Want)] = &[
         (
             "[llm.tiers.worker]\nmodel = \"gpt-4o-mini\"\ninput_price_per_mtok = 0.15",
             &[],
-            (ProviderKind::Openai, openai, Some("sk-main"), "gpt-4o-mini", 2000, 100_000, 0.15),
+            (ProviderKind::Openai, openai, Some("sk-main"), "gpt-4o-mini", 2000, 100_000, Some(0.15)),
         ),
         (
             "[llm.tiers.worker]\nmax_tokens = 500\ncontext_window = 16000",
             &[],
-            (ProviderKind::Openai, openai, Some("sk-main"), "gpt-4o", 500, 16_000, 2.5),
+            (ProviderKind::Openai, openai, Some("sk-main"), "gpt-4o", 500, 16_000, Some(2.5)),
         ),
-        // Another endpoint: the main key is not sent there.
+        // Another endpoint: the main key is not sent there. A tier with its own model never
+        // takes [llm]'s prices (another model's): unset, the price book prices it.
         (
             "[llm.tiers.worker]\nbase_url = \"http://127.0.0.1:11434/v1\"\nmodel = \"llama3.1\"",
             &[],
-            (ProviderKind::Openai, "http://127.0.0.1:11434/v1", None, "llama3.1", 2000, 100_000, 2.5),
+            (ProviderKind::Openai, "http://127.0.0.1:11434/v1", None, "llama3.1", 2000, 100_000, None),
         ),
         (
             "[llm.tiers.worker]\nprovider = \"anthropic\"\nmodel = \"claude-haiku\"",
             &[],
-            (ProviderKind::Anthropic, openai, None, "claude-haiku", 2000, 100_000, 2.5),
+            (ProviderKind::Anthropic, openai, None, "claude-haiku", 2000, 100_000, None),
         ),
         (
             "[llm.tiers.worker]\nprovider = \"anthropic\"\nmodel = \"claude-haiku\"\napi_key = \"sk-ant\"",
             &[],
-            (ProviderKind::Anthropic, openai, Some("sk-ant"), "claude-haiku", 2000, 100_000, 2.5),
+            (ProviderKind::Anthropic, openai, Some("sk-ant"), "claude-haiku", 2000, 100_000, None),
         ),
         // The same endpoint named again keeps the key.
         (
             "[llm.tiers.worker]\nbase_url = \"https://api.openai.com/v1\"\nprovider = \"openai\"",
             &[],
-            (ProviderKind::Openai, openai, Some("sk-main"), "gpt-4o", 2000, 100_000, 2.5),
+            (ProviderKind::Openai, openai, Some("sk-main"), "gpt-4o", 2000, 100_000, Some(2.5)),
         ),
         // From the environment, with or without a section in the file.
         (
             "",
             &[("BUTLER_LLM__TIERS__WORKER__MODEL", "env-small"), ("BUTLER_LLM__TIERS__WORKER__MAX_TOKENS", "300")],
-            (ProviderKind::Openai, openai, Some("sk-main"), "env-small", 300, 100_000, 2.5),
+            (ProviderKind::Openai, openai, Some("sk-main"), "env-small", 300, 100_000, None),
         ),
         (
             "[llm.tiers.worker]\nmodel = \"file-small\"",
             &[("BUTLER_LLM__TIERS__WORKER__MODEL", "env-small")],
-            (ProviderKind::Openai, openai, Some("sk-main"), "env-small", 2000, 100_000, 2.5),
+            (ProviderKind::Openai, openai, Some("sk-main"), "env-small", 2000, 100_000, None),
         ),
     ];
     for (section, vars, want) in cases {
@@ -101,7 +102,7 @@ fn fallback_prices_parse_and_default_to_unknown() {
         .iter()
         .map(|f| (f.model.as_str(), f.input_price_per_mtok, f.output_price_per_mtok, f.cache_write_price_per_mtok))
         .collect();
-    assert_eq!(got, [("claude", 3.0, 0.0, 3.75), ("local", 0.0, 0.5, 0.0)]);
+    assert_eq!(got, [("claude", Some(3.0), None, Some(3.75)), ("local", None, Some(0.5), None)]);
 }
 
 #[test]

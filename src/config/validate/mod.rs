@@ -100,7 +100,7 @@ pub(super) fn check_llm(llm: &LlmConfig, p: &mut Problems) {
         ("llm.cache_read_price_per_mtok", llm.cache_read_price_per_mtok),
         ("llm.cache_write_price_per_mtok", llm.cache_write_price_per_mtok),
     ] {
-        check_price(p, key, Some(price));
+        check_price(p, key, price);
     }
     check_fallbacks(p, "llm.fallback", &llm.fallback);
     for (name, tier) in &llm.tiers {
@@ -167,7 +167,7 @@ fn check_fallbacks(p: &mut Problems, prefix: &str, fallback: &[LlmFallback]) {
             ("cache_read_price_per_mtok", fb.cache_read_price_per_mtok),
             ("cache_write_price_per_mtok", fb.cache_write_price_per_mtok),
         ] {
-            check_price(p, &key(k), Some(price));
+            check_price(p, &key(k), price);
         }
     }
 }

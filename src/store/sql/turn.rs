@@ -95,6 +95,9 @@ macro_rules! impl_turn {
                     }
                 }
                 tx.commit().await.map_err(db_err)?;
+                if let (false, Some(usage)) = (rerun, &commit.usage) {
+                    usage.rows.iter().for_each($crate::store::count_usage);
+                }
                 let last = !matches!(
                     commit.inbox_status,
                     $crate::store::InboxStatus::Pending | $crate::store::InboxStatus::Processing
@@ -129,7 +132,38 @@ macro_rules! impl_turn {
 
             async fn usage_add(&self, usage: &$crate::store::UsageRecord) -> $crate::store::Result<()> {
                 let mut conn = self.writer().acquire().await.map_err($crate::store::sql::error::db_err)?;
-                Self::usage_insert_on(&mut conn, usage, $crate::store::now_ms()).await
+                Self::usage_insert_on(&mut conn, usage, $crate::store::now_ms()).await?;
+                $crate::store::count_usage(usage);
+                Ok(())
+            }
+
+            async fn usage_by_model(
+                &self,
+                user_id: Option<&str>,
+                since_ms: i64,
+            ) -> $crate::store::Result<Vec<$crate::store::ModelUsage>> {
+                let rows: Vec<(String, i64, i64, f64)> = sqlx::query_as(
+                    "SELECT model, CAST(COALESCE(SUM(input_tokens), 0) AS BIGINT), \
+                     CAST(COALESCE(SUM(output_tokens), 0) AS BIGINT), \
+                     CAST(COALESCE(SUM(cost_usd), 0.0) AS DOUBLE PRECISION) \
+                     FROM usage WHERE ($1 IS NULL OR user_id = $1) AND created_ms >= $2 \
+                     GROUP BY model HAVING SUM(input_tokens) + SUM(output_tokens) > 0 \
+                     ORDER BY 4 DESC, model",
+                )
+                .bind(user_id)
+                .bind(since_ms)
+                .fetch_all(self.reader())
+                .await
+                .map_err($crate::store::sql::error::db_err)?;
+                Ok(rows
+                    .into_iter()
+                    .map(|(model, input_tokens, output_tokens, cost_usd)| $crate::store::ModelUsage {
+                        model,
+                        input_tokens,
+                        output_tokens,
+                        cost_usd,
+                    })
+                    .collect())
             }
 
             async fn last_context(&self, session_id: &str) -> $crate::store::Result<i64> {
