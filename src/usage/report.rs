@@ -65,7 +65,7 @@ impl Usage {
                 period,
                 label: period.label(),
                 since_ms,
-                cost_usd: models.iter().map(|m| m.cost_usd).sum(),
+                cost_usd: models.iter().fold(0.0, |sum, m| sum + m.cost_usd),
                 input_tokens: models.iter().map(|m| m.input_tokens).sum(),
                 output_tokens: models.iter().map(|m| m.output_tokens).sum(),
                 models,

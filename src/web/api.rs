@@ -95,6 +95,7 @@ pub(crate) fn routes(state: WebState) -> Router {
         .route("/assets/app.js", get(app_js))
         .route("/assets/markdown.js", get(markdown_js))
         .route("/assets/files.js", get(files_js))
+        .route("/assets/panels.js", get(panels_js))
         .route("/assets/style.css", get(style_css))
         .route("/api/v1/info", get(info))
         .route("/api/v1/messages", post(post_message))
@@ -126,6 +127,10 @@ async fn markdown_js() -> impl IntoResponse {
 
 async fn files_js() -> impl IntoResponse {
     ([(header::CONTENT_TYPE, "text/javascript; charset=utf-8")], include_str!("assets/files.js"))
+}
+
+async fn panels_js() -> impl IntoResponse {
+    ([(header::CONTENT_TYPE, "text/javascript; charset=utf-8")], include_str!("assets/panels.js"))
 }
 
 async fn style_css() -> impl IntoResponse {

@@ -244,3 +244,25 @@ async fn memory_export_and_import_round_trip() {
     assert_eq!(out.status.code(), Some(1));
     assert!(text(&out).1.contains("no user has the identity web:nobody"));
 }
+
+#[test]
+fn usage_reports_by_model_and_names_a_bad_account() {
+    let dep = Deployment::new("[llm]\nmodel = \"gpt-4o-mini\"\n[limits]\nmax_usd_per_day = 2.5\n");
+    let out = run(&dep, &["usage"], &[]);
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "{stderr}");
+    for part in
+        ["💰 Usage (days in UTC)", "Today: nothing yet", "This month: nothing yet", "$2.50 per day (0% used today)"]
+    {
+        assert!(stdout.contains(part), "missing {part:?}:\n{stdout}");
+    }
+    // (arguments, exit code, what the message names)
+    let cases: [(&[&str], i32, &str); 2] =
+        [(&["usage", "--user", "nobody"], 2, "CHANNEL:ID"), (&["usage", "--user", "telegram:404"], 2, "telegram:404")];
+    for (args, code, names) in cases {
+        let out = run(&dep, args, &[]);
+        let (_, stderr) = text(&out);
+        assert_eq!(out.status.code(), Some(code), "{args:?}: {stderr}");
+        assert!(stderr.contains(names), "{args:?}: {stderr}");
+    }
+}

@@ -104,6 +104,8 @@ async fn init_checks_each_answer_asks_again_and_writes_a_config_that_checks() {
         pty.expect("2) other-model");
         pty.answer("Model [1]: ", "");
         pty.expect("✓ fake-model answered a test request");
+        // A model nobody prices is named, with the keys to set.
+        pty.expect("! price: fake-model (llm): no known price");
         pty.answer("Write it into the file (f), or as ${OPENAI_API_KEY}", "f");
         // The machine's zone is suggested (TZ here); a wrong name is asked again.
         pty.answer("Your time zone [Asia/Tokyo]: ", "Mars/Olympus");

@@ -14,6 +14,7 @@
 mod conversations;
 mod driver;
 mod files;
+mod panels;
 mod rendering;
 mod stop;
 

@@ -209,6 +209,11 @@ async fn model(provider: ProviderKind, env: &Env) -> Result<(LlmConfig, Option<S
         match check::model_call(&llm).await {
             Ok(took) => {
                 println!("✓ {} answered a test request ({} ms)", llm.model, took.as_millis());
+                // Costs need prices: say what the model costs, or that nobody knows.
+                if let Some(e) = crate::llm::PriceBook::from_config(&llm).endpoints().first() {
+                    let mark = if e.priced.source == crate::llm::PriceSource::Unknown { "!" } else { "✓" };
+                    println!("{mark} price: {}", e.describe());
+                }
                 break;
             }
             Err((why, redo)) => {

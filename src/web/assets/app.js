@@ -856,6 +856,7 @@
     }, 30000);
     ui.tokenForm.addEventListener("submit", submitToken);
     window.ButlerFiles.bind({ headers: authHeaders, userQuery });
+    window.ButlerPanels.bind({ headers: authHeaders, userQuery });
   }
 
   async function start() {
