@@ -576,7 +576,7 @@ impl Children<'_> {
             return Ok(None);
         }
         let Some(session) = store.sessions.session_active(&child_key(&row.id)).await? else { return Ok(None) };
-        let mut state = SessionState::load((&*store.sessions, &*store.summaries), session, 200).await?;
+        let mut state = SessionState::load(&*store.summaries, session).await?;
         let parent = Parent::of(turn);
         self.set_status(&row, DelegationStatus::Running, None, None).await?;
         let start = Start::Resume { approval: Box::new(approval.clone()), pending_left };

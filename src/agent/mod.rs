@@ -15,6 +15,7 @@ mod attach;
 mod budget;
 mod catalog;
 mod child;
+mod compact;
 mod context;
 mod delegate_tool;
 mod exec;

@@ -21,8 +21,6 @@ use butler_channel::{ConversationKind, InboundEvent};
 /// The re-run part of an agent.
 pub(super) struct Rerun<'a> {
     pub(super) store: &'a AgentStores,
-    /// `[limits] history_messages`: how much of the transcript a reload brings back.
-    pub(super) history_messages: usize,
     /// Woken when a cancelled approval's message was edited.
     pub(super) nudge: &'a dyn Nudge,
     /// For the delegate calls a crash left without a result.
@@ -113,9 +111,7 @@ impl Rerun<'_> {
             None if self.store.sessions.message_seq_for_event(&session.row.id, eid).await?.is_some() => {
                 // In the store but outside the cached window: reload the tail.
                 let row = session.row.clone();
-                *session =
-                    SessionState::load((&*self.store.sessions, &*self.store.summaries), row, self.history_messages)
-                        .await?;
+                *session = SessionState::load(&*self.store.summaries, row).await?;
                 session.history.iter().rposition(|m| m.event_id.as_deref() == Some(eid))
             }
             None => None,

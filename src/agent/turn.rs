@@ -156,12 +156,7 @@ impl Agent {
 
     /// The re-run part of the agent (crash repair, superseded approvals).
     fn rerun(&self) -> super::rerun::Rerun<'_> {
-        super::rerun::Rerun {
-            store: &self.store,
-            history_messages: self.limits.history_messages,
-            nudge: &*self.nudge,
-            children: Children { agent: self },
-        }
+        super::rerun::Rerun { store: &self.store, nudge: &*self.nudge, children: Children { agent: self } }
     }
 
     /// The agent of a child on `tier`: the tier's model, only `tools`, the child's
@@ -220,6 +215,8 @@ impl Agent {
             hooks: &self.hooks,
             prices: &self.prices,
             context_window: self.context_window,
+            summary_window: self.tiers.choice(crate::config::WORKER_TIER).context_window,
+            history_messages: self.limits.history_messages,
             max_tokens: self.max_tokens,
             recall_limit: self.recall_limit,
             auto_recall: self.auto_recall,
@@ -432,6 +429,8 @@ impl Agent {
     async fn request(&self, turn: &mut Turn<'_>) -> Result<ChatRequest, StoreError> {
         let window = self.window();
         let budget = window.budget();
+        // Nothing leaves the window unsummarized: what is over `history_messages` is folded first.
+        window.fold_overflow(turn.session, &turn.user.id).await?;
         let unsaved = turn.progress.unsaved_user.as_ref();
         let mut req = ChatRequest {
             system: turn.session.row.system_prompt.clone(),
@@ -545,8 +544,8 @@ impl Agent {
         if let Some(row) = commit.usage.as_ref().and_then(|u| u.rows.first().map(|r| (r, u.cost_usd))) {
             self.running.days().committed(&row.0.user_id, row.1);
         }
+        // Kept whole: the next request folds what is over `history_messages` into a checkpoint.
         session.history.extend(commit.messages.iter().cloned());
-        session.trim(self.limits.history_messages.max(2));
         Ok(reply)
     }
 

@@ -4,17 +4,15 @@
 //! each model call the request is measured (estimated tokens); over the budget (three quarters
 //! of `[llm] context_window`, minus room for the answer) it is shrunk in steps: old tool results
 //! are cleared, then long old texts collapsed, and if that is not enough the older part of the
-//! session is summarized by the model into a checkpoint. The transcript itself is never
-//! deleted; checkpoints only change what is sent. Per-turn memory recall goes into the current
+//! session is summarized by the model into a checkpoint (`compact.rs`, which also folds what is
+//! over `[limits] history_messages`). The transcript itself is never deleted; checkpoints only
+//! change what is sent. Per-turn memory recall goes into the current
 //! user message, never into the system prompt.
 
 use super::stores::AgentStores;
-use crate::config::HookEvent;
 use crate::hooks::Hooks;
 use crate::llm::{ChatMessage, ChatRequest, PriceBook, Provider};
-use crate::store::{
-    now_ms, MemoryScope, NewMessage, Role, SessionRow, SessionStore, StoreError, SummaryRow, SummaryStore, UsageRecord,
-};
+use crate::store::{MemoryScope, NewMessage, SessionRow, StoreError, SummaryRow, SummaryStore};
 
 /// Messages at the end of the request that are never cleared or collapsed.
 const KEEP_RECENT: usize = 8;
@@ -34,29 +32,24 @@ pub(crate) struct SessionState {
 }
 
 impl SessionState {
-    /// Loads the latest checkpoint and up to `limit` messages after it.
-    pub async fn load(
-        (sessions, summaries): (&dyn SessionStore, &dyn SummaryStore),
-        row: SessionRow,
-        limit: usize,
-    ) -> Result<Self, StoreError> {
+    /// Loads the latest checkpoint and every message after it (the next request folds what
+    /// is over `[limits] history_messages` into a new checkpoint first: nothing after a
+    /// checkpoint is ever left out unsummarized). At most [`LOAD_MAX`] messages are read.
+    pub async fn load(summaries: &dyn SummaryStore, row: SessionRow) -> Result<Self, StoreError> {
         let summary = summaries.summary_latest(&row.id).await?;
         let after = summary.as_ref().map_or(0, |s| s.up_to_seq);
-        let recent: Vec<_> =
-            sessions.messages_recent(&row.id, limit).await?.into_iter().filter(|m| m.seq > after).collect();
-        let base_seq = recent.first().map_or(after + 1, |m| m.seq);
-        Ok(Self { row, history: recent.into_iter().map(|m| m.msg).collect(), base_seq, summary })
-    }
-
-    /// Drops the oldest cached messages beyond `keep` (they stay in the store).
-    pub fn trim(&mut self, keep: usize) {
-        if self.history.len() > keep * 2 {
-            let cut = self.history.len() - keep;
-            self.history.drain(..cut);
-            self.base_seq += cut as i64;
+        let rest = summaries.messages_after(&row.id, after, LOAD_MAX).await?;
+        if rest.len() == LOAD_MAX {
+            tracing::warn!(session = %row.id, after, "more messages after the checkpoint than one load reads");
         }
+        let base_seq = rest.first().map_or(after + 1, |m| m.seq);
+        Ok(Self { row, history: rest.into_iter().map(|m| m.msg).collect(), base_seq, summary })
     }
 }
+
+/// The most messages after a checkpoint one load reads (a session folds its history into a
+/// checkpoint whenever it passes `[limits] history_messages`, so far fewer are there).
+const LOAD_MAX: usize = 5_000;
 
 /// What one image counts as in the estimate, in characters (about 1,600 tokens: a large
 /// image as vision models bill it).
@@ -135,38 +128,6 @@ pub(super) fn summary_message(summary: &SummaryRow) -> ChatMessage {
     }
 }
 
-/// Where to cut `history` for a checkpoint: keep the newest third (at least two messages), and
-/// start the kept part at a user message so no tool call is separated from its result.
-fn cut_point(history: &[NewMessage]) -> Option<usize> {
-    let keep = (history.len() / 3).max(2);
-    let mut cut = history.len().checked_sub(keep)?;
-    while cut > 0 && history[cut].role() != Role::User {
-        cut -= 1;
-    }
-    (cut > 0).then_some(cut)
-}
-
-fn transcript_text(summary: Option<&SummaryRow>, msgs: &[NewMessage]) -> String {
-    let mut out = String::new();
-    if let Some(s) = summary {
-        out.push_str(&format!("Earlier summary:\n{}\n\n", s.text));
-    }
-    for m in msgs {
-        let who = match (m.role(), m.name.as_deref()) {
-            (Role::User, Some(name)) => name.to_string(),
-            (Role::User, None) => "user".into(),
-            (Role::Assistant, _) => "assistant".into(),
-            (Role::Tool, _) => "tool result".into(),
-        };
-        let mut text: String = m.content.chars().take(2_000).collect();
-        for c in &m.tool_calls {
-            text.push_str(&format!(" [calls {} {}]", c.name, c.arguments.chars().take(200).collect::<String>()));
-        }
-        out.push_str(&format!("{who}: {text}\n"));
-    }
-    out
-}
-
 /// What building a request and keeping it within the context window need of the agent.
 pub(super) struct Window<'a> {
     pub(super) store: &'a AgentStores,
@@ -177,6 +138,11 @@ pub(super) struct Window<'a> {
     pub(super) prices: &'a PriceBook,
     /// The model's context window in tokens.
     pub(super) context_window: u32,
+    /// The context window of the model that writes summaries (the `worker` tier's when set).
+    pub(super) summary_window: u32,
+    /// `[limits] history_messages`: at most this many messages after the checkpoint are sent;
+    /// older ones are folded into it first.
+    pub(super) history_messages: usize,
     pub(super) max_tokens: u32,
     pub(super) recall_limit: usize,
     pub(super) auto_recall: bool,
@@ -233,56 +199,6 @@ impl Window<'_> {
         }
         Ok(Some(format!("[Memories that may help; each has an id you can refer to or `forget`]\n{}", lines.join("\n"))))
     }
-
-    /// Summarizes the older part of the session into a checkpoint (the summary replaces those
-    /// messages in what the model sees; the transcript keeps them). False when there is too
-    /// little to summarize or the model failed.
-    pub(super) async fn compact(&self, session: &mut SessionState, user_id: &str) -> Result<bool, StoreError> {
-        let Some(cut) = cut_point(&session.history) else { return Ok(false) };
-        let hook = serde_json::json!({"session": session.row.id, "messages": cut});
-        self.hooks.run(HookEvent::PreCompact, None, &hook).await;
-        let req = ChatRequest {
-            system: "You write compact, factual summaries of conversations between a user and their assistant. \
-                     Keep names, decisions, open tasks, preferences and facts the assistant will need later. \
-                     No preamble."
-                .into(),
-            messages: vec![ChatMessage::User {
-                content: format!(
-                    "Summarize this conversation so far in at most 300 words:\n\n{}",
-                    transcript_text(session.summary.as_ref(), &session.history[..cut])
-                ),
-                name: None,
-                images: Vec::new(),
-            }],
-            tools: Vec::new().into(),
-            max_tokens: Some(800),
-        };
-        let asm = match crate::llm::complete(self.llm, &req).await {
-            Ok(asm) => asm,
-            Err(e) => {
-                tracing::warn!(error = %e, "compaction summary failed");
-                return Ok(false);
-            }
-        };
-        let text = super::storable::text(asm.text.trim().to_string());
-        if text.is_empty() {
-            return Ok(false);
-        }
-        let up_to_seq = session.base_seq + cut as i64 - 1;
-        self.store.summaries.summary_add(&session.row.id, up_to_seq, &text).await?;
-        let event_id = format!("compaction:{}:{up_to_seq}", session.row.id);
-        let ids = [user_id, session.row.id.as_str(), event_id.as_str()];
-        let model = asm.model_or(self.llm.model());
-        let usage = UsageRecord::priced(&self.prices.get(model), "compaction", ids, model, &asm.usage);
-        self.store.turns.usage_add(&usage).await?;
-        session.history.drain(..cut);
-        session.base_seq += cut as i64;
-        session.summary = Some(SummaryRow { up_to_seq, text, created_ms: now_ms() });
-        tracing::info!(session = %session.row.id, up_to_seq, "session compacted into a summary checkpoint");
-        let hook = serde_json::json!({"session": session.row.id, "up_to_seq": up_to_seq});
-        self.hooks.run(HookEvent::PostCompact, None, &hook).await;
-        Ok(true)
-    }
 }
 
 #[cfg(test)]
@@ -329,22 +245,5 @@ mod tests {
         for m in &r.messages[3..] {
             assert!(matches!(m, ChatMessage::User { content, .. } if content.len() > 4_000));
         }
-    }
-
-    #[test]
-    fn the_cut_never_separates_a_call_from_its_result() {
-        let u = |t: &str| NewMessage::user(t, None, None);
-        let a = |calls: usize| {
-            NewMessage::assistant(
-                "",
-                (0..calls).map(|i| ToolCall { id: i.to_string(), name: "t".into(), arguments: "{}".into() }).collect(),
-            )
-        };
-        let t = |id: &str| NewMessage::tool(id, "ok", false);
-        let history = vec![u("1"), a(1), t("0"), a(0), u("2"), a(1), t("0"), a(0), u("3"), a(0)];
-        let cut = cut_point(&history).unwrap();
-        assert_eq!(history[cut].role(), Role::User);
-        assert_eq!(cut, 4, "back from the newest third to the user message that starts it");
-        assert!(cut_point(&[u("only")]).is_none());
     }
 }

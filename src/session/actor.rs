@@ -216,9 +216,7 @@ impl Actor {
                     row
                 }
             };
-            self.state = Some(
-                SessionState::load((&*stores.sessions, &*stores.summaries), row, deps.limits.history_messages).await?,
-            );
+            self.state = Some(SessionState::load(&*stores.summaries, row).await?);
         }
         Ok(self.state.as_mut().expect("state loaded above"))
     }

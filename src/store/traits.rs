@@ -129,6 +129,9 @@ pub trait SummaryStore: Send + Sync {
     async fn summary_latest(&self, session_id: &str) -> Result<Option<SummaryRow>>;
     /// Stores a checkpoint (idempotent for the same `up_to_seq`).
     async fn summary_add(&self, session_id: &str, up_to_seq: i64, text: &str) -> Result<()>;
+    /// The first `limit` messages of a session after `after_seq`, oldest first: what a checkpoint
+    /// does not cover yet.
+    async fn messages_after(&self, session_id: &str, after_seq: i64, limit: usize) -> Result<Vec<StoredMessage>>;
 }
 
 /// The outbox: replies are written here before they are sent.

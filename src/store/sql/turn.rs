@@ -240,6 +240,26 @@ macro_rules! impl_turn {
                 .map_err($crate::store::sql::error::db_err)?;
                 Ok(())
             }
+
+            async fn messages_after(
+                &self,
+                session_id: &str,
+                after_seq: i64,
+                limit: usize,
+            ) -> $crate::store::Result<Vec<$crate::store::StoredMessage>> {
+                let raw: Vec<$crate::store::sql::rows::MessageRaw> = sqlx::query_as(concat!(
+                    "SELECT ",
+                    $crate::store::sql::rows::cols!(message),
+                    " FROM messages WHERE session_id = $1 AND seq > $2 ORDER BY seq LIMIT $3"
+                ))
+                .bind(session_id)
+                .bind(after_seq)
+                .bind($crate::store::sql::rows::sql_limit(limit))
+                .fetch_all(self.reader())
+                .await
+                .map_err($crate::store::sql::error::db_err)?;
+                $crate::store::sql::rows::convert_all(raw)
+            }
         }
     };
 }
