@@ -20,6 +20,7 @@ use super::window::SessionState;
 use crate::clock::now_ms;
 use crate::delegate::{child_prompt, plan, DelegateArgs, Plan};
 use crate::llm::ToolCall;
+use crate::permissions::notice::Room;
 use crate::store::{
     ApprovalRow, AuditRow, DelegationRow, DelegationStatus, DelegationUpdate, NewMessage, NewSession, StoreError,
     TurnUsage, UserRow,
@@ -44,7 +45,7 @@ pub(super) struct Parent {
     pub tree: Tree,
     pub stop: CancellationToken,
     pub abort: CancellationToken,
-    pub buttons: bool,
+    pub room: Room,
 }
 
 impl Parent {
@@ -58,7 +59,7 @@ impl Parent {
             tree: turn.tree.clone(),
             stop: turn.stop.clone(),
             abort: turn.abort.clone(),
-            buttons: turn.buttons,
+            room: turn.room,
         }
     }
 }
@@ -290,7 +291,7 @@ impl Children<'_> {
                 first_attempt: matches!(start, Start::Message) && row.status == DelegationStatus::Running,
                 start,
                 session_key: &parent.session_key,
-                buttons: parent.buttons,
+                room: parent.room,
                 quiet: false,
                 tree: Some(tree),
             };

@@ -21,6 +21,7 @@ mod exec;
 mod host;
 mod input;
 mod narrow;
+mod notices;
 mod progress;
 mod prompt;
 mod rerun;

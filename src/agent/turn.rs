@@ -15,6 +15,7 @@ use super::context::dangling_results;
 use super::exec::ToolResult;
 use super::input::{Start, TurnError, TurnInput, TurnOutcome};
 use super::narrow::Narrowing;
+use super::notices::approval_notices;
 use super::progress::{Nudge, TurnObserver};
 use super::state::{
     done_only, final_reply, finished_commit, read_stream, waiting_commit, Ending, Progress, Settled, Spent, Turn,
@@ -237,7 +238,9 @@ impl Agent {
             Settled::Done(outcome) => return Ok(outcome),
             Settled::Waiting(asks) => {
                 let usage = self.usage(&turn);
-                return Ok(waiting_commit(turn, asks, usage));
+                let asker = turn.event.actor.name().to_string();
+                let notices = approval_notices(&asks, &asker, turn.room, &self.workspace_root).await;
+                return Ok(waiting_commit(turn, asks, notices, usage));
             }
             Settled::Stale => return Ok(TurnOutcome::Finished(Box::new(done_only(turn.event)))),
             Settled::Reply(note) => note,
@@ -250,7 +253,7 @@ impl Agent {
     /// Sets a turn up: its tool context, then the user message (or the transcript repaired
     /// after a crash) and the memories it recalls, or, for a resumed turn, the answered call.
     pub(super) async fn begin<'a>(&self, input: TurnInput<'a>) -> Result<Turn<'a>, StoreError> {
-        let TurnInput { session, event, user, stop, abort, first_attempt, start, session_key, buttons, quiet, tree } =
+        let TurnInput { session, event, user, stop, abort, first_attempt, start, session_key, room, quiet, tree } =
             input;
         let tree = match tree {
             Some(t) => t,
@@ -287,7 +290,7 @@ impl Agent {
             stop,
             abort,
             session_key,
-            buttons,
+            room,
             quiet,
             tool_ctx,
             defs: tools.defs(),

@@ -4,8 +4,10 @@
 //! outside it: absolute paths, `..` components and NUL bytes are refused, every symlink on the
 //! way is resolved and must stay inside the canonical workspace, and a write never follows a
 //! symlink out (it goes through a temporary file and a rename, which replaces rather than
-//! follows). Sizes are capped by `[tools.files]`.
+//! follows). Sizes are capped by `[tools.files]`. What a write or an edit would change is shown
+//! to the person approving it (`file_detail.rs`).
 
+use super::file_detail::{edit_detail, write_detail};
 use super::plain::{lexical_path, mask_text, preview, str_arg};
 use crate::config::FilesConfig;
 use crate::tools::{parse_args, Action, Risk, Tool, ToolCtx, ToolError, ToolSpec};
@@ -161,7 +163,7 @@ fn root(workspace: &Path) -> Result<PathBuf, ToolError> {
 
 /// `rel` inside `root` with every existing symlink on the way resolved; refused when one
 /// leads outside `root` (or nowhere). Components that do not exist yet are appended as they are.
-fn resolve(root: &Path, rel: &Path, shown: &str) -> Result<PathBuf, ToolError> {
+pub(super) fn resolve(root: &Path, rel: &Path, shown: &str) -> Result<PathBuf, ToolError> {
     let mut cur = root.to_path_buf();
     let comps: Vec<_> = rel.components().collect();
     for (i, comp) in comps.iter().enumerate() {
@@ -392,10 +394,11 @@ impl Tool for FileWrite {
 
     fn action(&self, ctx: &ToolCtx, args: &Value) -> Action {
         let path = str_arg(args, "path");
-        let bytes = str_arg(args, "content").len();
+        let content = str_arg(args, "content");
         Action {
-            summary: format!("write {bytes} bytes to {path}"),
+            summary: format!("write {} bytes to {path}", content.len()),
             paths: vec![lexical_path(&ctx.workspace, path)],
+            detail: Some(write_detail(content)),
             ..Action::default()
         }
     }
@@ -439,10 +442,13 @@ impl Tool for FileEdit {
     fn action(&self, ctx: &ToolCtx, args: &Value) -> Action {
         let path = str_arg(args, "path");
         let all = args.get("replace_all").and_then(Value::as_bool) == Some(true);
-        let (old, new) = (mask_text(&preview(str_arg(args, "old"), 60)), mask_text(&preview(str_arg(args, "new"), 60)));
+        let (old, new) = (str_arg(args, "old"), str_arg(args, "new"));
+        let detail = edit_detail(&ctx.workspace, path, old, new, all, self.limits.read);
+        let (old, new) = (mask_text(&preview(old, 60)), mask_text(&preview(new, 60)));
         Action {
             summary: format!("edit {path}: replace {}\"{old}\" with \"{new}\"", if all { "every " } else { "" }),
             paths: vec![lexical_path(&ctx.workspace, path)],
+            detail: Some(detail),
             ..Action::default()
         }
     }
