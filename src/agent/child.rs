@@ -20,7 +20,6 @@ use super::window::SessionState;
 use crate::clock::now_ms;
 use crate::delegate::{child_prompt, plan, DelegateArgs, Plan};
 use crate::llm::ToolCall;
-use crate::permissions::notice::Room;
 use crate::store::{
     ApprovalRow, AuditRow, DelegationRow, DelegationStatus, DelegationUpdate, NewMessage, NewSession, StoreError,
     TurnUsage, UserRow,
@@ -45,7 +44,7 @@ pub(super) struct Parent {
     pub tree: Tree,
     pub stop: CancellationToken,
     pub abort: CancellationToken,
-    pub room: Room,
+    pub room: crate::permissions::notice::Room,
 }
 
 impl Parent {

@@ -51,18 +51,17 @@ async fn write(root: &Path, id: &str, file: &DetailFile) -> std::io::Result<OutF
     tokio::task::spawn_blocking(move || {
         use std::io::Write;
         use std::os::unix::fs::OpenOptionsExt;
-        let mut out = match std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .custom_flags(libc::O_NOFOLLOW)
-            .open(&target)
-        {
-            // A re-run of the same turn made it already (same approval id, same detail).
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-                std::fs::OpenOptions::new().write(true).truncate(true).custom_flags(libc::O_NOFOLLOW).open(&target)?
-            }
-            other => other?,
-        };
+        let mut out =
+            match std::fs::OpenOptions::new().write(true).create_new(true).custom_flags(libc::O_NOFOLLOW).open(&target)
+            {
+                // A re-run of the same turn made it already (same approval id, same detail).
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => std::fs::OpenOptions::new()
+                    .write(true)
+                    .truncate(true)
+                    .custom_flags(libc::O_NOFOLLOW)
+                    .open(&target)?,
+                other => other?,
+            };
         out.write_all(&bytes)?;
         out.sync_all()
     })

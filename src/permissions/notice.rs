@@ -131,7 +131,8 @@ fn detail_block(row: &ApprovalRow, detail: &Detail, room: Room, beside: usize) -
         More::Lines(n) => format!("{n} more line{}", if n == 1 { "" } else { "s" }),
         More::Chars(n) => format!("{n} more characters"),
     };
-    let block = format!("{fence}{lang}\n{}\n{fence}\n_… {more}: the whole {what} is in the attached file {name}._", cut.shown);
+    let block =
+        format!("{fence}{lang}\n{}\n{fence}\n_… {more}: the whole {what} is in the attached file {name}._", cut.shown);
     let lines = body.split('\n').count();
     let file = DetailFile {
         key: format!("{}:detail", super::approval::approval_key(&row.id)),

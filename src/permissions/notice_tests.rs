@@ -86,7 +86,10 @@ fn each_kind_of_detail_in_a_chat_message() {
         assert_eq!(notice.file, None, "{kind:?}: short enough, no file");
         assert_eq!(notice.message.key, format!("approval:{ID}"));
         // The web page gets the same whole block.
-        assert_eq!(approval_notice(&row(summary, Some(Detail::new(kind, text))), "Alice", WEB).message.text, notice.message.text);
+        assert_eq!(
+            approval_notice(&row(summary, Some(Detail::new(kind, text))), "Alice", WEB).message.text,
+            notice.message.text
+        );
     }
     // Without a detail (other tools) and without buttons: as before.
     let plain = approval_notice(&row("touch `lamp`", None), "Alice", Room { buttons: false, ..CHAT });
@@ -94,8 +97,12 @@ fn each_kind_of_detail_in_a_chat_message() {
         "🔐 **Approval needed**: Butler wants to touch `lamp`.\n{tail}\nReply `/approve {ID}` or `/deny {ID}`."
     );
     assert_eq!(plain.message.text, want);
-    let empty = approval_notice(&row("write 0 bytes to a.txt", Some(Detail::new(DetailKind::Content, ""))), "Alice", CHAT);
-    assert_eq!(empty.message.text, format!("🔐 **Approval needed**: Butler wants to write 0 bytes to a.txt.\n_(empty)_\n{tail}"));
+    let empty =
+        approval_notice(&row("write 0 bytes to a.txt", Some(Detail::new(DetailKind::Content, ""))), "Alice", CHAT);
+    assert_eq!(
+        empty.message.text,
+        format!("🔐 **Approval needed**: Butler wants to write 0 bytes to a.txt.\n_(empty)_\n{tail}")
+    );
 }
 
 #[test]
@@ -112,7 +119,10 @@ fn a_long_detail_is_cut_in_a_chat_message_and_sent_whole_as_a_file() {
     assert_eq!(notice.message.text, want);
     let file = notice.file.expect("the whole content as a file");
     assert_eq!(file.key, format!("approval:{ID}:detail"));
-    assert_eq!((file.name.as_str(), file.mime, file.text.as_str()), ("content-01234567.txt", "text/plain", long.as_str()));
+    assert_eq!(
+        (file.name.as_str(), file.mime, file.text.as_str()),
+        ("content-01234567.txt", "text/plain", long.as_str())
+    );
     assert_eq!(file.caption, "📎 The whole content of the approval request above (200 lines).");
     assert_eq!(file.conversation, "telegram:42");
 
@@ -129,7 +139,10 @@ fn a_long_detail_is_cut_in_a_chat_message_and_sent_whole_as_a_file() {
     let discord = approval_notice(&r, "Alice", Room { max_len: 2_000, ..CHAT });
     let text = &discord.message.text;
     assert!(text.encode_utf16().count() <= 2_000, "{}", text.len());
-    assert!(text.contains("```diff\n+added line number 0 ") && text.contains("more lines: the whole diff is in"), "{text}");
+    assert!(
+        text.contains("```diff\n+added line number 0 ") && text.contains("more lines: the whole diff is in"),
+        "{text}"
+    );
     let file = discord.file.unwrap();
     assert_eq!((file.name.as_str(), file.mime), ("diff-01234567.diff", "text/x-diff"));
 }
@@ -138,7 +151,8 @@ fn a_long_detail_is_cut_in_a_chat_message_and_sent_whole_as_a_file() {
 fn cutting_table() {
     let long_line = "x".repeat(50);
     // (text, lines, chars) -> None when it all fits, else (shown, more)
-    let cases: Vec<(String, usize, usize, Option<(&str, More)>)> = vec![
+    type Case = (String, usize, usize, Option<(&'static str, More)>);
+    let cases: Vec<Case> = vec![
         ("a\nb\nc".into(), 3, 100, None),
         ("a\nb\nc\nd".into(), 3, 100, Some(("a\nb\nc", More::Lines(1)))),
         ("aa\nbb\ncc".into(), 10, 5, Some(("aa\nbb", More::Lines(1)))),
@@ -158,11 +172,16 @@ fn cutting_table() {
 #[test]
 fn the_detail_cannot_close_its_own_fence() {
     // (body, fence length)
-    let cases = [("plain", 3), ("a `code` span", 3), ("```rust\nfn x() {}\n```", 4), ("  ````\nx", 5), ("``not a fence", 3)];
+    let cases =
+        [("plain", 3), ("a `code` span", 3), ("```rust\nfn x() {}\n```", 4), ("  ````\nx", 5), ("``not a fence", 3)];
     for (body, want) in cases {
         assert_eq!(fence_len(body), want, "{body:?}");
     }
     let readme = "# Title\n```sh\nmake\n```\n";
-    let notice = approval_notice(&row("write 24 bytes to README.md", Some(Detail::new(DetailKind::Content, readme))), "Al", CHAT);
+    let notice = approval_notice(
+        &row("write 24 bytes to README.md", Some(Detail::new(DetailKind::Content, readme))),
+        "Al",
+        CHAT,
+    );
     assert!(notice.message.text.contains("\n````\n# Title\n```sh\nmake\n```\n````\n"), "{}", notice.message.text);
 }

@@ -62,7 +62,8 @@ mod tests {
 
     #[test]
     fn kinds_round_trip_as_stored() {
-        let kinds = [DetailKind::Content, DetailKind::Diff, DetailKind::Command, DetailKind::Request, DetailKind::Arguments];
+        let kinds =
+            [DetailKind::Content, DetailKind::Diff, DetailKind::Command, DetailKind::Request, DetailKind::Arguments];
         for kind in kinds {
             assert_eq!(DetailKind::parse(kind.as_str()), Some(kind));
         }

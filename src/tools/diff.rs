@@ -98,8 +98,11 @@ fn script(a: &[&str], b: &[&str]) -> Vec<Op> {
         let mut lcs = vec![0u32; (n + 1) * w];
         for i in (0..n).rev() {
             for j in (0..m).rev() {
-                lcs[i * w + j] =
-                    if ma[i] == mb[j] { lcs[(i + 1) * w + j + 1] + 1 } else { lcs[(i + 1) * w + j].max(lcs[i * w + j + 1]) };
+                lcs[i * w + j] = if ma[i] == mb[j] {
+                    lcs[(i + 1) * w + j + 1] + 1
+                } else {
+                    lcs[(i + 1) * w + j].max(lcs[i * w + j + 1])
+                };
             }
         }
         let (mut i, mut j) = (0, 0);

@@ -42,7 +42,8 @@ pub async fn round_trip_and_answer_once(store: Arc<dyn Store>) {
     let q = question("q1", "telegram:42", "telegram:42", &["Tea", "Coffee"], (T, T + HOUR));
     let open = question("q2", "telegram:42", "telegram:42", &[], (T, T + HOUR));
     let diff = "--- a/todo.md\n+++ b/todo.md\n@@ -1 +1,2 @@\n-tea\n+tea ☕\n+token=***\n";
-    let tool = ApprovalRow { detail: Some(Detail::new(DetailKind::Diff, diff)), ..approval("a1", "s1", "shell", T, T + HOUR) };
+    let tool =
+        ApprovalRow { detail: Some(Detail::new(DetailKind::Diff, diff)), ..approval("a1", "s1", "shell", T, T + HOUR) };
     park(&store, "e1", &[q.clone(), open.clone(), tool.clone()]).await;
     for row in [&q, &open, &tool] {
         assert_eq!(store.approval_get(&row.id).await.unwrap().as_ref(), Some(row), "{} round-trips", row.id);

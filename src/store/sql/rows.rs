@@ -6,10 +6,9 @@
 
 use super::error::corrupt;
 use crate::store::{
-    ApprovalKind, ApprovalRow, ApprovalStatus, AuditRow, CodeKind, CodeRow, ConversationRow, DecisionRow, Detail, DetailKind,
-    InboxRow,
-    InboxStatus, MemoryRow, NewMessage, OutboxRow, OutboxStatus, Result, Role, SessionRow, StoreError, StoredMessage,
-    UserRole, UserRow, WebMessage,
+    ApprovalKind, ApprovalRow, ApprovalStatus, AuditRow, CodeKind, CodeRow, ConversationRow, DecisionRow, Detail,
+    DetailKind, InboxRow, InboxStatus, MemoryRow, NewMessage, OutboxRow, OutboxStatus, Result, Role, SessionRow,
+    StoreError, StoredMessage, UserRole, UserRow, WebMessage,
 };
 use butler_channel::{Button, ConversationKind};
 

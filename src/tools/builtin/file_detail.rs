@@ -9,7 +9,7 @@
 //! last component opened without following a link), and nothing is created. Every line shown is
 //! masked like the summaries (`mask_text`).
 
-use super::files::{relative, resolve};
+use super::confine::{relative, resolve};
 use super::plain::mask_lines;
 use crate::tools::diff::unified;
 use crate::tools::{Detail, DetailKind};
@@ -98,14 +98,32 @@ mod tests {
                 false,
                 "--- a/inside.md\n+++ b/inside.md\n@@ -1,3 +1,3 @@\n - tea\n-- milk\n+- oat milk\n - bread\n".into(),
             ),
-            ("twice.txt", "a", "z", true, "--- a/twice.txt\n+++ b/twice.txt\n@@ -1,3 +1,3 @@\n-a\n+z\n b\n-a\n+z\n".into()),
+            (
+                "twice.txt",
+                "a",
+                "z",
+                true,
+                "--- a/twice.txt\n+++ b/twice.txt\n@@ -1,3 +1,3 @@\n-a\n+z\n b\n-a\n+z\n".into(),
+            ),
             ("twice.txt", "a", "z", false, "--- a/twice.txt\n+++ b/twice.txt\n-a\n+z\n".into()),
             ("link.txt", "- tea\n", "- green tea\n- token=s3cret\n", false, fallback.replace("{p}", "link.txt")),
             ("missing.md", "- tea\n", "- green tea\n- token=s3cret\n", false, fallback.replace("{p}", "missing.md")),
-            ("../outside.txt", "- tea\n", "- green tea\n- token=s3cret\n", false, fallback.replace("{p}", "../outside.txt")),
+            (
+                "../outside.txt",
+                "- tea\n",
+                "- green tea\n- token=s3cret\n",
+                false,
+                fallback.replace("{p}", "../outside.txt"),
+            ),
             ("notes", "- tea\n", "- green tea\n- token=s3cret\n", false, fallback.replace("{p}", "notes")),
             ("big.txt", "x", "y", true, "--- a/big.txt\n+++ b/big.txt\n-x\n+y\n".into()),
-            ("notes/todo.md", "- coffee", "- tea", false, "--- a/notes/todo.md\n+++ b/notes/todo.md\n-- coffee\n+- tea\n".into()),
+            (
+                "notes/todo.md",
+                "- coffee",
+                "- tea",
+                false,
+                "--- a/notes/todo.md\n+++ b/notes/todo.md\n-- coffee\n+- tea\n".into(),
+            ),
         ];
         for (path, old, new, all, want) in cases {
             let got = edit_detail(&ws, path, old, new, all, 100);

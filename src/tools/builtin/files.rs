@@ -7,6 +7,7 @@
 //! follows). Sizes are capped by `[tools.files]`. What a write or an edit would change is shown
 //! to the person approving it (`file_detail.rs`).
 
+use super::confine::{relative, resolve};
 use super::file_detail::{edit_detail, write_detail};
 use super::plain::{lexical_path, mask_text, preview, str_arg};
 use crate::config::FilesConfig;
@@ -15,7 +16,7 @@ use async_trait::async_trait;
 use serde::Deserialize;
 use serde_json::{json, Value};
 use std::io::{BufRead, Read, Write};
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 /// Most entries `file_list` shows.
@@ -132,63 +133,11 @@ fn edit_spec() -> ToolSpec {
     )
 }
 
-/// `path` as a workspace-relative path, or why it is refused.
-pub(super) fn relative(path: &str) -> Result<PathBuf, ToolError> {
-    let refused = |why: &str| Err(ToolError::InvalidArgs(format!("refused path `{path}`: {why}")));
-    if path.contains('\0') {
-        return refused("it contains a NUL byte");
-    }
-    let p = Path::new(path);
-    if p.is_absolute() || path.starts_with('~') {
-        return refused("absolute paths are not allowed; give a path relative to your workspace");
-    }
-    let mut out = PathBuf::new();
-    for comp in p.components() {
-        match comp {
-            Component::Normal(c) => out.push(c),
-            Component::CurDir => {}
-            Component::ParentDir => return refused("`..` is not allowed; paths stay inside your workspace"),
-            Component::RootDir | Component::Prefix(_) => return refused("absolute paths are not allowed"),
-        }
-    }
-    Ok(out)
-}
-
 /// The canonical workspace root, created if it does not exist yet.
 fn root(workspace: &Path) -> Result<PathBuf, ToolError> {
     std::fs::create_dir_all(workspace)
         .and_then(|_| std::fs::canonicalize(workspace))
         .map_err(|e| ToolError::Failed(format!("your workspace is not available: {e}")))
-}
-
-/// `rel` inside `root` with every existing symlink on the way resolved; refused when one
-/// leads outside `root` (or nowhere). Components that do not exist yet are appended as they are.
-pub(super) fn resolve(root: &Path, rel: &Path, shown: &str) -> Result<PathBuf, ToolError> {
-    let mut cur = root.to_path_buf();
-    let comps: Vec<_> = rel.components().collect();
-    for (i, comp) in comps.iter().enumerate() {
-        let next = cur.join(comp);
-        match std::fs::symlink_metadata(&next) {
-            Ok(meta) if meta.file_type().is_symlink() => {
-                let target = std::fs::canonicalize(&next).map_err(|_| {
-                    ToolError::Failed(format!("refused path `{shown}`: it goes through a symlink that points nowhere"))
-                })?;
-                if !target.starts_with(root) {
-                    return Err(ToolError::Failed(format!(
-                        "refused path `{shown}`: it goes through a symlink that leads outside your workspace"
-                    )));
-                }
-                cur = target;
-            }
-            Ok(_) => cur = next,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                cur.extend(&comps[i..]);
-                return Ok(cur);
-            }
-            Err(e) => return Err(ToolError::Failed(format!("cannot open `{shown}`: {e}"))),
-        }
-    }
-    Ok(cur)
 }
 
 /// Checks `path`, then resolves it inside `ctx`'s workspace (on a blocking thread) and runs `f`.
