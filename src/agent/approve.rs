@@ -158,6 +158,7 @@ impl ToolRound<'_> {
                         kind: ApprovalKind::Tool,
                         options: Vec::new(),
                         answer: None,
+                        detail: action.detail.clone(),
                         status: ApprovalStatus::Pending,
                         scope: None,
                         decided_by: None,

@@ -142,6 +142,7 @@ pub(super) fn question_row(
         kind: ApprovalKind::Question,
         options,
         answer: None,
+        detail: None,
         status: ApprovalStatus::Pending,
         scope: None,
         decided_by: None,

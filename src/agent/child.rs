@@ -44,7 +44,7 @@ pub(super) struct Parent {
     pub tree: Tree,
     pub stop: CancellationToken,
     pub abort: CancellationToken,
-    pub buttons: bool,
+    pub room: crate::permissions::notice::Room,
 }
 
 impl Parent {
@@ -58,7 +58,7 @@ impl Parent {
             tree: turn.tree.clone(),
             stop: turn.stop.clone(),
             abort: turn.abort.clone(),
-            buttons: turn.buttons,
+            room: turn.room,
         }
     }
 }
@@ -290,7 +290,7 @@ impl Children<'_> {
                 first_attempt: matches!(start, Start::Message) && row.status == DelegationStatus::Running,
                 start,
                 session_key: &parent.session_key,
-                buttons: parent.buttons,
+                room: parent.room,
                 quiet: false,
                 tree: Some(tree),
             };

@@ -94,87 +94,89 @@ fn request(summary: Option<&SummaryRow>, msgs: &[NewMessage]) -> ChatRequest {
     }
 }
 
-impl Window<'_> {
-    /// Characters of transcript one summary request may carry: three quarters of the summary
-    /// model's window, less the summary's own tokens and the instructions, four characters a
-    /// token.
-    fn summary_budget(&self) -> usize {
-        let tokens = (self.summary_window as usize * 3 / 4).saturating_sub(SUMMARY_TOKENS as usize + SYSTEM.len() / 4);
-        (tokens * 4).max(1_000)
-    }
+/// Characters of transcript one summary request may carry: three quarters of the summary
+/// model's window, less the summary's own tokens and the instructions, four characters a
+/// token.
+fn summary_budget(w: &Window<'_>) -> usize {
+    let tokens = (w.summary_window as usize * 3 / 4).saturating_sub(SUMMARY_TOKENS as usize + SYSTEM.len() / 4);
+    (tokens * 4).max(1_000)
+}
 
-    /// Folds all but the newest `history_messages` into the checkpoint when more follow it.
-    pub(super) async fn fold_overflow(&self, session: &mut SessionState, user_id: &str) -> Result<bool, StoreError> {
-        if session.history.len() <= self.history_messages {
-            return Ok(false);
-        }
-        match overflow_cut(&session.history, self.history_messages) {
-            Some(cut) => self.fold(session, user_id, cut).await,
-            None => Ok(false),
-        }
+/// Folds all but the newest `history_messages` into the checkpoint when more follow it.
+pub(super) async fn fold_overflow(
+    w: &Window<'_>,
+    session: &mut SessionState,
+    user_id: &str,
+) -> Result<bool, StoreError> {
+    if session.history.len() <= w.history_messages {
+        return Ok(false);
     }
-
-    /// Under token pressure (or `/compact`): folds all but the newest third.
-    pub(super) async fn compact(&self, session: &mut SessionState, user_id: &str) -> Result<bool, StoreError> {
-        match pressure_cut(&session.history) {
-            Some(cut) => self.fold(session, user_id, cut).await,
-            None => Ok(false),
-        }
+    match overflow_cut(&session.history, w.history_messages) {
+        Some(cut) => fold(w, session, user_id, cut).await,
+        None => Ok(false),
     }
+}
 
-    /// Folds `history[..cut]` into the checkpoint, a slice that fits the summary model at a
-    /// time. False when the model failed before anything was folded.
-    async fn fold(&self, session: &mut SessionState, user_id: &str, cut: usize) -> Result<bool, StoreError> {
-        let hook = serde_json::json!({"session": session.row.id, "messages": cut});
-        self.hooks.run(HookEvent::PreCompact, None, &hook).await;
-        let mut left = cut;
-        let mut folded = false;
-        while left > 0 {
-            let budget = self.summary_budget();
-            let mut n = slice_len(session.summary.as_ref(), &session.history[..left], budget);
-            let mut retried = false;
-            let asm = loop {
-                let req = request(session.summary.as_ref(), &session.history[..n]);
-                match crate::llm::complete(self.llm, &req).await {
-                    Ok(asm) => break Some(asm),
-                    // Too long for the model after all: once more with half the slice.
-                    Err(LlmError::ContextTooLong(e)) if !retried && n > 1 => {
-                        tracing::info!(error = %e, messages = n, "summary request too long: retrying with half");
-                        retried = true;
-                        n /= 2;
-                    }
-                    Err(e) => {
-                        tracing::warn!(error = %e, "compaction summary failed");
-                        break None;
-                    }
+/// Under token pressure (or `/compact`): folds all but the newest third.
+pub(super) async fn compact(w: &Window<'_>, session: &mut SessionState, user_id: &str) -> Result<bool, StoreError> {
+    match pressure_cut(&session.history) {
+        Some(cut) => fold(w, session, user_id, cut).await,
+        None => Ok(false),
+    }
+}
+
+/// Folds `history[..cut]` into the checkpoint, a slice that fits the summary model at a
+/// time. False when the model failed before anything was folded.
+async fn fold(w: &Window<'_>, session: &mut SessionState, user_id: &str, cut: usize) -> Result<bool, StoreError> {
+    let hook = serde_json::json!({"session": session.row.id, "messages": cut});
+    w.hooks.run(HookEvent::PreCompact, None, &hook).await;
+    let mut left = cut;
+    let mut folded = false;
+    while left > 0 {
+        let budget = summary_budget(w);
+        let mut n = slice_len(session.summary.as_ref(), &session.history[..left], budget);
+        let mut retried = false;
+        let asm = loop {
+            let req = request(session.summary.as_ref(), &session.history[..n]);
+            match crate::llm::complete(w.llm, &req).await {
+                Ok(asm) => break Some(asm),
+                // Too long for the model after all: once more with half the slice.
+                Err(LlmError::ContextTooLong(e)) if !retried && n > 1 => {
+                    tracing::info!(error = %e, messages = n, "summary request too long: retrying with half");
+                    retried = true;
+                    n /= 2;
                 }
-            };
-            let Some(asm) = asm else { break };
-            let text = super::storable::text(asm.text.trim().to_string());
-            if text.is_empty() {
-                break;
+                Err(e) => {
+                    tracing::warn!(error = %e, "compaction summary failed");
+                    break None;
+                }
             }
-            let up_to_seq = session.base_seq + n as i64 - 1;
-            self.store.summaries.summary_add(&session.row.id, up_to_seq, &text).await?;
-            let event_id = format!("compaction:{}:{up_to_seq}", session.row.id);
-            let ids = [user_id, session.row.id.as_str(), event_id.as_str()];
-            let model = asm.model_or(self.llm.model());
-            let usage = UsageRecord::priced(&self.prices.get(model), "compaction", ids, model, &asm.usage);
-            self.store.turns.usage_add(&usage).await?;
-            session.history.drain(..n);
-            session.base_seq += n as i64;
-            session.summary = Some(SummaryRow { up_to_seq, text, created_ms: now_ms() });
-            left -= n;
-            folded = true;
-            tracing::info!(session = %session.row.id, up_to_seq, "folded into the summary checkpoint");
+        };
+        let Some(asm) = asm else { break };
+        let text = super::storable::text(asm.text.trim().to_string());
+        if text.is_empty() {
+            break;
         }
-        if folded {
-            let up_to_seq = session.summary.as_ref().map_or(0, |s| s.up_to_seq);
-            let hook = serde_json::json!({"session": session.row.id, "up_to_seq": up_to_seq});
-            self.hooks.run(HookEvent::PostCompact, None, &hook).await;
-        }
-        Ok(folded)
+        let up_to_seq = session.base_seq + n as i64 - 1;
+        w.store.summaries.summary_add(&session.row.id, up_to_seq, &text).await?;
+        let event_id = format!("compaction:{}:{up_to_seq}", session.row.id);
+        let ids = [user_id, session.row.id.as_str(), event_id.as_str()];
+        let model = asm.model_or(w.llm.model());
+        let usage = UsageRecord::priced(&w.prices.get(model), "compaction", ids, model, &asm.usage);
+        w.store.turns.usage_add(&usage).await?;
+        session.history.drain(..n);
+        session.base_seq += n as i64;
+        session.summary = Some(SummaryRow { up_to_seq, text, created_ms: now_ms() });
+        left -= n;
+        folded = true;
+        tracing::info!(session = %session.row.id, up_to_seq, "folded into the summary checkpoint");
     }
+    if folded {
+        let up_to_seq = session.summary.as_ref().map_or(0, |s| s.up_to_seq);
+        let hook = serde_json::json!({"session": session.row.id, "up_to_seq": up_to_seq});
+        w.hooks.run(HookEvent::PostCompact, None, &hook).await;
+    }
+    Ok(folded)
 }
 
 #[cfg(test)]

@@ -6,6 +6,7 @@
 use super::budget::Budget;
 use super::window::SessionState;
 use crate::delegate::Chain;
+use crate::permissions::notice::Room;
 use crate::store::{ApprovalRow, StoreError, TurnCommit, UserRow};
 use butler_channel::InboundEvent;
 use std::sync::Arc;
@@ -35,8 +36,9 @@ pub(crate) struct TurnInput<'a> {
     pub first_attempt: bool,
     pub start: Start,
     pub session_key: &'a str,
-    /// The channel shows buttons (otherwise approval requests say which command answers them).
-    pub buttons: bool,
+    /// What the channel can show of an approval request: buttons (otherwise the request says
+    /// which command answers it) and how long a message may be.
+    pub room: Room,
     /// A heartbeat: deliver the answer only if it is not exactly [`QUIET`].
     pub quiet: bool,
     /// Where the turn sits in a tree of delegations; `None` for a conversation's own turn (the

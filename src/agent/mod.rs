@@ -22,6 +22,7 @@ mod exec;
 mod host;
 mod input;
 mod narrow;
+mod notices;
 mod progress;
 mod prompt;
 mod rerun;

@@ -12,7 +12,7 @@ use super::progress::TurnObserver;
 use super::storable;
 use super::window::SessionState;
 use crate::llm::{Assembled, LlmError, LlmStream, Prices, StreamEvent, ToolDef, Usage};
-use crate::permissions::approval::approval_notice;
+use crate::permissions::notice::Room;
 use crate::store::{ApprovalRow, InboxStatus, NewMessage, NewOutbox, TurnCommit, TurnUsage, UserRow};
 use crate::tools::{ToolCtx, Tools};
 use butler_channel::InboundEvent;
@@ -95,7 +95,8 @@ pub(super) struct Turn<'a> {
     pub(super) stop: CancellationToken,
     pub(super) abort: CancellationToken,
     pub(super) session_key: &'a str,
-    pub(super) buttons: bool,
+    /// What the conversation's channel can show (buttons, length) for approval requests.
+    pub(super) room: Room,
     pub(super) quiet: bool,
     pub(super) tool_ctx: ToolCtx,
     pub(super) defs: Arc<[ToolDef]>,
@@ -233,8 +234,14 @@ pub(super) fn finished_commit(mut turn: Turn<'_>, reply: FinalReply, usage: Turn
 }
 
 /// A turn parking on approvals: what was said so far is delivered, the approval requests go
-/// out with their buttons, and the event is done; the answers resume the turn later.
-pub(super) fn waiting_commit(mut turn: Turn<'_>, asks: Vec<ApprovalRow>, usage: TurnUsage) -> TurnOutcome {
+/// out with their buttons (`notices`, with the files of long details), and the event is done;
+/// the answers resume the turn later.
+pub(super) fn waiting_commit(
+    mut turn: Turn<'_>,
+    asks: Vec<ApprovalRow>,
+    notices: Vec<NewOutbox>,
+    usage: TurnUsage,
+) -> TurnOutcome {
     let event = turn.event;
     let text = match (turn.progress.shown.trim(), asks.is_empty()) {
         ("", false) if asks.iter().all(|a| a.kind == crate::store::ApprovalKind::Question) => {
@@ -244,8 +251,6 @@ pub(super) fn waiting_commit(mut turn: Turn<'_>, asks: Vec<ApprovalRow>, usage: 
         ("", true) => "Waiting for the other approvals.".to_string(),
         (shown, _) => shown.to_string(),
     };
-    let asker = event.actor.name().to_string();
-    let notices = asks.iter().map(|a| approval_notice(a, &asker, turn.buttons)).collect();
     tracing::info!(approvals = asks.len(), "turn waits for approval");
     TurnOutcome::Finished(Box::new(TurnCommit {
         inbox_id: event.id.0.clone(),

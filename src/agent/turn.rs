@@ -15,6 +15,7 @@ use super::context::dangling_results;
 use super::exec::ToolResult;
 use super::input::{Start, TurnError, TurnInput, TurnOutcome};
 use super::narrow::Narrowing;
+use super::notices::approval_notices;
 use super::progress::{Nudge, TurnObserver};
 use super::state::{
     done_only, final_reply, finished_commit, read_stream, waiting_commit, Ending, Progress, Settled, Spent, Turn,
@@ -234,7 +235,9 @@ impl Agent {
             Settled::Done(outcome) => return Ok(outcome),
             Settled::Waiting(asks) => {
                 let usage = self.usage(&turn);
-                return Ok(waiting_commit(turn, asks, usage));
+                let asker = turn.event.actor.name().to_string();
+                let notices = approval_notices(&asks, &asker, turn.room, &self.workspace_root).await;
+                return Ok(waiting_commit(turn, asks, notices, usage));
             }
             Settled::Stale => return Ok(TurnOutcome::Finished(Box::new(done_only(turn.event)))),
             Settled::Reply(note) => note,
@@ -247,7 +250,7 @@ impl Agent {
     /// Sets a turn up: its tool context, then the user message (or the transcript repaired
     /// after a crash) and the memories it recalls, or, for a resumed turn, the answered call.
     pub(super) async fn begin<'a>(&self, input: TurnInput<'a>) -> Result<Turn<'a>, StoreError> {
-        let TurnInput { session, event, user, stop, abort, first_attempt, start, session_key, buttons, quiet, tree } =
+        let TurnInput { session, event, user, stop, abort, first_attempt, start, session_key, room, quiet, tree } =
             input;
         let tree = match tree {
             Some(t) => t,
@@ -283,7 +286,7 @@ impl Agent {
             stop,
             abort,
             session_key,
-            buttons,
+            room,
             quiet,
             tool_ctx,
             defs: tools.defs(),
@@ -400,7 +403,7 @@ impl Agent {
                 Err(LlmError::ContextTooLong(e)) if !turn.compacted => {
                     // The model's own limit was hit: one forced checkpoint, then one retry.
                     turn.compacted = true;
-                    if !self.window().compact(turn.session, &turn.user.id).await? {
+                    if !super::compact::compact(&self.window(), turn.session, &turn.user.id).await? {
                         return Ok((Ending::Failed(LlmError::ContextTooLong(e)), String::new()));
                     }
                     turn.progress.iterations -= 1;
@@ -430,7 +433,7 @@ impl Agent {
         let window = self.window();
         let budget = window.budget();
         // Nothing leaves the window unsummarized: what is over `history_messages` is folded first.
-        window.fold_overflow(turn.session, &turn.user.id).await?;
+        super::compact::fold_overflow(&window, turn.session, &turn.user.id).await?;
         let unsaved = turn.progress.unsaved_user.as_ref();
         let mut req = ChatRequest {
             system: turn.session.row.system_prompt.clone(),
@@ -443,7 +446,7 @@ impl Agent {
         if size > budget && !turn.compacted {
             // Clearing and collapsing were not enough: one summary checkpoint, then measure again.
             turn.compacted = true;
-            if window.compact(turn.session, &turn.user.id).await? {
+            if super::compact::compact(&window, turn.session, &turn.user.id).await? {
                 let unsaved = turn.progress.unsaved_user.as_ref();
                 req.messages = window.request_messages(turn.session, unsaved, turn.recall.as_deref());
                 super::attach::with_images(&mut req, &turn.progress.images);

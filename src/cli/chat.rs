@@ -27,6 +27,19 @@ use tokio::io::{AsyncBufReadExt, BufReader};
 const CHANNEL: &str = "cli";
 const PROMPT: &str = "› ";
 
+/// What the terminal can do: Markdown rendered here, so an approval request carries the whole
+/// of what the call would do (the terminal prints it; it scrolls).
+pub(super) const CAPS: Caps = Caps {
+    // Buttons are shown as a y/a/n question.
+    buttons: true,
+    edit: true,
+    max_len: 1_000_000,
+    typing: false,
+    min_edit_interval: Duration::from_millis(30),
+    format: TextFormat::Markdown,
+    exclusive: false,
+};
+
 /// Prints replies to stdout. A terminal cannot edit what it printed, so each edit prints only
 /// what was added; the status line of running tools is left out.
 pub struct Terminal {
@@ -166,16 +179,7 @@ impl Channel for Terminal {
     }
 
     fn caps(&self) -> Caps {
-        Caps {
-            // Buttons are shown as a y/a/n question.
-            buttons: true,
-            edit: true,
-            max_len: 1_000_000,
-            typing: false,
-            min_edit_interval: Duration::from_millis(30),
-            format: TextFormat::Markdown,
-            exclusive: false,
-        }
+        CAPS
     }
 
     async fn send(&self, msg: &Outbound) -> Result<MessageRef, ChannelError> {

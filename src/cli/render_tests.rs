@@ -1,5 +1,6 @@
 //! The terminal rendering of Markdown, as a table of (markdown, plain, ANSI) cases, and the
-//! streaming rule: a reply fed in any pieces renders exactly as the whole.
+//! streaming rule: a reply fed in any pieces renders exactly as the whole; and approval requests
+//! as `butler chat` prints them, with what the call would do (snapshots), a long one whole.
 
 use super::{render, Markdown, Mode};
 
@@ -81,4 +82,88 @@ fn words_of_a_paragraph_are_written_before_its_line_ends() {
     assert_eq!(md.push("Hello **wor"), "Hello ");
     assert_eq!(md.push("ld** and"), format!("{B}world{B_} "));
     assert_eq!(md.finish(), "and");
+}
+
+fn approval(summary: &str, detail: Option<crate::store::Detail>) -> crate::store::ApprovalRow {
+    use crate::store::{ApprovalKind, ApprovalRow, ApprovalStatus};
+    ApprovalRow {
+        id: "0123456789abcdef0123456789abcdef".into(),
+        session_id: "s".into(),
+        session_key: "cli:local".into(),
+        conversation: "cli:local".into(),
+        event_id: "e".into(),
+        tool_call_id: "c1".into(),
+        tool: "tool".into(),
+        args_hash: "h".into(),
+        summary: summary.into(),
+        requester: "cli:local".into(),
+        requester_user: "local".into(),
+        approvers: vec!["requester".into()],
+        kind: ApprovalKind::Tool,
+        options: Vec::new(),
+        answer: None,
+        detail,
+        status: ApprovalStatus::Pending,
+        scope: None,
+        decided_by: None,
+        decided_ms: None,
+        created_ms: 0,
+        expires_ms: 600_000,
+    }
+}
+
+#[test]
+fn approval_requests_show_what_the_call_would_do() {
+    use crate::permissions::notice::{approval_notice, Room};
+    use crate::store::{Detail, DetailKind};
+    let room = Room::of(&super::super::chat::CAPS);
+    let tail = "Asked by local; this request expires in 10 minutes.";
+    // (summary, kind, detail, as printed without colour)
+    let cases = [
+        ("write 32 bytes to notes/groceries.md", DetailKind::Content, "# Groceries\n\n- oat milk\n- bread\n", "🔐 Approval needed: Butler wants to write 32 bytes to notes/groceries.md.\n  # Groceries\n  \n  - oat milk\n  - bread\n"),
+        (
+            "edit todo.md: replace \"- call mum\" with \"- call mum and dad\"",
+            DetailKind::Diff,
+            "--- a/todo.md\n+++ b/todo.md\n@@ -1,3 +1,3 @@\n - buy milk\n-- call mum\n+- call mum and dad\n - water the plants\n",
+            "🔐 Approval needed: Butler wants to edit todo.md: replace \"- call mum\" with \"- call mum and dad\".\n  --- a/todo.md\n  +++ b/todo.md\n  @@ -1,3 +1,3 @@\n   - buy milk\n  -- call mum\n  +- call mum and dad\n   - water the plants\n",
+        ),
+        (
+            "run `cd notes && grep -c milk *.md | sort -r > counts.txt` in your workspace",
+            DetailKind::Command,
+            "# in /srv/ws/local\ncd notes && grep -c milk *.md | sort -r > counts.txt",
+            "🔐 Approval needed: Butler wants to run `cd notes && grep -c milk *.md | sort -r > counts.txt` in your workspace.\n  # in /srv/ws/local\n  cd notes && grep -c milk *.md | sort -r > counts.txt\n",
+        ),
+        (
+            "POST https://api.example.com/v1/issues?api_key=*** with headers Authorization, Content-Type and a 34-byte body",
+            DetailKind::Request,
+            "POST https://api.example.com/v1/issues?api_key=***\nAuthorization: ***\nContent-Type: application/json\n\n{\n  \"title\": \"Milk\",\n  \"token\": \"***\"\n}",
+            "🔐 Approval needed: Butler wants to POST https://api.example.com/v1/issues?api_key=*** with headers Authorization, Content-Type and a 34-byte body.\n  POST https://api.example.com/v1/issues?api_key=***\n  Authorization: ***\n  Content-Type: application/json\n  \n  {\n    \"title\": \"Milk\",\n    \"token\": \"***\"\n  }\n",
+        ),
+        (
+            "use `create_issue` of MCP server `tracker`",
+            DetailKind::Arguments,
+            "{\n  \"api_token\": \"***\",\n  \"labels\": [\n    \"bug\"\n  ],\n  \"title\": \"Login <fails>\"\n}",
+            "🔐 Approval needed: Butler wants to use `create_issue` of MCP server `tracker`.\n  {\n    \"api_token\": \"***\",\n    \"labels\": [\n      \"bug\"\n    ],\n    \"title\": \"Login <fails>\"\n  }\n",
+        ),
+    ];
+    let mut got = Vec::new();
+    for (summary, kind, text, _) in cases {
+        let notice = approval_notice(&approval(summary, Some(Detail::new(kind, text))), "local", room);
+        assert!(notice.file.is_none(), "{kind:?}");
+        got.push(render(&notice.message.text, Mode::Plain));
+    }
+    let want: Vec<String> = cases.iter().map(|c| format!("{}{tail}", c.3)).collect();
+    assert_eq!(got, want);
+
+    // A 200-line write: the terminal prints all of it, no file.
+    let long: String = (1..=200).map(|n| format!("{n}. a line of the long list\n")).collect();
+    let notice = approval_notice(
+        &approval("write 5692 bytes to long.md", Some(Detail::new(DetailKind::Content, long))),
+        "local",
+        room,
+    );
+    let printed = render(&notice.message.text, Mode::Plain);
+    assert!(notice.file.is_none() && !printed.contains("more lines"), "{printed}");
+    let indented: String = (1..=200).map(|n| format!("  {n}. a line of the long list\n")).collect();
+    assert!(printed.contains(&indented), "{printed}");
 }

@@ -1,6 +1,7 @@
 //! One tool of an MCP server as an ordinary [`Tool`]: named `<server>__<tool>`, read-only when
 //! its server is `read_only`, arguments checked against the server's schema, every path-like
-//! argument put into its [`Action`] (so the hard deny list and path rules see it), and the
+//! argument put into its [`Action`] (so the hard deny list and path rules see it), its arguments
+//! as the action's detail (pretty JSON, secrets masked, shown when a person is asked), and the
 //! result (text, structured content, images, resources) turned into what the model sees;
 //! `isError` becomes a [`ToolError`].
 //!
@@ -13,7 +14,9 @@
 
 use super::server::{McpServer, RemoteTool};
 use crate::llm::Image;
-use crate::tools::{mask_secrets, validate_args, Action, Risk, Tool, ToolCtx, ToolError, ToolOutput, ToolSpec};
+use crate::tools::{
+    masked_pretty, validate_args, Action, Detail, DetailKind, Risk, Tool, ToolCtx, ToolError, ToolOutput, ToolSpec,
+};
 use async_trait::async_trait;
 use rmcp::model::CallToolResult;
 use serde_json::Value;
@@ -105,15 +108,11 @@ impl Tool for McpTool {
         let mut paths = Vec::new();
         collect_paths(None, args, &mut paths);
         Action {
-            summary: format!(
-                "use `{}` of MCP server `{}` with {}",
-                self.remote,
-                self.server.name(),
-                mask_secrets(args)
-            ),
+            summary: format!("use `{}` of MCP server `{}`", self.remote, self.server.name()),
             paths,
             command: None,
             url: None,
+            detail: Some(Detail::new(DetailKind::Arguments, masked_pretty(args))),
         }
     }
 

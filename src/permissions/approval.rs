@@ -1,15 +1,13 @@
 //! The approval rules shared by the agent (which asks) and triage (which takes the answer):
-//! approval ids, the hash of a call's exact arguments, the outbox key and text of an approval's
-//! message (a question's too: its options as buttons or numbered), the text it becomes once
-//! answered, the audit row of a decision, who may decide, and what a typed reply answers; and
+//! approval ids, the hash of a call's exact arguments, the outbox key of an approval's message
+//! (its text is made in `notice.rs`), the text it becomes once answered, the audit row of a decision, who may decide, and what a typed reply answers; and
 //! [`decide`], all of that applied to one answer (a click, a typed answer, a cancel).
 //!
 //! These are pure functions over store rows: nothing here may read or write the store, send a
 //! message or run a tool.
 
 use crate::clock::now_ms;
-use crate::store::{ApprovalDecision, ApprovalKind, ApprovalRow, ApprovalStatus, AuditRow, NewOutbox, UserRow};
-use butler_channel::{Button, ButtonStyle};
+use crate::store::{ApprovalDecision, ApprovalKind, ApprovalRow, ApprovalStatus, AuditRow, UserRow};
 use sha2::{Digest, Sha256};
 
 /// 128 random bits as 32 hex characters.
@@ -25,60 +23,6 @@ pub fn args_hash(arguments: &str) -> String {
 /// The outbox key of an approval's message.
 pub(crate) fn approval_key(id: &str) -> String {
     format!("approval:{id}")
-}
-
-/// The message asking for an approval, with its buttons (or, where a channel has none, the
-/// commands that answer it).
-pub(crate) fn approval_notice(row: &ApprovalRow, asker: &str, buttons: bool) -> NewOutbox {
-    if row.kind == ApprovalKind::Question {
-        return question_notice(row, asker, buttons);
-    }
-    let minutes = ((row.expires_ms - row.created_ms) / 60_000).max(1);
-    let mut text = format!(
-        "🔐 **Approval needed**: Butler wants to {}.\nAsked by {asker}; this request expires in {minutes} minutes.",
-        row.summary
-    );
-    if !buttons {
-        text.push_str(&format!("\nReply `/approve {id}` or `/deny {id}`.", id = row.id));
-    }
-    NewOutbox::message(approval_key(&row.id), row.conversation.clone(), text).with_buttons(vec![
-        Button::new("Approve once", format!("ap:{}:once", row.id), ButtonStyle::Primary),
-        Button::new("Always for this session", format!("ap:{}:session", row.id), ButtonStyle::Default),
-        Button::new("Deny", format!("ap:{}:deny", row.id), ButtonStyle::Danger),
-    ])
-}
-
-/// A question's message: the question, then one button per option (carrying only
-/// `ap:<id>:<n>`, n = the option's index), or, without buttons, the options numbered; without
-/// options, no buttons and "reply to answer".
-fn question_notice(row: &ApprovalRow, asker: &str, buttons: bool) -> NewOutbox {
-    let mut text = format!("❓ **Question for {asker}**: {}", row.summary);
-    let mut shown = Vec::new();
-    if row.options.is_empty() {
-        text.push_str(
-            "
-_Reply to answer._",
-        );
-    } else if buttons {
-        text.push_str(
-            "
-_Pick one, or reply in your own words._",
-        );
-        shown = row
-            .options
-            .iter()
-            .enumerate()
-            .map(|(n, option)| Button::new(option.clone(), format!("ap:{}:{n}", row.id), ButtonStyle::Default))
-            .collect();
-    } else {
-        let numbered: Vec<String> = row.options.iter().enumerate().map(|(n, o)| format!("{}. {o}", n + 1)).collect();
-        text.push_str(&format!(
-            "
-{} - reply with a number or your own words",
-            numbered.join("  ")
-        ));
-    }
-    NewOutbox::message(approval_key(&row.id), row.conversation.clone(), text).with_buttons(shown)
 }
 
 /// What a typed reply to a question answers: a number picks that option (1-based), any other
@@ -316,7 +260,12 @@ fn approvers_in_words(row: &ApprovalRow) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::permissions::notice::{approval_notice, Room};
     use crate::store::UserRole;
+
+    fn room(buttons: bool) -> Room {
+        Room { buttons, max_len: 4_096, whole: false }
+    }
 
     fn row(approvers: &[&str]) -> ApprovalRow {
         ApprovalRow {
@@ -335,6 +284,7 @@ mod tests {
             kind: ApprovalKind::Tool,
             options: Vec::new(),
             answer: None,
+            detail: None,
             status: ApprovalStatus::Pending,
             scope: None,
             decided_by: None,
@@ -375,13 +325,13 @@ mod tests {
         assert_eq!(a.len(), 32);
         assert!(a.chars().all(|c| c.is_ascii_hexdigit()));
         assert_ne!(a, approval_id());
-        let notice = approval_notice(&row(&["requester"]), "Alice", true);
+        let notice = approval_notice(&row(&["requester"]), "Alice", room(true)).message;
         for b in &notice.buttons {
             assert!(b.action.len() <= 64, "{}", b.action);
             assert!(!b.action.contains("ls"), "no arguments in callback data");
         }
         assert!(!notice.text.contains("/approve"));
-        assert!(approval_notice(&row(&["requester"]), "Alice", false).text.contains("/approve"));
+        assert!(approval_notice(&row(&["requester"]), "Alice", room(false)).message.text.contains("/approve"));
     }
 
     fn question(options: &[&str]) -> ApprovalRow {
@@ -417,7 +367,7 @@ mod tests {
             (vec![], false, "❓ **Question for Alice**: Tea or coffee?\n_Reply to answer._", vec![]),
         ];
         for (options, buttons, text, want) in cases {
-            let notice = approval_notice(&question(&options), "Alice", buttons);
+            let notice = approval_notice(&question(&options), "Alice", room(buttons)).message;
             assert_eq!(notice.text, text, "{options:?} {buttons}");
             let got: Vec<String> = notice.buttons.iter().map(|b| format!("{}={}", b.label, b.action)).collect();
             assert_eq!(got, want, "{options:?} {buttons}");
@@ -427,7 +377,7 @@ mod tests {
         // Ten options: the callback data still fits Telegram's 64 bytes.
         let ten: Vec<String> = (0..10).map(|n| format!("option {n}")).collect();
         let ten: Vec<&str> = ten.iter().map(String::as_str).collect();
-        let notice = approval_notice(&question(&ten), "Alice", true);
+        let notice = approval_notice(&question(&ten), "Alice", room(true)).message;
         assert_eq!(notice.buttons.last().unwrap().action, format!("ap:{id}:9"));
     }
 

@@ -24,6 +24,7 @@ mod check;
 mod context;
 mod glob;
 mod hardlist;
+pub mod notice;
 mod paths;
 
 pub use check::check_config;

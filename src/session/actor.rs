@@ -13,6 +13,7 @@ use crate::config::HookEvent;
 use crate::memory::ArchiveJob;
 use crate::metrics::METRICS;
 use crate::outbox::Streamer;
+use crate::permissions::notice::Room;
 use crate::store::{InboxStatus, MemoryScope, NewOutbox, NewSession, OutboxRow, StoreError, TurnCommit};
 use butler_channel::{Button, ButtonStyle, Outbound};
 use std::collections::HashMap;
@@ -259,7 +260,7 @@ impl Actor {
         let abort = self.shared.abort.clone();
         let event = &job.event;
         let reply = NewOutbox::reply(event, String::new());
-        let buttons = deps.channels.get(event.channel()).is_some_and(|ch| ch.caps().buttons);
+        let room = deps.channels.get(event.channel()).map_or_else(Room::none, |ch| Room::of(&ch.caps()));
         // Heartbeats stream nothing: they may end up saying nothing at all.
         let mut streamer = deps.channels.get(event.channel()).filter(|_| !job.quiet).map(|ch| {
             let mut base = Outbound::text(event.conversation.clone(), "");
@@ -291,7 +292,7 @@ impl Actor {
             first_attempt: job.attempt <= 1,
             start,
             session_key: &key,
-            buttons,
+            room,
             quiet: job.quiet,
             tree: None,
         };

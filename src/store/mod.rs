@@ -9,6 +9,7 @@
 pub mod backup;
 mod connect;
 mod delegation_records;
+mod detail_records;
 mod error;
 mod outbox_records;
 mod outcome_records;
@@ -20,6 +21,7 @@ mod usage_records;
 
 pub use connect::connect;
 pub use delegation_records::*;
+pub use detail_records::*;
 pub use error::{Backend, Result, StoreError};
 pub use outbox_records::*;
 pub use outcome_records::*;

@@ -432,6 +432,9 @@ pub struct ApprovalRow {
     pub options: Vec<String>,
     /// A question's answer once answered: the clicked option's text or the typed reply.
     pub answer: Option<String>,
+    /// What exactly the call would do (content, diff, command, request, arguments), secrets
+    /// masked; `None` for questions and for tools that say nothing more than the summary.
+    pub detail: Option<super::Detail>,
     pub status: ApprovalStatus,
     /// When approved: `once` or `session`.
     pub scope: Option<String>,

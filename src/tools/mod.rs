@@ -7,6 +7,7 @@
 
 pub mod builtin;
 mod check;
+pub(crate) mod diff;
 mod registry;
 pub mod sandbox;
 mod store;
@@ -17,6 +18,7 @@ pub use check::check_config;
 pub use registry::builtin_tools;
 pub use store::{ToolStore, ToolStores};
 pub use tool::{
-    mask_secrets, parse_args, Action, Risk, Tool, ToolCtx, ToolError, ToolOutput, ToolSource, ToolSpec, Tools,
+    mask_secrets, masked_pretty, parse_args, Action, Detail, DetailKind, Risk, Tool, ToolCtx, ToolError, ToolOutput,
+    ToolSource, ToolSpec, Tools,
 };
 pub use validate::validate_args;

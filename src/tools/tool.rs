@@ -7,6 +7,7 @@
 use super::store::ToolStore;
 use crate::llm::ToolDef;
 use crate::store::UserRow;
+pub use crate::store::{Detail, DetailKind};
 use async_trait::async_trait;
 use butler_channel::{ConversationRef, Identity};
 use serde_json::Value;
@@ -79,6 +80,10 @@ pub struct Action {
     pub command: Option<String>,
     /// A URL the call would fetch or send to.
     pub url: Option<String>,
+    /// What exactly it would do, shown under the summary when a person is asked (the content
+    /// of a write, the diff of an edit, the whole command, the request, the arguments), secrets
+    /// masked like the summary's.
+    pub detail: Option<Detail>,
 }
 
 #[async_trait]
@@ -109,24 +114,42 @@ impl From<String> for ToolOutput {
     }
 }
 
+/// `v` with the values of secret-looking keys (a name with one of
+/// [`crate::config::SECRET_WORDS`]) replaced by `***`, at any depth.
+fn mask_json(v: &Value) -> Value {
+    match v {
+        Value::Object(map) => Value::Object(
+            map.iter()
+                .map(|(k, v)| {
+                    let secret = crate::config::is_secret_name(k);
+                    (k.clone(), if secret { Value::String("***".into()) } else { mask_json(v) })
+                })
+                .collect(),
+        ),
+        Value::Array(items) => Value::Array(items.iter().map(mask_json).collect()),
+        other => other.clone(),
+    }
+}
+
+/// `args` as pretty JSON, whole, with the values of secret-looking keys replaced by `***` and
+/// recognisable secrets inside string values masked too (`Bearer …`, `token=…`, URL passwords;
+/// see `builtin::plain::mask_text`): an approval's detail of a call's arguments.
+pub fn masked_pretty(args: &Value) -> String {
+    fn strings(v: Value) -> Value {
+        match v {
+            Value::String(s) => Value::String(super::builtin::plain::mask_text(&s)),
+            Value::Array(items) => Value::Array(items.into_iter().map(strings).collect()),
+            Value::Object(map) => Value::Object(map.into_iter().map(|(k, v)| (k, strings(v))).collect()),
+            other => other,
+        }
+    }
+    serde_json::to_string_pretty(&strings(mask_json(args))).unwrap_or_default()
+}
+
 /// `args` as compact JSON with values of secret-looking keys (a name with one of
 /// [`crate::config::SECRET_WORDS`]) replaced by `***`, cut to 300 characters.
 pub fn mask_secrets(args: &Value) -> String {
-    fn mask(v: &Value) -> Value {
-        match v {
-            Value::Object(map) => Value::Object(
-                map.iter()
-                    .map(|(k, v)| {
-                        let secret = crate::config::is_secret_name(k);
-                        (k.clone(), if secret { Value::String("***".into()) } else { mask(v) })
-                    })
-                    .collect(),
-            ),
-            Value::Array(items) => Value::Array(items.iter().map(mask).collect()),
-            other => other.clone(),
-        }
-    }
-    let text = mask(args).to_string();
+    let text = mask_json(args).to_string();
     if text.chars().count() > 300 {
         format!("{}…", text.chars().take(300).collect::<String>())
     } else {

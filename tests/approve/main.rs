@@ -6,6 +6,7 @@
 #[path = "../support/mod.rs"]
 mod support;
 
+mod details;
 mod hooks;
 mod lifecycle;
 mod questions;

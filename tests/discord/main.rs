@@ -3,6 +3,7 @@
 //! in tests/fixtures/discord. One module per point of the issue:
 //! `gateway` (intents, DMs, mentions, replies, threads; drops, Resume, fresh Identify),
 //! `approvals` (buttons, deferred acknowledgement, ephemeral refusals, the edited outcome),
+//! `details` (what each approval request shows of the call, a long one cut and attached whole),
 //! `endpoint` (the signed HTTP interactions endpoint, RFC 8032 vectors, PING/PONG),
 //! `delivery` (rendering, 2,000-character chunks, typing, streaming edits, 429s),
 //! `doctor` (`butler doctor` with users/@me, config validation), `durable` (the adapter on
@@ -15,6 +16,7 @@ mod support;
 
 mod approvals;
 mod delivery;
+mod details;
 mod doctor;
 mod durable;
 mod endpoint;

@@ -9,6 +9,7 @@ mod support;
 mod acting;
 mod approvals;
 mod conversations;
+mod details;
 mod doctor;
 mod limits;
 mod media;
@@ -51,6 +52,8 @@ pub struct Setup {
     pub socket: bool,
     /// Changes to the config after the defaults below.
     pub tweak: Option<Tweak>,
+    /// Tools besides the built-ins and `touch`.
+    pub tools: Vec<Arc<dyn butler::tools::Tool>>,
 }
 
 /// Starts everything: Alice, Bob and the boss may talk (members), UOWNER is the owner.
@@ -81,7 +84,9 @@ pub async fn start(setup: Setup) -> Rig {
     }
     butler::app::check_config(&cfg).expect("a valid test config");
     let touch = Touch::new();
-    let app = TestApp::start_with(cfg, Some(dir), vec![touch.clone()]).await;
+    let mut tools: Vec<Arc<dyn butler::tools::Tool>> = vec![touch.clone()];
+    tools.extend(setup.tools);
+    let app = TestApp::start_with(cfg, Some(dir), tools).await;
     let send = Sender::new(&app.base, SECRET);
     Rig { app, slack, llm, send, touch }
 }

@@ -97,6 +97,7 @@ pub fn approval(id: &str, session_id: &str, tool: &str, created_ms: i64, expires
         kind: ApprovalKind::Tool,
         options: vec![],
         answer: None,
+        detail: None,
         status: ApprovalStatus::Pending,
         scope: None,
         decided_by: None,

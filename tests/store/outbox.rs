@@ -146,6 +146,7 @@ async fn revise_through_an_approval(store: &Arc<dyn Store>, row: &butler::store:
         kind: ApprovalKind::Tool,
         options: vec![],
         answer: None,
+        detail: None,
         status: ApprovalStatus::Pending,
         scope: None,
         decided_by: None,

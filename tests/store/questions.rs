@@ -1,5 +1,6 @@
 //! Question contract (`ask_user`, approvals of kind `question`): a question's kind, options and
-//! answer round-trip (a tool approval keeps kind `tool` and no options); deciding a question
+//! answer round-trip (a tool approval keeps kind `tool`, no options, and its detail: what the call
+//! would do, multi-line text); deciding a question
 //! stores its answer with the same compare-and-swap (one winner, the winner's answer); and
 //! `question_pending` finds the oldest pending, unexpired question asked of one identity in one
 //! conversation - never a tool approval, a decided or expired question, someone else's or
@@ -7,7 +8,7 @@
 
 use crate::approvals::{open_sessions, park};
 use crate::fixtures::{approval, strings};
-use butler::store::{ApprovalDecision, ApprovalKind, ApprovalRow, ApprovalStatus, Store};
+use butler::store::{ApprovalDecision, ApprovalKind, ApprovalRow, ApprovalStatus, Detail, DetailKind, Store};
 use std::sync::Arc;
 
 const T: i64 = 1_700_000_000_000;
@@ -40,12 +41,15 @@ pub async fn round_trip_and_answer_once(store: Arc<dyn Store>) {
     open_sessions(&store, &["s1"]).await;
     let q = question("q1", "telegram:42", "telegram:42", &["Tea", "Coffee"], (T, T + HOUR));
     let open = question("q2", "telegram:42", "telegram:42", &[], (T, T + HOUR));
-    let tool = approval("a1", "s1", "shell", T, T + HOUR);
+    let diff = "--- a/todo.md\n+++ b/todo.md\n@@ -1 +1,2 @@\n-tea\n+tea ☕\n+token=***\n";
+    let tool =
+        ApprovalRow { detail: Some(Detail::new(DetailKind::Diff, diff)), ..approval("a1", "s1", "shell", T, T + HOUR) };
     park(&store, "e1", &[q.clone(), open.clone(), tool.clone()]).await;
     for row in [&q, &open, &tool] {
         assert_eq!(store.approval_get(&row.id).await.unwrap().as_ref(), Some(row), "{} round-trips", row.id);
     }
     assert_eq!(store.approval_get("a1").await.unwrap().unwrap().kind, ApprovalKind::Tool);
+    assert_eq!(store.approval_get("q1").await.unwrap().unwrap().detail, None, "a question has no detail");
 
     // Concurrent answers: one wins, and its answer is the one stored.
     let mut tasks = Vec::new();

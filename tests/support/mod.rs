@@ -2,6 +2,7 @@
 //! `#[path = "../support/mod.rs"] mod support;`.
 #![allow(dead_code)]
 pub mod app;
+pub mod approval_detail;
 pub mod bench;
 pub mod cluster;
 pub mod db;

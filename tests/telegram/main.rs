@@ -8,6 +8,7 @@ mod support;
 
 mod approvals;
 mod attachments;
+mod details;
 mod doctor;
 mod durability;
 mod media;

@@ -338,6 +338,9 @@ async fn permission_engine_sees_read_only_and_paths() {
         let t = tool(&m, name);
         let action = t.action(&h.ctx, &args);
         assert!(action.summary.contains("of MCP server"), "{}", action.summary);
+        let pretty = serde_json::to_string_pretty(&args).unwrap();
+        let detail = action.detail.as_ref().map(|d| (d.kind, d.text.as_str()));
+        assert_eq!(detail, Some((butler::tools::DetailKind::Arguments, pretty.as_str())), "the arguments, whole");
         let decision = policy.decide(&Request {
             tool: t.spec(),
             action: &action,

@@ -5,13 +5,15 @@
 //! configured" banner, token mode (with reload and New chat), and reconnecting after a server
 //! restart, filling in what the page missed meanwhile. Submodules: `stop` (a held click on
 //! Stop, and Send turning into Stop), `conversations` (the conversation list and `?c=ID`
-//! links), `rendering` (tables, code copy buttons, safe links, status words).
+//! links), `rendering` (tables, code copy buttons, safe links, status words), `details` (an
+//! approval request's long detail folded behind "Show all").
 //!
 //! Each test starts its own chromedriver (in its own process group, killed by a guard even
 //! when the test panics) and a Chromium with a fresh profile and no network features.
 //! chromium and chromedriver must be installed at /usr/bin; `tests/run` installs them.
 
 mod conversations;
+mod details;
 mod driver;
 mod files;
 mod panels;

@@ -1,6 +1,6 @@
 //! Approvals of risky tool calls and questions to a person
 //! ([`ApprovalStore`](crate::store::ApprovalStore)), written once for both backends: rows are
-//! created by `finish_event` (with the turn that parks on them), decided once (a question with
+//! created by `finish_event` (with the turn that parks on them, and the call's masked detail), decided once (a question with
 //! its answer), listed when due or pending, asked whether a tool is granted for a session, and
 //! the pending question a person's next message answers is found.
 //!
@@ -25,9 +25,9 @@ macro_rules! impl_approvals {
                 sqlx::query(
                     "INSERT INTO approvals (id, session_id, session_key, conversation, event_id, tool_call_id, tool, \
                      args_hash, summary, requester, requester_user, approvers, status, scope, decided_by, decided_ms, \
-                     created_ms, expires_ms, kind, options, answer) \
+                     created_ms, expires_ms, kind, options, answer, detail_kind, detail) \
                      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, \
-                     $21) \
+                     $21, $22, $23) \
                      ON CONFLICT (id) DO NOTHING",
                 )
                 .bind(row.id.as_str())
@@ -56,6 +56,8 @@ macro_rules! impl_approvals {
                     }
                 })
                 .bind(row.answer.as_deref())
+                .bind(row.detail.as_ref().map(|d| d.kind.as_str()))
+                .bind(row.detail.as_ref().map(|d| d.text.as_str()))
                 .execute(&mut *conn)
                 .await
                 .map_err($crate::store::sql::error::db_err)?;

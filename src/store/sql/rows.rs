@@ -6,9 +6,9 @@
 
 use super::error::corrupt;
 use crate::store::{
-    ApprovalKind, ApprovalRow, ApprovalStatus, AuditRow, CodeKind, CodeRow, ConversationRow, DecisionRow, InboxRow,
-    InboxStatus, MemoryRow, NewMessage, OutboxRow, OutboxStatus, Result, Role, SessionRow, StoreError, StoredMessage,
-    UserRole, UserRow, WebMessage,
+    ApprovalKind, ApprovalRow, ApprovalStatus, AuditRow, CodeKind, CodeRow, ConversationRow, DecisionRow, Detail,
+    DetailKind, InboxRow, InboxStatus, MemoryRow, NewMessage, OutboxRow, OutboxStatus, Result, Role, SessionRow,
+    StoreError, StoredMessage, UserRole, UserRow, WebMessage,
 };
 use butler_channel::{Button, ConversationKind};
 
@@ -48,7 +48,7 @@ macro_rules! cols {
     (approval) => {
         "id, session_id, session_key, conversation, event_id, tool_call_id, tool, args_hash, summary, requester, \
          requester_user, approvers, kind, options, answer, status, scope, decided_by, decided_ms, created_ms, \
-         expires_ms"
+         expires_ms, detail_kind, detail"
     };
     (audit) => {
         "at_ms, actor, user_id, session_id, tool, args_hash, outcome, reason"
@@ -412,6 +412,8 @@ pub(crate) struct ApprovalRaw {
     decided_ms: Option<i64>,
     created_ms: i64,
     expires_ms: i64,
+    detail_kind: Option<String>,
+    detail: Option<String>,
 }
 
 impl TryFrom<ApprovalRaw> for ApprovalRow {
@@ -425,6 +427,13 @@ impl TryFrom<ApprovalRaw> for ApprovalRow {
                 None => Vec::new(),
             },
             answer: r.answer,
+            detail: match (r.detail_kind, r.detail) {
+                (Some(kind), Some(text)) => Some(Detail {
+                    kind: DetailKind::parse(&kind).ok_or_else(|| corrupt("approvals.detail_kind", &kind))?,
+                    text,
+                }),
+                _ => None,
+            },
             status: ApprovalStatus::parse(&r.status).ok_or_else(|| corrupt("approvals.status", &r.status))?,
             id: r.id,
             session_id: r.session_id,

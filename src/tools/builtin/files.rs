@@ -4,8 +4,11 @@
 //! outside it: absolute paths, `..` components and NUL bytes are refused, every symlink on the
 //! way is resolved and must stay inside the canonical workspace, and a write never follows a
 //! symlink out (it goes through a temporary file and a rename, which replaces rather than
-//! follows). Sizes are capped by `[tools.files]`.
+//! follows). Sizes are capped by `[tools.files]`. What a write or an edit would change is shown
+//! to the person approving it (`file_detail.rs`).
 
+use super::confine::{relative, resolve};
+use super::file_detail::{edit_detail, write_detail};
 use super::plain::{lexical_path, mask_text, preview, str_arg};
 use crate::config::FilesConfig;
 use crate::tools::{parse_args, Action, Risk, Tool, ToolCtx, ToolError, ToolSpec};
@@ -13,7 +16,7 @@ use async_trait::async_trait;
 use serde::Deserialize;
 use serde_json::{json, Value};
 use std::io::{BufRead, Read, Write};
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 /// Most entries `file_list` shows.
@@ -130,63 +133,11 @@ fn edit_spec() -> ToolSpec {
     )
 }
 
-/// `path` as a workspace-relative path, or why it is refused.
-pub(super) fn relative(path: &str) -> Result<PathBuf, ToolError> {
-    let refused = |why: &str| Err(ToolError::InvalidArgs(format!("refused path `{path}`: {why}")));
-    if path.contains('\0') {
-        return refused("it contains a NUL byte");
-    }
-    let p = Path::new(path);
-    if p.is_absolute() || path.starts_with('~') {
-        return refused("absolute paths are not allowed; give a path relative to your workspace");
-    }
-    let mut out = PathBuf::new();
-    for comp in p.components() {
-        match comp {
-            Component::Normal(c) => out.push(c),
-            Component::CurDir => {}
-            Component::ParentDir => return refused("`..` is not allowed; paths stay inside your workspace"),
-            Component::RootDir | Component::Prefix(_) => return refused("absolute paths are not allowed"),
-        }
-    }
-    Ok(out)
-}
-
 /// The canonical workspace root, created if it does not exist yet.
 fn root(workspace: &Path) -> Result<PathBuf, ToolError> {
     std::fs::create_dir_all(workspace)
         .and_then(|_| std::fs::canonicalize(workspace))
         .map_err(|e| ToolError::Failed(format!("your workspace is not available: {e}")))
-}
-
-/// `rel` inside `root` with every existing symlink on the way resolved; refused when one
-/// leads outside `root` (or nowhere). Components that do not exist yet are appended as they are.
-fn resolve(root: &Path, rel: &Path, shown: &str) -> Result<PathBuf, ToolError> {
-    let mut cur = root.to_path_buf();
-    let comps: Vec<_> = rel.components().collect();
-    for (i, comp) in comps.iter().enumerate() {
-        let next = cur.join(comp);
-        match std::fs::symlink_metadata(&next) {
-            Ok(meta) if meta.file_type().is_symlink() => {
-                let target = std::fs::canonicalize(&next).map_err(|_| {
-                    ToolError::Failed(format!("refused path `{shown}`: it goes through a symlink that points nowhere"))
-                })?;
-                if !target.starts_with(root) {
-                    return Err(ToolError::Failed(format!(
-                        "refused path `{shown}`: it goes through a symlink that leads outside your workspace"
-                    )));
-                }
-                cur = target;
-            }
-            Ok(_) => cur = next,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                cur.extend(&comps[i..]);
-                return Ok(cur);
-            }
-            Err(e) => return Err(ToolError::Failed(format!("cannot open `{shown}`: {e}"))),
-        }
-    }
-    Ok(cur)
 }
 
 /// Checks `path`, then resolves it inside `ctx`'s workspace (on a blocking thread) and runs `f`.
@@ -392,10 +343,11 @@ impl Tool for FileWrite {
 
     fn action(&self, ctx: &ToolCtx, args: &Value) -> Action {
         let path = str_arg(args, "path");
-        let bytes = str_arg(args, "content").len();
+        let content = str_arg(args, "content");
         Action {
-            summary: format!("write {bytes} bytes to {path}"),
+            summary: format!("write {} bytes to {path}", content.len()),
             paths: vec![lexical_path(&ctx.workspace, path)],
+            detail: Some(write_detail(content)),
             ..Action::default()
         }
     }
@@ -439,10 +391,13 @@ impl Tool for FileEdit {
     fn action(&self, ctx: &ToolCtx, args: &Value) -> Action {
         let path = str_arg(args, "path");
         let all = args.get("replace_all").and_then(Value::as_bool) == Some(true);
-        let (old, new) = (mask_text(&preview(str_arg(args, "old"), 60)), mask_text(&preview(str_arg(args, "new"), 60)));
+        let (old, new) = (str_arg(args, "old"), str_arg(args, "new"));
+        let detail = edit_detail(&ctx.workspace, path, old, new, all, self.limits.read);
+        let (old, new) = (mask_text(&preview(old, 60)), mask_text(&preview(new, 60)));
         Action {
             summary: format!("edit {path}: replace {}\"{old}\" with \"{new}\"", if all { "every " } else { "" }),
             paths: vec![lexical_path(&ctx.workspace, path)],
+            detail: Some(detail),
             ..Action::default()
         }
     }

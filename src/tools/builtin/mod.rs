@@ -4,6 +4,8 @@
 //! touch another user's data or workspace, never reach a network address or path their guards
 //! refuse, and never show a secret in an action summary.
 
+mod confine;
+mod file_detail;
 mod files;
 pub mod html;
 mod memory;

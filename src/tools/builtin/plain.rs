@@ -79,6 +79,17 @@ pub fn mask_text(s: &str) -> String {
     out
 }
 
+/// `s` masked line by line ([`mask_text`] on each line, line endings kept): a secret word at the
+/// end of one line never masks the start of the next, so diff and list markers stay.
+pub fn mask_lines(s: &str) -> String {
+    s.split_inclusive('\n')
+        .map(|line| match line.strip_suffix('\n') {
+            Some(body) => format!("{}\n", mask_text(body)),
+            None => mask_text(line),
+        })
+        .collect()
+}
+
 /// `***` keeping the quote characters around `word` (so a shell line still reads right).
 fn keep_quotes(word: &str) -> String {
     let lead: String = word.chars().take_while(|c| *c == '"' || *c == '\'').collect();

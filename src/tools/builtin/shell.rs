@@ -10,10 +10,10 @@
 //! stopped, when the call is dropped, and after the command exits (nothing it started may keep
 //! running). Output is captured up to `max_output_bytes`.
 
-use super::plain::{mask_text, workspace_abs};
+use super::plain::{mask_lines, mask_text, preview, workspace_abs};
 use crate::config::ShellConfig;
 use crate::tools::sandbox::{Sandbox, SandboxError};
-use crate::tools::{parse_args, Action, Risk, Tool, ToolCtx, ToolError, ToolSpec};
+use crate::tools::{parse_args, Action, Detail, DetailKind, Risk, Tool, ToolCtx, ToolError, ToolSpec};
 use async_trait::async_trait;
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -21,6 +21,10 @@ use std::ffi::OsStr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncReadExt};
+
+/// Characters of the command in the one-line summary; the approval's detail shows it whole, with
+/// the folder it runs in.
+const SUMMARY_CHARS: usize = 100;
 
 /// The only PATH a command gets.
 pub use crate::tools::sandbox::SAFE_PATH;
@@ -139,11 +143,14 @@ impl Tool for Shell {
 
     fn action(&self, ctx: &ToolCtx, args: &Value) -> Action {
         let command = args.get("command").and_then(Value::as_str).unwrap_or("");
+        let folder = workspace_abs(&ctx.workspace);
+        let detail = format!("# in {}\n{}", folder.display(), mask_lines(command));
         Action {
-            summary: format!("run `{}` in your workspace", mask_text(command)),
-            paths: vec![workspace_abs(&ctx.workspace)],
+            summary: format!("run `{}` in your workspace", mask_text(&preview(command, SUMMARY_CHARS))),
+            paths: vec![folder],
             command: Some(command.to_string()),
             url: None,
+            detail: Some(Detail::new(DetailKind::Command, detail)),
         }
     }
 

@@ -9,9 +9,9 @@
 
 use super::html;
 use super::net::{self, ClientOptions, HostList, NetGuard};
-use super::plain::{mask_text, preview, str_arg};
+use super::plain::{mask_lines, mask_text, str_arg};
 use crate::config::{is_secret_name, HttpRequestConfig, WebFetchConfig};
-use crate::tools::{mask_secrets, parse_args, Action, Risk, Tool, ToolCtx, ToolError, ToolSpec};
+use crate::tools::{masked_pretty, parse_args, Action, Detail, DetailKind, Risk, Tool, ToolCtx, ToolError, ToolSpec};
 use async_trait::async_trait;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use reqwest::{Method, Url};
@@ -281,27 +281,33 @@ impl Http {
     }
 }
 
-/// `METHOD url with headers A: x; Authorization: *** and body …`, secrets masked.
-fn describe_http(method: &str, args: &Value) -> String {
-    let mut s = format!("{method} {}", mask_text(str_arg(args, "url")));
+/// What a request would send: the summary (`METHOD url with headers A, B and a N-byte body`)
+/// and the detail (the request line, every header, a blank line and the whole body: JSON
+/// pretty-printed), secrets masked: the values of secret-looking headers (`Authorization`,
+/// `Cookie`, `X-Api-Key`, ...) and of secret-looking JSON keys, and recognisable secrets in URLs,
+/// other header values and text bodies.
+fn describe_http(method: &str, args: &Value) -> (String, Detail) {
+    let url = mask_text(str_arg(args, "url"));
+    let mut summary = format!("{method} {url}");
+    let mut detail = format!("{method} {url}\n");
     if let Some(headers) = args.get("headers").and_then(Value::as_object).filter(|h| !h.is_empty()) {
-        let shown: Vec<String> = headers
-            .iter()
-            .map(|(k, v)| {
-                let v = v.as_str().unwrap_or_default();
-                format!("{k}: {}", if is_secret_name(k) { "***".to_string() } else { mask_text(&preview(v, 80)) })
-            })
-            .collect();
-        s.push_str(&format!(" with headers {}", shown.join("; ")));
+        let names: Vec<&str> = headers.keys().map(String::as_str).collect();
+        summary.push_str(&format!(" with headers {}", names.join(", ")));
+        for (k, v) in headers {
+            let v = v.as_str().unwrap_or_default();
+            let shown = if is_secret_name(k) { "***".to_string() } else { mask_lines(v) };
+            detail.push_str(&format!("{k}: {shown}\n"));
+        }
     }
     if let Some(body) = args.get("body").and_then(Value::as_str).filter(|b| !b.is_empty()) {
+        summary.push_str(&format!(" and a {}-byte body", body.len()));
         let shown = match serde_json::from_str::<Value>(body) {
-            Ok(v) if v.is_object() || v.is_array() => mask_secrets(&v),
-            _ => mask_text(&preview(body, 200)),
+            Ok(v) if v.is_object() || v.is_array() => masked_pretty(&v),
+            _ => mask_lines(body),
         };
-        s.push_str(&format!(" and a {}-byte body: {shown}", body.len()));
+        detail.push_str(&format!("\n{shown}"));
     }
-    s
+    (summary, Detail::new(DetailKind::Request, detail))
 }
 
 #[async_trait]
@@ -311,7 +317,8 @@ impl Tool for HttpGet {
     }
 
     fn action(&self, _ctx: &ToolCtx, args: &Value) -> Action {
-        Action { summary: describe_http("GET", args), url: Some(str_arg(args, "url").to_string()), ..Action::default() }
+        let (summary, detail) = describe_http("GET", args);
+        Action { summary, url: Some(str_arg(args, "url").to_string()), detail: Some(detail), ..Action::default() }
     }
 
     async fn call(&self, ctx: &ToolCtx, args: Value) -> Result<String, ToolError> {
@@ -328,11 +335,8 @@ impl Tool for HttpRequest {
 
     fn action(&self, _ctx: &ToolCtx, args: &Value) -> Action {
         let method = str_arg(args, "method").to_ascii_uppercase();
-        Action {
-            summary: describe_http(if method.is_empty() { "GET" } else { &method }, args),
-            url: Some(str_arg(args, "url").to_string()),
-            ..Action::default()
-        }
+        let (summary, detail) = describe_http(if method.is_empty() { "GET" } else { &method }, args);
+        Action { summary, url: Some(str_arg(args, "url").to_string()), detail: Some(detail), ..Action::default() }
     }
 
     async fn call(&self, ctx: &ToolCtx, args: Value) -> Result<String, ToolError> {

@@ -14,6 +14,9 @@
   const BUTTON_STYLES = new Set(["default", "primary", "danger"]);
   // Actions of Stop buttons start with this (see src/web/conversations.rs).
   const STOP_PREFIX = "stop:";
+  // How much of an approval request's detail the page shows before "Show all" (as much as the
+  // chat platforms show: PREVIEW_LINES and PREVIEW_CHARS of src/permissions/notice.rs).
+  const DETAIL_FOLD = { lines: 30, chars: 1500 };
 
   const { renderMarkdown, appendText, hasEmojiFont } = window.ButlerMarkdown;
   const $ = (id) => document.getElementById(id);
@@ -250,6 +253,11 @@
     if (follow) scrollToBottom();
   }
 
+  /** True while `rec` asks for an approval (it carries the "Approve once" button). */
+  function isApprovalRequest(rec) {
+    return rec.buttons.some((b) => /^ap:[0-9a-f]{32}:once$/.test(String(b.action || "")));
+  }
+
   function renderMessage(rec) {
     const className = `msg ${rec.role}${rec.draft ? " streaming" : ""}`;
     if (rec.el.className !== className) rec.el.className = className;
@@ -258,7 +266,7 @@
     if (rec.shownText !== rec.text) {
       rec.shownText = rec.text;
       const fresh = document.createDocumentFragment();
-      if (rec.role === "assistant") renderMarkdown(rec.text, fresh);
+      if (rec.role === "assistant") renderMarkdown(rec.text, fresh, isApprovalRequest(rec) ? { fold: DETAIL_FOLD } : null);
       else appendText(fresh, rec.text);
       patchChildren(rec.textEl, fresh);
     }

@@ -20,8 +20,35 @@
   const QUOTE_RE = /^ {0,3}>\s?(.*)$/;
   const ITEM_RE = /^(\s*)([-*+]|\d{1,9}[.)])\s+(.*)$/;
 
-  function renderMarkdown(src, parent) {
-    renderBlocks(src.replace(/\r\n?/g, "\n").split("\n"), parent);
+  /**
+   * Renders `src` into `parent`. With `options.fold` ({lines, chars}), a code block longer than
+   * that shows its first lines, "… N more lines" and a "Show all" button (an approval request's
+   * detail: the message carries all of it, the page shows the start).
+   */
+  function renderMarkdown(src, parent, options) {
+    fold = (options && options.fold) || null;
+    try {
+      renderBlocks(src.replace(/\r\n?/g, "\n").split("\n"), parent);
+    } finally {
+      fold = null;
+    }
+  }
+
+  /** The code-block limits of the renderMarkdown call in progress, or null. */
+  let fold = null;
+
+  /** How many of `body`'s lines a folded block shows, or null when it is short enough. */
+  function foldPoint(body, limit) {
+    const total = body.reduce((n, line) => n + line.length + 1, 0) - 1;
+    if (body.length <= limit.lines && total <= limit.chars) return null;
+    let shown = 0;
+    let used = 0;
+    while (shown < body.length && shown < limit.lines && used + body[shown].length + 1 <= limit.chars + 1) {
+      used += body[shown].length + 1;
+      shown++;
+    }
+    shown = Math.max(shown, 1);
+    return shown < body.length ? shown : null;
   }
 
   /** True if `line` starts a block other than a paragraph. */
@@ -163,15 +190,37 @@
     const pre = el("pre");
     const code = el("code");
     if (/^[\w+#.-]{1,32}$/.test(lang)) code.className = `language-${lang}`;
-    code.textContent = body.join("\n");
+    const shown = fold ? foldPoint(body, fold) : null;
+    code.textContent = (shown ? body.slice(0, shown) : body).join("\n");
     pre.append(code);
     const block = el("div", "code-block");
     const copy = el("button", "copy");
     copy.type = "button";
     copy.textContent = "Copy";
     copy.setAttribute("aria-label", "Copy the code");
-    copy.addEventListener("click", () => copyCode(copy, code));
     block.append(copy, pre);
+    let unfold = () => {};
+    if (shown) {
+      const more = el("div", "fold");
+      const note = el("span", "fold-note");
+      const left = body.length - shown;
+      note.textContent = `… ${left} more line${left === 1 ? "" : "s"}`;
+      const all = el("button", "show-all");
+      all.type = "button";
+      all.textContent = "Show all";
+      unfold = () => {
+        code.textContent = body.join("\n");
+        more.remove();
+      };
+      all.addEventListener("click", unfold);
+      more.append(note, all);
+      block.append(more);
+    }
+    // Copying a folded block copies (and shows) all of it.
+    copy.addEventListener("click", () => {
+      unfold();
+      copyCode(copy, code);
+    });
     parent.append(block);
     return i;
   }

@@ -14,7 +14,7 @@
 //! wait is bounded (the reply timeout, shutdown).
 
 use crate::ids::reply_key;
-use crate::permissions::approval::approval_notice;
+use crate::permissions::notice::{approval_notice, Room};
 use crate::store::{EventOutcome, InboxStatus, UsageTotals};
 use crate::web::hub::{HubEvent, Subscription, SETTLED};
 use crate::web::stores::WebStores;
@@ -235,7 +235,7 @@ fn answer(outcome: EventOutcome) -> String {
         parts.push(outcome.failure.map(|n| n.text).unwrap_or_else(|| FAILED_NOTE.to_string()));
     }
     let asker = outcome.event.actor.name().to_string();
-    parts.extend(outcome.waiting.iter().map(|a| approval_notice(a, &asker, false).text));
+    parts.extend(outcome.waiting.iter().map(|a| approval_notice(a, &asker, Room::text()).message.text));
     if parts.is_empty() {
         parts.push(NO_ANSWER_NOTE.to_string());
     }
