@@ -36,7 +36,7 @@ mod window;
 pub use ask::ASK_USER_TOOL;
 pub(crate) use input::{Start, TurnError, TurnInput, TurnOutcome};
 pub(crate) use progress::{Nudge, NullObserver, TurnObserver};
-pub(crate) use prompt::system_prompt;
+pub(crate) use prompt::{profile_section, system_prompt};
 pub use stores::AgentStores;
 pub(crate) use tasks::recover_background;
 pub use turn::Agent;

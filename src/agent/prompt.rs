@@ -2,17 +2,20 @@
 //! the same bytes (provider prompt caches depend on it). It must never contain per-turn data
 //! such as the time, recalled memories or the user's latest message. The skills section is the
 //! catalog at the session's opening: a running session keeps its bytes when skills change, a
-//! new session sees the change.
+//! new session sees the change; so is the profile (pinned memories, time zone) of a private
+//! session.
 
+use crate::store::MemoryRow;
 use butler_channel::ConversationKind;
 
-/// `skills` is the skills section of the prompt ([`crate::skills::prompt_section`]), `""` for none.
+/// `skills` is the skills section of the prompt ([`crate::skills::prompt_section`]), `""` for none;
+/// `profile` the person's ([`profile_section`]), `""` for none.
 pub(crate) fn system_prompt(
     name: &str,
     instructions: Option<&str>,
     channel: &str,
     kind: ConversationKind,
-    skills: &str,
+    (skills, profile): (&str, &str),
 ) -> String {
     let place = match kind {
         ConversationKind::Direct => format!("a private conversation on {channel}"),
@@ -39,5 +42,38 @@ pub(crate) fn system_prompt(
         p.push_str("\n\n");
         p.push_str(skills.trim_end());
     }
+    if !profile.trim().is_empty() {
+        p.push_str("\n\n");
+        p.push_str(profile.trim_end());
+    }
     p
+}
+
+/// What is always known about the person in a private session: their pinned memories (in the
+/// order they were pinned) and their time zone, within `max_tokens` (about four characters a
+/// token); `""` with nothing to say or a budget of 0. Built once when the session opens.
+pub(crate) fn profile_section(pins: &[MemoryRow], timezone: &str, max_tokens: usize) -> String {
+    if max_tokens == 0 {
+        return String::new();
+    }
+    let mut budget = max_tokens * 4;
+    let mut lines = vec![format!("- Time zone: {timezone}")];
+    budget = budget.saturating_sub(lines[0].len());
+    let mut left_out = 0;
+    for m in pins {
+        let line = format!("- [memory {}] {}", m.id, m.text.trim());
+        if line.len() > budget || left_out > 0 {
+            left_out += 1;
+            continue;
+        }
+        budget -= line.len();
+        lines.push(line);
+    }
+    if left_out > 0 {
+        lines.push(format!("- ({left_out} more pinned memories did not fit; `recall` finds them)"));
+    }
+    format!(
+        "What you always know about this person (their pinned memories; they change them with `/memory`):\n{}",
+        lines.join("\n")
+    )
 }

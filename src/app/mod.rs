@@ -389,7 +389,7 @@ fn start_archivist(
 ) -> Option<Arc<crate::memory::Archivist>> {
     (cfg.memory.enabled && cfg.memory.archivist).then(|| {
         crate::memory::Archivist::start(
-            (store.clone(), store.clone()),
+            (store.clone(), store.clone(), store.clone()),
             tiers.worker().provider,
             tiers.prices().clone(),
             &background.tracker,
@@ -407,16 +407,19 @@ fn build_sessions(
     archivist: Option<Arc<crate::memory::Archivist>>,
     cluster: &Arc<Cluster>,
 ) -> Sessions {
-    Sessions::new(SessionDeps::new(
-        agent,
-        stores::sessions(store),
-        channels.clone(),
-        deliverer.clone(),
-        cfg.agent.clone(),
-        cfg.limits.clone(),
-        archivist,
-        cluster.clone(),
-    ))
+    Sessions::new(
+        SessionDeps::new(
+            agent,
+            stores::sessions(store),
+            channels.clone(),
+            deliverer.clone(),
+            cfg.agent.clone(),
+            cfg.limits.clone(),
+            archivist,
+            cluster.clone(),
+        )
+        .with_profile(if cfg.memory.enabled { cfg.memory.profile_max_tokens } else { 0 }),
+    )
 }
 
 /// Who may use Butler: the configured owners and `allow` entries plus the local operator's

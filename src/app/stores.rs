@@ -34,6 +34,7 @@ pub(super) fn sessions(store: &Arc<dyn Store>) -> SessionStores {
         recovery: store.clone(),
         sessions: store.clone(),
         summaries: store.clone(),
+        profiles: store.clone(),
         turns: store.clone(),
         outbox: store.clone(),
     }

@@ -297,11 +297,21 @@ pub struct MemoryConfig {
     pub recall_budget_tokens: usize,
     /// After each reply, a background job distils durable facts from the exchange into memories.
     pub archivist: bool,
+    /// The most tokens the pinned memories (the profile always known in a new private session's
+    /// prompt) may take; 0 leaves the profile out.
+    pub profile_max_tokens: usize,
 }
 
 impl Default for MemoryConfig {
     fn default() -> Self {
-        Self { enabled: true, recall_limit: 8, recall: true, recall_budget_tokens: 500, archivist: true }
+        Self {
+            enabled: true,
+            recall_limit: 8,
+            recall: true,
+            recall_budget_tokens: 500,
+            archivist: true,
+            profile_max_tokens: 300,
+        }
     }
 }
 

@@ -1,13 +1,15 @@
 //! The archivist: after a reply is delivered, a background worker asks the model which durable
 //! facts the exchange revealed, and adds, updates or forgets memories accordingly - never the
-//! same fact twice, never touching memories the model was not shown. Its cost is recorded like a
+//! same fact twice, never touching memories the model was not shown. Facts it proposes for the
+//! profile (name, how to address the person, language, standing instructions) are added and
+//! pinned, in the person's own memory only. Its cost is recorded like a
 //! turn's (usage kind `archivist`), under the model that answered. It runs on the `worker` tier
 //! when one is configured (the caller hands it that provider). Jobs wait in a bounded queue; when
 //! it is full a job is dropped (logged): distilling is best effort, the exchange itself is safe
 //! in the transcript.
 
 use crate::llm::{ChatMessage, ChatRequest, PriceBook, Provider};
-use crate::store::{MemoryRow, MemoryScope, MemoryStore, StoreError, TurnStore, UsageRecord};
+use crate::store::{MemoryRow, MemoryScope, MemoryStore, ProfileStore, StoreError, TurnStore, UsageRecord};
 use serde::Deserialize;
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -28,7 +30,10 @@ pick durable facts about the person worth knowing in future conversations: prefe
 pets, plans, facts about their life and work. Skip small talk, one-off requests, and facts already known \
 unless they changed. Answer with JSON only, no prose: {\"add\": [\"fact\"], \"update\": [{\"id\": 1, \"text\": \
 \"fact\"}], \"forget\": [1]}. Write each fact as a short standalone sentence. Use `update` when a known fact \
-changed and `forget` when one is no longer true. Use empty lists when there is nothing to keep.";
+changed and `forget` when one is no longer true. Facts that should always be at hand in every conversation \
+(the person's name, how they want to be addressed, their language, standing instructions such as \"always \
+answer in metric units\") go in `profile` instead of `add`: {\"profile\": [\"fact\"]}. Use empty lists when \
+there is nothing to keep.";
 
 /// One finished exchange to distil.
 #[derive(Clone, Debug)]
@@ -45,6 +50,8 @@ pub struct ArchiveJob {
 #[serde(default)]
 pub(crate) struct Distilled {
     pub add: Vec<String>,
+    /// Facts to keep and pin (always known in new private sessions).
+    pub profile: Vec<String>,
     pub update: Vec<Revision>,
     pub forget: Vec<i64>,
 }
@@ -79,6 +86,8 @@ pub struct Archivist {
 
 struct Worker {
     store: Arc<dyn MemoryStore>,
+    /// Pins the profile facts it proposes.
+    profiles: Arc<dyn ProfileStore>,
     /// What the archivist's model calls cost.
     usage: Arc<dyn TurnStore>,
     llm: Arc<dyn Provider>,
@@ -89,14 +98,14 @@ impl Archivist {
     /// Starts the worker in `tracker`, asking `llm` (the worker tier's); it stops when `cancel`
     /// fires. Each call is priced by `prices` at the model that answered it.
     pub fn start(
-        (store, usage): (Arc<dyn MemoryStore>, Arc<dyn TurnStore>),
+        (store, usage, profiles): (Arc<dyn MemoryStore>, Arc<dyn TurnStore>, Arc<dyn ProfileStore>),
         llm: Arc<dyn Provider>,
         prices: Arc<PriceBook>,
         tracker: &TaskTracker,
         cancel: CancellationToken,
     ) -> Arc<Self> {
         let (tx, mut rx) = mpsc::channel::<ArchiveJob>(QUEUE);
-        let worker = Worker { store, usage, llm, prices };
+        let worker = Worker { store, profiles, usage, llm, prices };
         tracker.spawn(async move {
             loop {
                 let job = tokio::select! {
@@ -175,11 +184,17 @@ impl Worker {
         }
         let source = format!("archivist:{}", job.event_id);
         let mut added = 0;
-        for fact in found.add.iter().map(|f| f.trim()).filter(|f| !f.is_empty()) {
+        // Profile facts are pinned, and only in the person's own memory (never a group's).
+        let personal = job.owner.scope.is_empty();
+        let facts = found.profile.iter().map(|f| (f, personal)).chain(found.add.iter().map(|f| (f, false)));
+        for (fact, pin) in facts.map(|(f, pin)| (f.trim(), pin)).filter(|(f, _)| !f.is_empty()) {
             if added == MAX_ADDS || !seen.insert(normal(fact)) {
                 continue;
             }
-            self.store.memory_add(&job.owner, fact, Some(&source)).await?;
+            let row = self.store.memory_add(&job.owner, fact, Some(&source)).await?;
+            if pin {
+                self.profiles.memory_pin(&job.owner.user_id, row.id, true).await?;
+            }
             added += 1;
         }
         tracing::info!(
@@ -202,6 +217,7 @@ mod tests {
             (r#"{"add": ["Likes tea"]}"#, Some(vec!["Likes tea"])),
             ("Sure!\n```json\n{\"add\": [\"Has a cat\"], \"forget\": []}\n```", Some(vec!["Has a cat"])),
             (r#"{"update": [{"id": 3, "text": "Lives in Porto"}]}"#, Some(vec![])),
+            (r#"{"profile": ["Wants to be called Ada"], "add": []}"#, Some(vec![])),
             ("nothing to keep", None),
             ("{not json}", None),
         ];

@@ -8,14 +8,14 @@
 use super::job::{Job, JobKind};
 use super::retry::{retry_or_fail, until_recorded};
 use super::shared::{lease_name, lock, Claim, Running, Shared};
-use crate::agent::{system_prompt, SessionState, Start, TurnError, TurnInput, TurnOutcome};
+use crate::agent::{profile_section, system_prompt, SessionState, Start, TurnError, TurnInput, TurnOutcome};
 use crate::config::HookEvent;
 use crate::memory::ArchiveJob;
 use crate::metrics::METRICS;
 use crate::outbox::Streamer;
 use crate::permissions::notice::Room;
 use crate::store::{InboxStatus, MemoryScope, NewOutbox, NewSession, OutboxRow, StoreError, TurnCommit};
-use butler_channel::{Button, ButtonStyle, Outbound};
+use butler_channel::{Button, ButtonStyle, ConversationKind, Outbound};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -197,12 +197,20 @@ impl Actor {
                 None => {
                     // The skills as they are now: a new session sees added or edited skills.
                     let skills = deps.agent.skills_prompt().await;
+                    // The person's profile, in private sessions only (a group must not read it).
+                    let profile = match job.event.kind {
+                        ConversationKind::Direct => {
+                            let pins = stores.profiles.memory_pins(&job.user.id).await?;
+                            profile_section(&pins, &job.user.timezone, deps.profile_max_tokens)
+                        }
+                        ConversationKind::Group => String::new(),
+                    };
                     let prompt = system_prompt(
                         &deps.agent_cfg.name,
                         deps.agent_cfg.instructions.as_deref(),
                         job.event.channel(),
                         job.event.kind,
-                        &skills,
+                        (&skills, &profile),
                     );
                     let new = NewSession {
                         id: uuid::Uuid::new_v4().to_string(),

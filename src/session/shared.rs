@@ -11,7 +11,8 @@ use crate::cluster::{Cluster, Lease};
 use crate::config::{AgentConfig, LimitsConfig};
 use crate::outbox::{Channels, Deliverer};
 use crate::store::{
-    DeadLetterStore, InboxStore, OutboxStore, RecoveryStore, ReplicaStore, SessionStore, SummaryStore, TurnStore,
+    DeadLetterStore, InboxStore, OutboxStore, ProfileStore, RecoveryStore, ReplicaStore, SessionStore, SummaryStore,
+    TurnStore,
 };
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -33,6 +34,8 @@ pub struct SessionStores {
     /// Session rows and their transcripts.
     pub sessions: Arc<dyn SessionStore>,
     pub summaries: Arc<dyn SummaryStore>,
+    /// The pinned memories a new private session's prompt carries.
+    pub profiles: Arc<dyn ProfileStore>,
     /// The commit of a turn.
     pub turns: Arc<dyn TurnStore>,
     /// Streamed drafts, and the notice of a failed event.
@@ -59,6 +62,8 @@ pub struct SessionDeps {
     pub(super) archivist: Option<Arc<crate::memory::Archivist>>,
     /// The other replicas (or this process alone): session leases.
     pub(super) cluster: Arc<Cluster>,
+    /// `[memory] profile_max_tokens`: the pinned profile in a new private session's prompt.
+    pub(super) profile_max_tokens: usize,
 }
 
 impl SessionDeps {
@@ -74,7 +79,13 @@ impl SessionDeps {
         archivist: Option<Arc<crate::memory::Archivist>>,
         cluster: Arc<Cluster>,
     ) -> Self {
-        Self { agent, stores, channels, deliverer, agent_cfg, limits, archivist, cluster }
+        Self { agent, stores, channels, deliverer, agent_cfg, limits, archivist, cluster, profile_max_tokens: 0 }
+    }
+
+    /// New private sessions carry the person's pinned profile within `max_tokens`.
+    pub fn with_profile(mut self, max_tokens: usize) -> Self {
+        self.profile_max_tokens = max_tokens;
+        self
     }
 }
 

@@ -317,11 +317,16 @@ pub trait OutcomeStore: Send + Sync {
     fn settled(&self) -> tokio::sync::broadcast::Receiver<Settled>;
 }
 
-/// What a person sets about themselves: their time zone (`/timezone`).
+/// What a person sets about themselves: their time zone (`/timezone`) and the memories they
+/// pinned (`/memory pin ID`: always known, in each new private session's prompt).
 #[async_trait]
 pub trait ProfileStore: Send + Sync {
     /// Sets the user's IANA time zone; `true` when the user exists.
     async fn user_set_timezone(&self, user_id: &str, timezone: &str) -> Result<bool>;
+    /// Pins (or unpins) one of the user's personal memories; `false` when it is not theirs.
+    async fn memory_pin(&self, user_id: &str, memory_id: i64, pinned: bool) -> Result<bool>;
+    /// The user's pinned memories, in the order they were pinned.
+    async fn memory_pins(&self, user_id: &str) -> Result<Vec<MemoryRow>>;
 }
 
 /// Whether the database answers: readiness and `doctor`.

@@ -149,12 +149,19 @@ impl Answers {
             ConversationKind::Direct => MemoryScope::personal(&user.id),
             ConversationKind::Group => MemoryScope::group(&user.id, &event.conversation.to_string()),
         };
+        let pinned: Vec<i64> = match event.kind {
+            ConversationKind::Direct => self.store.profiles.memory_pins(&user.id).await?.iter().map(|m| m.id).collect(),
+            ConversationKind::Group => Vec::new(),
+        };
         let list = |rows: Vec<crate::store::MemoryRow>, empty: &str| {
             if rows.is_empty() {
-                empty.to_string()
-            } else {
-                rows.iter().map(|m| format!("[memory {}] {}", m.id, m.text)).collect::<Vec<_>>().join("\n")
+                return empty.to_string();
             }
+            let line = |m: &crate::store::MemoryRow| {
+                let pin = if pinned.contains(&m.id) { "📌 " } else { "" };
+                format!("{pin}[memory {}] {}", m.id, m.text)
+            };
+            rows.iter().map(line).collect::<Vec<_>>().join("\n")
         };
         Ok(match cmd {
             MemoryCommand::List => {
@@ -167,7 +174,19 @@ impl Answers {
                 format!("Forgot memory {id}.")
             }
             MemoryCommand::Forget(id) => format!("There is no memory {id} of yours here."),
-            MemoryCommand::Usage => "Use `/memory`, `/memory search WORDS` or `/memory forget ID`.".to_string(),
+            MemoryCommand::Pin(..) if event.kind == ConversationKind::Group => {
+                "Pins are personal: pin a memory from a private chat with me.".to_string()
+            }
+            MemoryCommand::Pin(id, pin) if self.store.profiles.memory_pin(&user.id, id, pin).await? => match pin {
+                true => format!(
+                    "📌 Pinned memory {id}: I will always know it, from your next conversation on (`/new` starts one)."
+                ),
+                false => format!("Unpinned memory {id}: it is recalled only when it matters again."),
+            },
+            MemoryCommand::Pin(id, _) => format!("There is no memory {id} of yours to pin (see `/memory`)."),
+            MemoryCommand::Usage => {
+                "Use `/memory`, `/memory search WORDS`, `/memory forget ID` or `/memory pin ID` (`unpin`).".to_string()
+            }
         })
     }
 

@@ -37,6 +37,8 @@ pub enum MemoryCommand {
     List,
     Search(String),
     Forget(i64),
+    /// `/memory pin ID` (always known in new private sessions), `/memory unpin ID`.
+    Pin(i64, bool),
     Usage,
 }
 
@@ -58,7 +60,7 @@ pub const HELP: &str = "Commands:\n\
 /tools - the tools I can use: built-in, each MCP server (and its state), skills\n\
 /whoami - who Butler thinks you are\n\
 /schedules - your scheduled jobs and their last runs\n\
-/memory - what I remember about you (`/memory search WORDS`, `/memory forget ID`)\n\
+/memory - what I remember about you (`/memory search WORDS`, `/memory forget ID`, `/memory pin ID` to always know it)\n\
 /link - link another chat account to this one (then send `/link CODE` from the other account)\n\
 /pair - list, approve or deny pairing requests (owner)\n\
 /approve ID, /deny ID - answer an approval request\n\
@@ -95,6 +97,10 @@ pub fn parse_command(text: &str) -> Option<Command> {
             }
             Some("forget") => match words.next().and_then(|w| w.parse().ok()) {
                 Some(id) => MemoryCommand::Forget(id),
+                None => MemoryCommand::Usage,
+            },
+            Some(verb @ ("pin" | "unpin")) => match words.next().and_then(|w| w.parse().ok()) {
+                Some(id) => MemoryCommand::Pin(id, verb == "pin"),
                 None => MemoryCommand::Usage,
             },
             _ => MemoryCommand::Usage,

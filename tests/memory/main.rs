@@ -8,6 +8,8 @@ mod support;
 
 mod archivist;
 mod context;
+mod forget;
+mod profile;
 mod recall;
 mod tiers;
 

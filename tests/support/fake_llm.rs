@@ -432,6 +432,10 @@ async fn handle(
         protocol,
         model: req.model().to_string(),
         user_text: req.last_user_text(),
+        all_text: {
+            let texts = req.messages().iter().map(|m| text_of(m.get("content").unwrap_or(&Value::Null)));
+            std::iter::once(req.system_text()).chain(texts).collect::<Vec<_>>().join("\n")
+        },
         key: req.api_key().unwrap_or_default().to_string(),
         body_len: body.len(),
     };
@@ -478,6 +482,8 @@ struct Request {
     protocol: Protocol,
     model: String,
     user_text: String,
+    /// The system prompt and every message's text, in order.
+    all_text: String,
     key: String,
     body_len: usize,
 }

@@ -70,6 +70,7 @@ macro_rules! impl_store {
         $crate::store::sql::replicas::impl_replicas!($store, $db);
         $crate::store::sql::recovery::impl_recovery!($store, $db);
         $crate::store::sql::outcome::impl_outcome!($store, $db);
+        $crate::store::sql::profile::impl_profile!($store, $db);
 
         #[async_trait::async_trait]
         impl $crate::store::PingStore for $store {

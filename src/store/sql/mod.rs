@@ -31,6 +31,7 @@ mod memory;
 mod outbox;
 mod outcome;
 mod postgres;
+mod profile;
 mod recovery;
 mod replicas;
 mod rows;

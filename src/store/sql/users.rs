@@ -141,20 +141,6 @@ macro_rules! impl_users {
                 Ok(done.rows_affected() > 0)
             }
         }
-
-        #[async_trait::async_trait]
-        impl $crate::store::ProfileStore for $store {
-            /// Sets the user's IANA time zone (checked by the caller); `true` when the user exists.
-            async fn user_set_timezone(&self, user_id: &str, timezone: &str) -> $crate::store::Result<bool> {
-                let done = sqlx::query("UPDATE users SET timezone = $2 WHERE id = $1")
-                    .bind(user_id)
-                    .bind(timezone)
-                    .execute(self.writer())
-                    .await
-                    .map_err($crate::store::sql::error::db_err)?;
-                Ok(done.rows_affected() > 0)
-            }
-        }
     };
 }
 pub(crate) use impl_users;

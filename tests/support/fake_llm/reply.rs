@@ -9,6 +9,18 @@ use std::time::Duration;
 pub(super) enum Content {
     Echo,
     Chunks(Vec<String>),
+    /// Worked out from the whole request's text (system prompt and every message).
+    Computed(Computed),
+}
+
+/// A reply worked out from the request: the fake "answers from what it is sent".
+#[derive(Clone)]
+pub(super) struct Computed(pub(super) std::sync::Arc<dyn Fn(&str) -> String + Send + Sync>);
+
+impl std::fmt::Debug for Computed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Computed")
+    }
 }
 
 #[derive(Clone, Debug)]
@@ -68,6 +80,12 @@ impl Reply {
     /// Text streamed in exactly these chunks.
     pub fn chunks<S: Into<String>>(chunks: impl IntoIterator<Item = S>) -> Self {
         Self::base(Content::Chunks(chunks.into_iter().map(Into::into).collect()))
+    }
+
+    /// A text worked out by `f` from the request's whole text (its system prompt and every
+    /// message), one chunk per word: a model that answers only from what it is sent.
+    pub fn computed(f: impl Fn(&str) -> String + Send + Sync + 'static) -> Self {
+        Self::base(Content::Computed(Computed(std::sync::Arc::new(f))))
     }
 
     /// `echo: <last user text>`, one chunk per word (the default reply).

@@ -112,6 +112,7 @@ pub(super) fn stream_response(reply: &Reply, req: &Request) -> Response {
     let text: Vec<String> = match &reply.content {
         Content::Echo => words(&format!("echo: {}", req.user_text)),
         Content::Chunks(c) => c.clone(),
+        Content::Computed(f) => words(&(f.0)(&req.all_text)),
     };
     let tools: Vec<(String, Vec<String>)> =
         reply.tools.iter().map(|(name, args)| (name.clone(), pieces(args, reply.arg_piece_len))).collect();
