@@ -552,6 +552,13 @@ impl Agent {
         Ok(reply)
     }
 
+    /// `/compact`: folds the older part of `session` into its summary now; how many messages.
+    pub(crate) async fn compact_now(&self, session: &mut SessionState, user_id: &str) -> Result<usize, StoreError> {
+        let before = session.history.len();
+        super::compact::compact(&self.window(), session, user_id).await?;
+        Ok(before - session.history.len())
+    }
+
     /// Counts one model call's usage under the model that answered it, at that model's prices.
     fn spend(&self, progress: &mut Progress, asm: &Assembled) {
         let model = asm.model_or(self.llm.model());

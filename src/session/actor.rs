@@ -159,6 +159,7 @@ impl Actor {
                 Err(e) => Err(e.into()),
             },
             JobKind::Reset => self.reset(&job).await,
+            JobKind::Compact => self.compact(&job).await,
         };
         if let Err(TurnError::Store(crate::store::StoreError::Fenced { .. })) = &result {
             // Another replica took the session over: its run of this event is the one that
@@ -388,22 +389,41 @@ impl Actor {
             deps.agent.hooks.run(HookEvent::SessionEnd, None, &payload).await;
         }
         self.state = None;
+        let text =
+            "🆕 Started a new conversation. Earlier messages are kept in the history but no longer sent to the model.";
+        self.answer(job, text).await
+    }
+
+    /// `/compact`: folds the older part of the session into its summary now.
+    async fn compact(&mut self, job: &Job) -> Result<(), TurnError> {
+        let agent = self.shared.deps.agent.clone();
+        let state = self.load_state(job).await?;
+        let text = match agent.compact_now(state, &job.user.id).await? {
+            0 => "Nothing to compact yet: the conversation is short.".to_string(),
+            n => format!(
+                "🗜 Folded {n} earlier messages into the conversation's summary (goals, decisions, facts, open \
+                 tasks). The transcript keeps them."
+            ),
+        };
+        self.answer(job, &text).await
+    }
+
+    /// Ends a command's event with `text` as its reply.
+    async fn answer(&mut self, job: &Job, text: &str) -> Result<(), TurnError> {
+        let stores = &self.shared.deps.stores;
         let commit = TurnCommit {
             inbox_id: job.event.id.0.clone(),
             inbox_status: InboxStatus::Done,
             session_id: None,
             messages: vec![],
-            reply: Some(NewOutbox::reply(
-                &job.event,
-                "🆕 Started a new conversation. Earlier messages are kept in the history but no longer sent to the model.",
-            )),
+            reply: Some(NewOutbox::reply(&job.event, text)),
             usage: None,
             approvals: vec![],
             notices: vec![],
             fence: self.fence(),
         };
         if let Some(row) = stores.turns.finish_event(&commit).await? {
-            deps.deliverer.hand_over(row);
+            self.shared.deps.deliverer.hand_over(row);
         }
         Ok(())
     }

@@ -26,6 +26,8 @@ pub enum JobKind {
     Turn,
     /// `/new`: close the session; the next message opens a fresh one.
     Reset,
+    /// `/compact`: fold the older part of the session into its summary now.
+    Compact,
     /// A person answered an approval the session's turn waits for: resume it.
     Resume { approval: Box<crate::store::ApprovalRow>, pending_left: usize },
 }

@@ -66,7 +66,9 @@ impl Answers {
             Command::Timezone(zone) => reply(self.timezone(zone, user).await?),
             Command::Usage => reply(crate::usage::render(&self.usage.report(user, now_ms()).await?)),
             // Handled before this point; listed so the match stays exhaustive.
-            Command::New | Command::Unknown | Command::Link(Some(_)) => Verdict::plain(Decision::Done),
+            Command::New | Command::Compact | Command::Unknown | Command::Link(Some(_)) => {
+                Verdict::plain(Decision::Done)
+            }
         })
     }
 

@@ -28,6 +28,8 @@ pub enum Command {
     Timezone(Option<String>),
     /// `/usage`: what the sender spent today, this week and this month, by model.
     Usage,
+    /// `/compact`: fold the older part of the conversation into its summary now.
+    Compact,
     /// A slash word Butler does not know: it goes to the agent as text.
     Unknown,
 }
@@ -54,6 +56,7 @@ pub enum PairCommand {
 pub const HELP: &str = "Commands:\n\
 /help - this list\n\
 /new - start a fresh conversation\n\
+/compact - fold the older part of this conversation into its summary now\n\
 /stop - stop the reply being written and this conversation's helpers and background tasks\n\
 /status - session, model, and today's usage\n\
 /usage - what you spent today, this week and this month, by model, and the limits\n\
@@ -112,6 +115,7 @@ pub fn parse_command(text: &str) -> Option<Command> {
         "cancel" => Command::Cancel(arg),
         "timezone" | "tz" => Command::Timezone(arg),
         "usage" | "cost" | "costs" => Command::Usage,
+        "compact" => Command::Compact,
         "pair" => Command::Pair(match (arg.as_deref(), words.next()) {
             (None | Some("list"), _) => PairCommand::List,
             (Some("approve"), Some(code)) => PairCommand::Approve(code.to_string()),
@@ -133,6 +137,12 @@ mod tests {
             ("/help", Some(Command::Help)),
             ("/start", Some(Command::Help)),
             ("  /new", Some(Command::New)),
+            ("/compact", Some(Command::Compact)),
+            ("/usage", Some(Command::Usage)),
+            ("/cost", Some(Command::Usage)),
+            ("/memory pin 12", Some(Command::Memory(MemoryCommand::Pin(12, true)))),
+            ("/memory unpin 12", Some(Command::Memory(MemoryCommand::Pin(12, false)))),
+            ("/memory pin twelve", Some(Command::Memory(MemoryCommand::Usage))),
             ("/stop@butler_bot", Some(Command::Stop)),
             ("/STATUS now", Some(Command::Status)),
             ("/whoami", Some(Command::WhoAmI)),

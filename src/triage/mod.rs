@@ -161,6 +161,7 @@ impl Triage {
                 self.sessions.stop(&key, None);
                 Ok(Verdict::plain(Decision::Session { key, job: job(JobKind::Reset) }))
             }
+            (_, Some(Command::Compact)) => Ok(Verdict::plain(Decision::Session { key, job: job(JobKind::Compact) })),
             (_, Some(cmd)) => self.answers.command(cmd, event, &user, &key).await,
         }
     }

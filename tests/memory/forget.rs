@@ -140,3 +140,27 @@ async fn a_backlog_is_folded_in_slices_that_fit_the_worker_and_a_refused_one_is_
     assert!(refused >= 2 && retry <= refused / 2, "the retry after `too long` carries half: {retry} of {refused}");
     app.stop().await;
 }
+
+#[tokio::test]
+async fn compact_folds_on_demand_and_says_so() {
+    let llm = FakeLlm::start().await;
+    script(&llm);
+    let (cfg, dir) = config(Some(&llm.openai_url()));
+    let app = TestApp::start(cfg, Some(dir)).await;
+    app.post("k", "local", "/compact").await;
+    assert_eq!(replies(&app, "k", 1).await.pop().unwrap(), "Nothing to compact yet: the conversation is short.");
+    for i in 2..=7 {
+        let text = if i == 3 { format!("message {i}: {FACT}") } else { format!("message {i}: nothing much") };
+        app.post("k", "local", &text).await;
+        replies(&app, "k", i).await;
+    }
+    app.post("k", "local", "/compact").await;
+    let said = replies(&app, "k", 8).await.pop().unwrap();
+    assert!(said.starts_with("🗜 Folded ") && said.contains("earlier messages"), "{said}");
+    let session = app.app.store.session_active("dm:web:k:local").await.unwrap().unwrap();
+    let summary = app.app.store.summary_latest(&session.id).await.unwrap().expect("a checkpoint");
+    assert!(summary.text.contains(FACT), "{}", summary.text);
+    app.post("k", "local", "What is the code word?").await;
+    assert_eq!(replies(&app, "k", 9).await.pop().unwrap(), "The code word is tangerine.");
+    app.stop().await;
+}

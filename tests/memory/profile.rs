@@ -7,7 +7,7 @@ use crate::support::app::{config, TestApp};
 use crate::support::fake_llm::{FakeLlm, Reply};
 use crate::{eventually, replies};
 use butler::channel::{Actor, ConversationKind, EventBody, EventId, Identity, InboundEvent};
-use butler::store::{MemoryScope, ProfileStore};
+use butler::store::MemoryScope;
 
 const PROFILE: &str = "What you always know about this person";
 
