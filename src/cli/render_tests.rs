@@ -85,31 +85,8 @@ fn words_of_a_paragraph_are_written_before_its_line_ends() {
 }
 
 fn approval(summary: &str, detail: Option<crate::store::Detail>) -> crate::store::ApprovalRow {
-    use crate::store::{ApprovalKind, ApprovalRow, ApprovalStatus};
-    ApprovalRow {
-        id: "0123456789abcdef0123456789abcdef".into(),
-        session_id: "s".into(),
-        session_key: "cli:local".into(),
-        conversation: "cli:local".into(),
-        event_id: "e".into(),
-        tool_call_id: "c1".into(),
-        tool: "tool".into(),
-        args_hash: "h".into(),
-        summary: summary.into(),
-        requester: "cli:local".into(),
-        requester_user: "local".into(),
-        approvers: vec!["requester".into()],
-        kind: ApprovalKind::Tool,
-        options: Vec::new(),
-        answer: None,
-        detail,
-        status: ApprovalStatus::Pending,
-        scope: None,
-        decided_by: None,
-        decided_ms: None,
-        created_ms: 0,
-        expires_ms: 600_000,
-    }
+    let row = crate::store::ApprovalRow::pending("tool", "cli:local", ("cli:local", "local"), summary);
+    crate::store::ApprovalRow { session_key: "cli:local".into(), detail, ..row }
 }
 
 #[test]

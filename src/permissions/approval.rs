@@ -270,27 +270,9 @@ mod tests {
     fn row(approvers: &[&str]) -> ApprovalRow {
         ApprovalRow {
             id: approval_id(),
-            session_id: "s".into(),
-            session_key: "k".into(),
-            conversation: "web:c".into(),
-            event_id: "e".into(),
-            tool_call_id: "c1".into(),
-            tool: "shell".into(),
             args_hash: args_hash("{}"),
-            summary: "run `ls`".into(),
-            requester: "web:alice".into(),
-            requester_user: "u-alice".into(),
             approvers: approvers.iter().map(|s| s.to_string()).collect(),
-            kind: ApprovalKind::Tool,
-            options: Vec::new(),
-            answer: None,
-            detail: None,
-            status: ApprovalStatus::Pending,
-            scope: None,
-            decided_by: None,
-            decided_ms: None,
-            created_ms: 0,
-            expires_ms: 600_000,
+            ..ApprovalRow::pending("shell", "web:c", ("web:alice", "u-alice"), "run `ls`")
         }
     }
 

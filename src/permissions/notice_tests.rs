@@ -4,37 +4,14 @@
 //! that the detail's own backticks cannot close, and questions' messages unchanged.
 
 use super::*;
-use crate::store::{ApprovalStatus, Detail, DetailKind};
+use crate::store::{Detail, DetailKind};
 
 const ID: &str = "0123456789abcdef0123456789abcdef";
 const CHAT: Room = Room { buttons: true, max_len: 4_096, whole: false };
 const WEB: Room = Room { buttons: true, max_len: 100_000, whole: true };
 
 fn row(summary: &str, detail: Option<Detail>) -> ApprovalRow {
-    ApprovalRow {
-        id: ID.into(),
-        session_id: "s".into(),
-        session_key: "k".into(),
-        conversation: "telegram:42".into(),
-        event_id: "e".into(),
-        tool_call_id: "c1".into(),
-        tool: "file_write".into(),
-        args_hash: "h".into(),
-        summary: summary.into(),
-        requester: "telegram:42".into(),
-        requester_user: "u-alice".into(),
-        approvers: vec!["requester".into()],
-        kind: ApprovalKind::Tool,
-        options: Vec::new(),
-        answer: None,
-        detail,
-        status: ApprovalStatus::Pending,
-        scope: None,
-        decided_by: None,
-        decided_ms: None,
-        created_ms: 0,
-        expires_ms: 600_000,
-    }
+    ApprovalRow { detail, ..ApprovalRow::pending("file_write", "telegram:42", ("telegram:42", "u-alice"), summary) }
 }
 
 fn lines(n: usize) -> String {

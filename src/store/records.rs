@@ -444,6 +444,37 @@ pub struct ApprovalRow {
     pub expires_ms: i64,
 }
 
+#[cfg(test)]
+impl ApprovalRow {
+    /// A pending tool approval of `tool` in `conversation` asked by `requester`, for unit tests.
+    pub(crate) fn pending(tool: &str, conversation: &str, requester: (&str, &str), summary: &str) -> Self {
+        Self {
+            id: "0123456789abcdef0123456789abcdef".into(),
+            session_id: "s".into(),
+            session_key: "k".into(),
+            conversation: conversation.into(),
+            event_id: "e".into(),
+            tool_call_id: "c1".into(),
+            tool: tool.into(),
+            args_hash: "h".into(),
+            summary: summary.into(),
+            requester: requester.0.into(),
+            requester_user: requester.1.into(),
+            approvers: vec!["requester".into()],
+            kind: ApprovalKind::Tool,
+            options: Vec::new(),
+            answer: None,
+            detail: None,
+            status: ApprovalStatus::Pending,
+            scope: None,
+            decided_by: None,
+            decided_ms: None,
+            created_ms: 0,
+            expires_ms: 600_000,
+        }
+    }
+}
+
 /// A decision on a pending approval, and the text its message is edited to.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ApprovalDecision {

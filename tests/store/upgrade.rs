@@ -118,6 +118,11 @@ const SEEDS: &[Seed] = &[
         sql: &["INSERT INTO session_fences (key, token) VALUES ('telegram:4242', 3)"],
         check: &[("session_fences", "key, token")],
     },
+    Seed {
+        after: "memory pins",
+        sql: &["INSERT INTO memory_pins (memory_id, user_id, created_ms) VALUES (7, 'u-old', 1000)"],
+        check: &[("memory_pins", "memory_id, user_id")],
+    },
 ];
 
 /// A row as text, whatever the column types.

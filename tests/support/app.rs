@@ -176,3 +176,18 @@ pub struct UsageRow {
     pub cost_usd: f64,
     pub iterations: i32,
 }
+
+/// A `[[schedules]]` job at 08:00 every day in `tz`, delivered to `web:briefings`.
+pub fn daily_job(name: &str, tz: &str) -> butler::config::ScheduleConfig {
+    butler::config::ScheduleConfig {
+        name: name.into(),
+        cron: "0 8 * * *".into(),
+        tz: tz.into(),
+        prompt: "brief me".into(),
+        target: "web:briefings".parse().unwrap(),
+        owner: None,
+        mode: Default::default(),
+        missed: Default::default(),
+        grace_secs: 300,
+    }
+}

@@ -3,9 +3,9 @@
 //! schedules with their next run, today's usage against the budgets, the data folder and the
 //! database, live; never a secret; anyone but the owner gets a 403 JSON error.
 
-use crate::support::app::{config, TestApp};
+use crate::support::app::{config, daily_job, TestApp};
 use crate::support::fake_llm::{FakeLlm, Reply};
-use butler::config::{LlmTier, ScheduleConfig};
+use butler::config::LlmTier;
 use serde_json::Value;
 
 #[tokio::test]
@@ -18,17 +18,7 @@ async fn the_owner_sees_the_running_parts_and_nobody_else_does() {
     cfg.llm.tiers.insert("worker".into(), LlmTier { model: Some("gpt-4o-mini".into()), ..Default::default() });
     cfg.llm.tiers.insert("local".into(), LlmTier { model: Some("llama3.1".into()), ..Default::default() });
     cfg.limits.max_usd_per_turn = Some(0.5);
-    cfg.schedules = vec![ScheduleConfig {
-        name: "morning".into(),
-        cron: "0 8 * * *".into(),
-        tz: "Asia/Tokyo".into(),
-        prompt: "brief me".into(),
-        target: "web:briefings".parse().unwrap(),
-        owner: None,
-        mode: Default::default(),
-        missed: Default::default(),
-        grace_secs: 300,
-    }];
+    cfg.schedules = vec![daily_job("morning", "Asia/Tokyo")];
     let app = TestApp::start(cfg, Some(dir)).await;
     llm.on("hello", Reply::text("hi").usage(1000, 100));
     app.post("s1", "local", "hello").await;

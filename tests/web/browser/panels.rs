@@ -4,9 +4,8 @@
 //! data, live (a second turn shows up without reopening it). Looks only at what the page shows.
 
 use super::driver::*;
-use crate::support::app::{config, TestApp};
+use crate::support::app::{config, daily_job, TestApp};
 use crate::support::fake_llm::{FakeLlm, Reply};
-use butler::config::ScheduleConfig;
 use fantoccini::Locator;
 
 /// Waits until the open panel's text contains every one of `parts`; returns the text.
@@ -27,17 +26,7 @@ async fn usage_shows_the_spend_and_the_owner_sees_a_live_status_page() {
     cfg.llm.input_price_per_mtok = Some(2.0);
     cfg.llm.output_price_per_mtok = Some(8.0);
     cfg.limits.max_usd_per_day = Some(5.0);
-    cfg.schedules = vec![ScheduleConfig {
-        name: "morning-news".into(),
-        cron: "0 8 * * *".into(),
-        tz: "Europe/Berlin".into(),
-        prompt: "news".into(),
-        target: "web:briefings".parse().unwrap(),
-        owner: None,
-        mode: Default::default(),
-        missed: Default::default(),
-        grace_secs: 300,
-    }];
+    cfg.schedules = vec![daily_job("morning-news", "Europe/Berlin")];
     let app = TestApp::start(cfg, Some(dir)).await;
     fake.on("priced", Reply::text("an answer").usage(1000, 100));
     fake.on("again", Reply::text("another").usage(1000, 100));
