@@ -2,6 +2,7 @@
 //! them in order. This is the only place that knows all the parts; it must stay free of
 //! business logic.
 
+mod embeddings;
 mod error;
 mod panels;
 mod replicas;
@@ -78,6 +79,7 @@ pub const CONFIG_CHECKS: crate::config::OwnerChecks<'static> = crate::config::Ow
     media: crate::media::check_config,
     log: crate::telemetry::check_config,
     prices: crate::llm::check_config,
+    memory: crate::memory::check_config,
 };
 
 /// Every check of `cfg`: config's own sections and the components' (`[permissions]`, `[tools]`,
@@ -169,7 +171,8 @@ impl App {
         // interrupted at the next start.
         let running = crate::delegate::Running::new(CancellationToken::new());
         // With several replicas another one may be running them: see ARCHITECTURE.md.
-        let agent_stores = stores::agent(&store);
+        let memory = embeddings::memory(&cfg, &store, &background).await?;
+        let agent_stores = stores::agent(&store, &memory);
         let recovered = if cluster.shared() { 0 } else { crate::agent::recover_background(&agent_stores).await? };
         if recovered > 0 {
             tracing::info!(recovered, "background task results handed over after an earlier stop");
@@ -185,7 +188,7 @@ impl App {
         let sessions = build_sessions(&cfg, (agent, &store), &channels, &deliverer, archivist, &cluster);
         let access = build_access(&cfg, &gate, &cluster);
         let (triage, schedules) =
-            build_triage(&cfg, &store, &tiers, &sessions, &deliverer, overview, &running, access.clone());
+            build_triage(&cfg, (&store, memory), &tiers, &sessions, &deliverer, overview, &running, access.clone());
 
         let delivery = start_delivery(&deliverer);
         let dispatcher = build_dispatcher(&cfg, &store, (triage, &sessions), &deliverer, wake.clone(), names, &cluster);
@@ -452,7 +455,7 @@ fn local_identities(cfg: &Config) -> Vec<Identity> {
 #[allow(clippy::too_many_arguments)]
 fn build_triage(
     cfg: &Config,
-    store: &Arc<dyn Store>,
+    (store, memory): (&Arc<dyn Store>, Arc<dyn store::MemoryStore>),
     tiers: &Tiers,
     sessions: &Sessions,
     deliverer: &Arc<Deliverer>,
@@ -466,7 +469,7 @@ fn build_triage(
     let schedules =
         Arc::new(crate::schedule::Schedules::new(&cfg.schedules, store.clone(), store.clone(), access.clone()));
     let triage = Triage::new(TriageParts {
-        store: stores::triage(store),
+        store: stores::triage(store, memory),
         access,
         sessions: sessions.clone(),
         triggers,

@@ -5,23 +5,24 @@
 use crate::agent::AgentStores;
 use crate::ingress::DispatchStores;
 use crate::session::SessionStores;
-use crate::store::Store;
+use crate::store::{MemoryStore, Store};
 use crate::tools::ToolStores;
 use crate::triage::TriageStores;
 use std::sync::Arc;
 
-/// The store traits the agent calls (and its tools, scoped to one user each).
-pub(super) fn agent(store: &Arc<dyn Store>) -> AgentStores {
+/// The store traits the agent calls (and its tools, scoped to one user each); `memory` is the
+/// memory store searches go through (the hybrid one when embeddings are on).
+pub(super) fn agent(store: &Arc<dyn Store>, memory: &Arc<dyn MemoryStore>) -> AgentStores {
     AgentStores {
         sessions: store.clone(),
         summaries: store.clone(),
         turns: store.clone(),
-        memory: store.clone(),
+        memory: memory.clone(),
         approvals: store.clone(),
         audit: store.clone(),
         delegations: store.clone(),
         inbox: store.clone(),
-        tools: ToolStores::new(store.clone(), store.clone(), store.clone(), store.clone()),
+        tools: ToolStores::new(memory.clone(), store.clone(), store.clone(), store.clone()),
     }
 }
 
@@ -40,8 +41,8 @@ pub(super) fn sessions(store: &Arc<dyn Store>) -> SessionStores {
     }
 }
 
-/// The store traits triage calls.
-pub(super) fn triage(store: &Arc<dyn Store>) -> TriageStores {
+/// The store traits triage calls; `memory` as for [`agent`].
+pub(super) fn triage(store: &Arc<dyn Store>, memory: Arc<dyn MemoryStore>) -> TriageStores {
     TriageStores {
         users: store.clone(),
         codes: store.clone(),
@@ -49,7 +50,7 @@ pub(super) fn triage(store: &Arc<dyn Store>) -> TriageStores {
         dead_letters: store.clone(),
         sessions: store.clone(),
         turns: store.clone(),
-        memory: store.clone(),
+        memory,
         audit: store.clone(),
         approvals: store.clone(),
         delegations: store.clone(),

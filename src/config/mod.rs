@@ -49,8 +49,9 @@ pub use root::{Config, OwnerChecks, ScheduleCheck, SectionCheck};
 pub use schedules::{Missed, ScheduleConfig, ScheduleMode, DEFAULT_GRACE_SECS};
 pub use secret::{is_secret_name, redact_url, Secret, SECRET_WORDS};
 pub use sections::{
-    AccessConfig, AccessPolicy, AgentConfig, DatabaseConfig, GroupConfig, GroupSession, LimitsConfig, MemoryConfig,
-    RedisConfig, Respond, ServerConfig, SignatureKind, TriggerAction, TriggerConfig, TriggerRule, WebConfig,
+    AccessConfig, AccessPolicy, AgentConfig, DatabaseConfig, EmbeddingsConfig, GroupConfig, GroupSession, LimitsConfig,
+    MemoryConfig, RedisConfig, Respond, ServerConfig, SignatureKind, TriggerAction, TriggerConfig, TriggerRule,
+    WebConfig,
 };
 pub use skills::SkillsConfig;
 pub use tools::{

@@ -65,6 +65,7 @@ impl Config {
         validate::check_llm(&self.llm, &mut p);
         validate::check_web(&self.channels.web, &self.server.listen, &mut p);
         validate::check_rest(&self.agent, &self.memory, &self.limits, &mut p);
+        (owners.memory)(self, &mut p);
         (owners.delegation)(self, &mut p);
         validate::check_triggers(&self.triggers, &mut p);
         (owners.permissions)(self, &mut p);
@@ -120,6 +121,8 @@ pub struct OwnerChecks<'a> {
     pub log: SectionCheck,
     /// `[llm]`'s prices against `[limits]`' budgets (`crate::llm`).
     pub prices: SectionCheck,
+    /// `[memory.embeddings]` (`crate::memory`).
+    pub memory: SectionCheck,
 }
 
 impl OwnerChecks<'static> {
@@ -135,6 +138,7 @@ impl OwnerChecks<'static> {
         media: skip,
         log: skip,
         prices: skip,
+        memory: skip,
     };
 }
 

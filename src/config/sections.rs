@@ -300,6 +300,9 @@ pub struct MemoryConfig {
     /// The most tokens the pinned memories (the profile always known in a new private session's
     /// prompt) may take; 0 leaves the profile out.
     pub profile_max_tokens: usize,
+    /// Recall by meaning as well as by words (`[memory.embeddings]`); off when absent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub embeddings: Option<EmbeddingsConfig>,
 }
 
 impl Default for MemoryConfig {
@@ -311,6 +314,44 @@ impl Default for MemoryConfig {
             recall_budget_tokens: 500,
             archivist: true,
             profile_max_tokens: 300,
+            embeddings: None,
+        }
+    }
+}
+
+/// An OpenAI-compatible `POST {base_url}/embeddings` (OpenAI, Ollama, llama.cpp's server,
+/// vLLM): every memory and transcript message is embedded in the background, and recall merges
+/// what the words find with what the meaning finds. Checked by `crate::memory`.
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct EmbeddingsConfig {
+    /// e.g. `https://api.openai.com/v1`, `http://127.0.0.1:11434/v1` (Ollama).
+    pub base_url: String,
+    /// Stored with each vector: a new model re-embeds in the background, and until then the
+    /// rows it has not reached are found by their words only.
+    pub model: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub api_key: Option<Secret>,
+    /// Asked of the service (`dimensions`) and checked on each answer; unset takes the model's own.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dimensions: Option<usize>,
+    /// Most texts per embedding request.
+    pub batch_size: usize,
+    /// How close (cosine) a memory must be to count as found by meaning.
+    pub min_similarity: f32,
+    pub timeout_secs: u64,
+}
+
+impl Default for EmbeddingsConfig {
+    fn default() -> Self {
+        Self {
+            base_url: String::new(),
+            model: "text-embedding-3-small".into(),
+            api_key: None,
+            dimensions: None,
+            batch_size: 64,
+            min_similarity: 0.3,
+            timeout_secs: 30,
         }
     }
 }

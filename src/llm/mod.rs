@@ -25,6 +25,7 @@ pub use anthropic::AnthropicDecoder;
 pub use build::from_config;
 pub use decode::{decode_chunks, Decode, Flow};
 pub use http::parse_retry_after;
+pub(crate) use http::retry_after;
 pub use models::{base_url, default_base_url, list_models, model_list_line, provider_name};
 pub use openai::OpenAiDecoder;
 pub use prices::{check_config, Endpoint, PriceBook, PriceSource, Priced, Prices};

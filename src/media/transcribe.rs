@@ -123,7 +123,7 @@ impl Transcriber {
                 break;
             }
         }
-        MediaError::SttFailed { base_url: self.shown.clone(), status, detail: self.scrub(&error_message(&body)) }
+        MediaError::SttFailed { base_url: self.shown.clone(), status, detail: self.scrub(&service_message(&body)) }
     }
 
     /// `text` without the API key in it (a service may echo it back).
@@ -137,7 +137,7 @@ impl Transcriber {
 
 /// The message of an error answer: OpenAI's `{"error": {"message"}}`, `{"error": "..."}`,
 /// `{"message"}` or `{"detail"}`, else the body's text; shortened.
-fn error_message(body: &[u8]) -> String {
+pub(crate) fn service_message(body: &[u8]) -> String {
     let json: Option<serde_json::Value> = serde_json::from_slice(body).ok();
     let from_json = json.as_ref().and_then(|v| {
         v.pointer("/error/message")

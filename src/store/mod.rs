@@ -18,6 +18,7 @@ mod schedule_records;
 mod sql;
 mod traits;
 mod usage_records;
+mod vector_records;
 
 pub use connect::connect;
 pub use delegation_records::*;
@@ -29,6 +30,7 @@ pub use records::*;
 pub use schedule_records::*;
 pub use traits::*;
 pub use usage_records::*;
+pub use vector_records::*;
 
 pub use sql::{PgStore, SqliteStore};
 

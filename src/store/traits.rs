@@ -10,6 +10,7 @@ use super::outcome_records::*;
 use super::records::*;
 use super::schedule_records::*;
 use super::usage_records::*;
+use super::vector_records::*;
 use async_trait::async_trait;
 use butler_channel::{Identity, InboundEvent};
 
@@ -162,6 +163,38 @@ pub trait MemoryStore: Send + Sync {
     async fn memory_forget(&self, owner: &MemoryScope, id: i64) -> Result<bool>;
     /// Replaces a memory's text (a fact that changed); `false` when it is not this owner's.
     async fn memory_update(&self, owner: &MemoryScope, id: i64, text: &str) -> Result<bool>;
+}
+
+/// The queue of texts waiting for a vector (see `memory::embed`). It survives restarts; each
+/// batch is claimed with a token, and a vector is stored only while its claim still holds (a
+/// text changed meanwhile is queued again, never stored with the old text's vector).
+#[async_trait]
+pub trait EmbedQueueStore: Send + Sync {
+    /// With a model: from now on, queue each new or changed memory and transcript message this
+    /// store writes. Without: stop, and forget which models were backfilled (what is written
+    /// meanwhile is queued by the next backfill).
+    async fn embed_track(&self, model: Option<&str>) -> Result<()>;
+    /// Queues every memory and transcript message without a vector of `model`, once per model
+    /// (`force`: again); the count queued.
+    async fn embed_backfill(&self, model: &str, force: bool) -> Result<u64>;
+    /// Claims up to `limit` due entries for `lease_ms` under `claim`, with their texts (entries
+    /// whose text is gone are dropped).
+    async fn embed_claim(&self, claim: &str, limit: usize, lease_ms: i64) -> Result<Vec<EmbedItem>>;
+    /// Stores the vectors of `model` whose entries `claim` still holds and dequeues them; the count stored.
+    async fn embed_done(&self, claim: &str, model: &str, done: &[(EmbedRef, Vec<u8>)]) -> Result<u64>;
+    /// Gives the entries back, due again at `next_ms`, with the error that stopped them.
+    async fn embed_retry(&self, claim: &str, items: &[EmbedRef], next_ms: i64, error: &str) -> Result<()>;
+    async fn embed_progress(&self, model: &str) -> Result<EmbedProgress>;
+}
+
+/// The vectors recall compares a query with, one owner's at a time (an exact search: a person
+/// has thousands of memories, not millions).
+#[async_trait]
+pub trait VectorStore: Send + Sync {
+    /// The owner's memory vectors made by `model`: (memory id, vector bytes).
+    async fn memory_vectors(&self, owner: &MemoryScope, model: &str) -> Result<Vec<(i64, Vec<u8>)>>;
+    /// The owner's memories among `ids` (others' and missing ones are left out), in no order.
+    async fn memories_by_ids(&self, owner: &MemoryScope, ids: &[i64]) -> Result<Vec<MemoryRow>>;
 }
 
 /// One-time codes and identity links: pairing and `/link`.
@@ -359,6 +392,8 @@ pub trait Store:
     + RecoveryStore
     + OutcomeStore
     + ProfileStore
+    + EmbedQueueStore
+    + VectorStore
     + PingStore
     + Send
     + Sync

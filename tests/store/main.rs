@@ -27,6 +27,7 @@ mod sessions;
 mod turn;
 mod upgrade;
 mod users;
+mod vectors;
 mod web;
 
 use butler::store::Store;
@@ -111,6 +112,10 @@ contract! {
     memory_list_and_forget_own_rows_only => crate::memory::list_and_forget,
     memory_scopes_never_see_each_other => crate::memory::scopes_are_separate,
     memory_update_own_only => crate::memory::memory_update_own_only,
+    embed_queue_follows_tracking => crate::vectors::queue_follows_tracking,
+    embed_a_claim_stores_only_what_it_holds => crate::vectors::a_claim_stores_only_what_it_holds,
+    embed_failed_tries_wait_and_are_counted => crate::vectors::failed_tries_wait_and_are_counted,
+    embed_backfills_run_once_per_model => crate::vectors::backfills_run_once_per_model,
     user_ensure_links_identities => crate::users::ensure_links_identities,
     user_ensure_race_creates_one_user => crate::users::ensure_race,
     conversation_ensure_first_writer_wins => crate::users::conversation_first_writer_wins,

@@ -123,6 +123,24 @@ const SEEDS: &[Seed] = &[
         sql: &["INSERT INTO memory_pins (memory_id, user_id, created_ms) VALUES (7, 'u-old', 1000)"],
         check: &[("memory_pins", "memory_id, user_id")],
     },
+    Seed {
+        after: "embeddings",
+        // `vec` is never read back here (its bytes differ by backend: a portable literal).
+        sql: &[
+            "INSERT INTO memory_vectors (memory_id, user_id, scope, model, vec, created_ms) \
+             VALUES (7, 'u-old', '', 'old-model', CAST('ab' AS BYTEA), 1000)",
+            "INSERT INTO message_vectors (session_id, seq, model, vec, created_ms) \
+             VALUES ('s-old', 1, 'old-model', CAST('ab' AS BYTEA), 1000)",
+            "INSERT INTO embed_queue (ref, attempts, next_ms, error) VALUES ('m:7', 2, 5000, 'HTTP 500')",
+            "INSERT INTO embed_models (model, queued_ms) VALUES ('old-model', 1000)",
+        ],
+        check: &[
+            ("memory_vectors", "memory_id, user_id, scope, model"),
+            ("message_vectors", "session_id, seq, model"),
+            ("embed_queue", "ref, attempts, next_ms, error"),
+            ("embed_models", "model, queued_ms"),
+        ],
+    },
 ];
 
 /// A row as text, whatever the column types.

@@ -37,6 +37,14 @@ pub(super) struct Answers {
     /// The owner's IANA time zone (`[agent] timezone`, everyone's default).
     pub timezone: String,
     pub telegram: Option<Telegram>,
+    /// `[memory.embeddings]`, when the person turned recall by meaning on.
+    pub embeddings: Option<Embeddings>,
+}
+
+pub(super) struct Embeddings {
+    pub base_url: String,
+    pub model: String,
+    pub api_key: Option<Stored>,
 }
 
 pub(super) struct Telegram {
@@ -88,6 +96,18 @@ pub(super) fn text(a: &Answers) -> String {
          # /timezone.\ntimezone = {}\n\n",
         quote(&a.timezone)
     ));
+
+    if let Some(e) = &a.embeddings {
+        t.push_str(
+            "[memory.embeddings]\n# Recall by meaning: each memory and chat message is sent to this embedding model.\n\
+             # A new model re-embeds in the background; `butler memory reembed` shows the progress.\n",
+        );
+        t.push_str(&format!("base_url = {}\nmodel = {}\n", quote(&e.base_url), quote(&e.model)));
+        if let Some(key) = &e.api_key {
+            t.push_str(&format!("api_key = {}\n", key.toml()));
+        }
+        t.push('\n');
+    }
 
     for (name, init) in crate::channels::builtin().init_sections() {
         match &a.telegram {
@@ -146,6 +166,7 @@ mod tests {
             model: "llama\"3".into(),
             timezone: "Asia/Tokyo".into(),
             telegram: telegram.then_some(Telegram { token: Stored::Env("TELEGRAM_BOT_TOKEN"), api_url: None }),
+            embeddings: None,
         }
     }
 

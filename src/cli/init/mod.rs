@@ -8,6 +8,7 @@
 
 mod ask;
 mod check;
+mod embed;
 mod file;
 
 use super::exit::fail;
@@ -110,6 +111,7 @@ async fn interview(path: &Path, env: &Env) -> Result<Option<Answers>, Ended> {
     };
     let (llm, key) = model(provider, env).await?;
     let timezone = timezone(env)?;
+    let embeddings = embed::ask(&llm, key.as_ref()).await?;
     let telegram = telegram(env).await?;
     println!("\nSlack and Discord are written as commented sections to fill in (README, Slack and Discord).");
     Ok(Some(Answers {
@@ -119,6 +121,7 @@ async fn interview(path: &Path, env: &Env) -> Result<Option<Answers>, Ended> {
         model: llm.model.clone(),
         timezone,
         telegram,
+        embeddings,
     }))
 }
 

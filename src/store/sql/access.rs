@@ -162,6 +162,7 @@ macro_rules! impl_access {
                     .map_err(db_err)?;
                 for sql in [
                     "UPDATE memories SET user_id = $1 WHERE user_id = $2",
+                    "UPDATE memory_vectors SET user_id = $1 WHERE user_id = $2",
                     "UPDATE sessions SET user_id = $1 WHERE user_id = $2",
                     "UPDATE usage SET user_id = $1 WHERE user_id = $2",
                     // Jobs follow their owner; a job keeps its old scope (and name) only where

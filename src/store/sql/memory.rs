@@ -51,6 +51,8 @@ macro_rules! impl_memory {
                 text: &str,
                 source: Option<&str>,
             ) -> $crate::store::Result<$crate::store::MemoryRow> {
+                use $crate::store::sql::error::db_err;
+                let mut tx = self.begin_write().await?;
                 let raw: $crate::store::sql::rows::MemoryRaw = sqlx::query_as(concat!(
                     "INSERT INTO memories (user_id, text, source, created_ms, updated_ms, scope) \
                      VALUES ($1, $2, $3, $4, $4, $5) RETURNING ",
@@ -61,10 +63,19 @@ macro_rules! impl_memory {
                 .bind(source)
                 .bind($crate::store::now_ms())
                 .bind(owner.scope.as_str())
-                .fetch_one(self.writer())
+                .fetch_one(&mut *tx)
                 .await
-                .map_err($crate::store::sql::error::db_err)?;
-                Ok(raw.into())
+                .map_err(db_err)?;
+                let row: $crate::store::MemoryRow = raw.into();
+                if self.embed_switch().on() {
+                    sqlx::query($crate::store::sql::vectors::SQL_QUEUE)
+                        .bind($crate::store::EmbedRef::Memory(row.id).key())
+                        .execute(&mut *tx)
+                        .await
+                        .map_err(db_err)?;
+                }
+                tx.commit().await.map_err(db_err)?;
+                Ok(row)
             }
 
             /// Full-text search over this user's memories with OR semantics over the query's
@@ -118,13 +129,29 @@ macro_rules! impl_memory {
 
             /// Deletes the memory only if it belongs to this owner and scope.
             async fn memory_forget(&self, owner: &$crate::store::MemoryScope, id: i64) -> $crate::store::Result<bool> {
+                use $crate::store::sql::error::db_err;
+                let mut tx = self.begin_write().await?;
                 let done = sqlx::query("DELETE FROM memories WHERE id = $1 AND user_id = $2 AND scope = $3")
                     .bind(id)
                     .bind(owner.user_id.as_str())
                     .bind(owner.scope.as_str())
-                    .execute(self.writer())
+                    .execute(&mut *tx)
                     .await
-                    .map_err($crate::store::sql::error::db_err)?;
+                    .map_err(db_err)?;
+                if done.rows_affected() > 0 {
+                    // Its vector and its place in the queue go with it.
+                    sqlx::query("DELETE FROM memory_vectors WHERE memory_id = $1")
+                        .bind(id)
+                        .execute(&mut *tx)
+                        .await
+                        .map_err(db_err)?;
+                    sqlx::query("DELETE FROM embed_queue WHERE ref = $1")
+                        .bind($crate::store::EmbedRef::Memory(id).key())
+                        .execute(&mut *tx)
+                        .await
+                        .map_err(db_err)?;
+                }
+                tx.commit().await.map_err(db_err)?;
                 Ok(done.rows_affected() > 0)
             }
 
@@ -135,6 +162,8 @@ macro_rules! impl_memory {
                 id: i64,
                 text: &str,
             ) -> $crate::store::Result<bool> {
+                use $crate::store::sql::error::db_err;
+                let mut tx = self.begin_write().await?;
                 let done = sqlx::query(
                     "UPDATE memories SET text = $4, updated_ms = $5 WHERE id = $1 AND user_id = $2 AND scope = $3",
                 )
@@ -143,9 +172,25 @@ macro_rules! impl_memory {
                 .bind(owner.scope.as_str())
                 .bind(text)
                 .bind($crate::store::now_ms())
-                .execute(self.writer())
+                .execute(&mut *tx)
                 .await
-                .map_err($crate::store::sql::error::db_err)?;
+                .map_err(db_err)?;
+                if done.rows_affected() > 0 {
+                    // The old text's vector no longer says what the memory says.
+                    sqlx::query("DELETE FROM memory_vectors WHERE memory_id = $1")
+                        .bind(id)
+                        .execute(&mut *tx)
+                        .await
+                        .map_err(db_err)?;
+                    if self.embed_switch().on() {
+                        sqlx::query($crate::store::sql::vectors::SQL_QUEUE)
+                            .bind($crate::store::EmbedRef::Memory(id).key())
+                            .execute(&mut *tx)
+                            .await
+                            .map_err(db_err)?;
+                    }
+                }
+                tx.commit().await.map_err(db_err)?;
                 Ok(done.rows_affected() > 0)
             }
         }

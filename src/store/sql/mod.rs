@@ -13,7 +13,8 @@
 //! - `fn channels_arg(&[String]) -> impl Encode` and the `SQL_*` constants of `channel_sql!`;
 //! - `SQL_MEMORY_SEARCH` (`$1` user, `$2` query, `$3` limit, `$4` scope) and `fn fts_query(&[String])`;
 //! - `BACKEND`, `fn migrator()`, `async fn close_pools(&self)`;
-//! - `fn settled_feed(&self) -> &SettledFeed`, where commits announce settled events.
+//! - `fn settled_feed(&self) -> &SettledFeed`, where commits announce settled events;
+//! - `fn embed_switch(&self) -> &EmbedSwitch`, whether writes queue their texts for embedding.
 //!
 //! This module must never build SQL from user input (only from the fixed fragments here and
 //! `QueryBuilder` placeholders), never log or return a database password, and never hold a
@@ -40,6 +41,7 @@ mod sessions;
 mod sqlite;
 mod turn;
 mod users;
+mod vectors;
 mod web;
 mod web_conversations;
 

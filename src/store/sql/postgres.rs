@@ -19,6 +19,8 @@ pub struct PgStore {
     pool: PgPool,
     /// Events this store settled, announced to listeners in this process.
     settled: crate::store::SettledFeed,
+    /// Whether writes queue their texts for embedding.
+    embed: crate::store::EmbedSwitch,
 }
 
 /// What to run when the role or the database is missing (or the password is wrong): the
@@ -54,13 +56,17 @@ impl PgStore {
                 }
                 other => StoreError::Unavailable(format!("cannot connect to {}: {other}", redact_url(url))),
             })?;
-        Ok(Self { pool, settled: crate::store::SettledFeed::default() })
+        Ok(Self { pool, settled: crate::store::SettledFeed::default(), embed: crate::store::EmbedSwitch::default() })
     }
 
     const BACKEND: Backend = Backend::Postgres;
 
     fn migrator() -> &'static Migrator {
         &MIGRATOR
+    }
+
+    fn embed_switch(&self) -> &crate::store::EmbedSwitch {
+        &self.embed
     }
 
     fn settled_feed(&self) -> &crate::store::SettledFeed {

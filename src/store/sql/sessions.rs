@@ -23,6 +23,7 @@ macro_rules! impl_sessions {
                 session_id: &str,
                 msgs: &[$crate::store::NewMessage],
                 now: i64,
+                embed: bool,
             ) -> $crate::store::Result<i64> {
                 use $crate::store::sql::error::db_err;
                 if msgs.is_empty() {
@@ -77,6 +78,22 @@ macro_rules! impl_sessions {
                             .push_bind(images);
                     });
                     qb.build().execute(&mut *conn).await.map_err(db_err)?;
+                }
+                if embed {
+                    // What transcript search will find by meaning, queued with the messages.
+                    let first = end - msgs.len() as i64;
+                    for (n, m) in msgs.iter().enumerate() {
+                        if !$crate::store::sql::vectors::searchable(m.role().as_str(), &m.content) {
+                            continue;
+                        }
+                        let key = $crate::store::EmbedRef::Message { session_id: session_id.to_string(), seq: first + 1 + n as i64 }.key();
+                        sqlx::query($crate::store::sql::vectors::SQL_QUEUE_MESSAGE)
+                            .bind(key)
+                            .bind(session_id)
+                            .execute(&mut *conn)
+                            .await
+                            .map_err(db_err)?;
+                    }
                 }
                 Ok(seq)
             }
@@ -168,7 +185,7 @@ macro_rules! impl_sessions {
             /// does not exist.
             async fn messages_append(&self, session_id: &str, msgs: &[$crate::store::NewMessage]) -> $crate::store::Result<i64> {
                 let mut tx = self.begin_write().await?;
-                let last = Self::append_messages_on(&mut tx, session_id, msgs, $crate::store::now_ms()).await?;
+                let last = Self::append_messages_on(&mut tx, session_id, msgs, $crate::store::now_ms(), self.embed_switch().on()).await?;
                 tx.commit().await.map_err($crate::store::sql::error::db_err)?;
                 Ok(last)
             }

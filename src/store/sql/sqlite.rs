@@ -22,6 +22,8 @@ pub struct SqliteStore {
     reader: SqlitePool,
     /// Events this store settled, announced to listeners in this process.
     settled: crate::store::SettledFeed,
+    /// Whether writes queue their texts for embedding.
+    embed: crate::store::EmbedSwitch,
 }
 
 impl SqliteStore {
@@ -66,7 +68,12 @@ impl SqliteStore {
                 .await
                 .map_err(unavailable)?
         };
-        Ok(Self { writer, reader, settled: crate::store::SettledFeed::default() })
+        Ok(Self {
+            writer,
+            reader,
+            settled: crate::store::SettledFeed::default(),
+            embed: crate::store::EmbedSwitch::default(),
+        })
     }
 
     const BACKEND: Backend = Backend::Sqlite;
@@ -85,6 +92,10 @@ impl SqliteStore {
 
     fn migrator() -> &'static Migrator {
         &MIGRATOR
+    }
+
+    fn embed_switch(&self) -> &crate::store::EmbedSwitch {
+        &self.embed
     }
 
     fn settled_feed(&self) -> &crate::store::SettledFeed {

@@ -73,7 +73,14 @@ macro_rules! impl_turn {
                 if !rerun {
                     if let Some(session_id) = commit.session_id.as_deref() {
                         if !commit.messages.is_empty() {
-                            Self::append_messages_on(&mut tx, session_id, &commit.messages, now).await?;
+                            Self::append_messages_on(
+                                &mut tx,
+                                session_id,
+                                &commit.messages,
+                                now,
+                                self.embed_switch().on(),
+                            )
+                            .await?;
                         }
                     }
                 }
