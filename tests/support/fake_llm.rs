@@ -34,6 +34,15 @@
 //!
 //! `GET /v1/models` lists `serve_models` (default `fake-model`) and is not recorded.
 //!
+//! `POST /v1/embeddings` answers in OpenAI's shape (`input` a string or a list of strings,
+//! `dimensions` default 64, `encoding_format` `float` or `base64`) with the vectors of
+//! `support::embedder::embed(model, text, dimensions)`, and needs the key of `require_api_key`
+//! like a chat request. Embedding requests are not chat requests: they are not counted in
+//! `request_count`, `requests` or `wait_for_requests`, but listed by `embedding_requests`.
+//! Scripting (`fail_embeddings(n)`: 500s, `embeddings_rate_limited(n, secs)`: 429s with
+//! `Retry-After`, both in OpenAI's error shape, the 429s first; `embedding_delay(d)` before
+//! every answer) is separate from the chat replies and cleared by `reset`.
+//!
 //! Replies: `text`, `chunks`, `echo`, `tool_call` (+ `and_tool_call`, `and_raw_tool_call`,
 //! `with_text`); errors in each provider's real JSON shape (`bad_key`, `unknown_model`,
 //! `context_too_long`, `rate_limited`, `server_error`, `http_error`); modifiers
@@ -49,6 +58,8 @@ use axum::http::{HeaderMap, Method, Uri};
 use axum::response::Response;
 use axum::Router;
 use bytes::Bytes;
+pub use embeddings::EmbeddingRequest;
+use reply::Failure;
 pub use reply::Reply;
 use serde_json::{json, Value};
 use std::collections::VecDeque;
@@ -59,6 +70,7 @@ use std::time::Duration;
 use tokio::sync::Notify;
 use wire::{failure_response, invalid_request, json_response, stream_response};
 
+mod embeddings;
 mod reply;
 mod wire;
 
@@ -225,6 +237,7 @@ struct Shared {
     record_limit: AtomicUsize,
     count: AtomicUsize,
     arrived: Notify,
+    embeddings: embeddings::Embeddings,
 }
 
 /// A running fake; the server stops when this is dropped.
@@ -255,6 +268,7 @@ impl FakeLlm {
             record_limit: AtomicUsize::new(10_000),
             count: AtomicUsize::new(0),
             arrived: Notify::new(),
+            embeddings: embeddings::Embeddings::default(),
         });
         let app = Router::new().fallback(handle).layer(DefaultBodyLimit::max(64 << 20)).with_state(shared.clone());
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind the fake LLM");
@@ -332,9 +346,10 @@ impl FakeLlm {
         self.script().api_key = Some(key.to_string());
     }
 
-    /// Removes rules, queued replies and recorded requests, zeroes the count, restores the echo
-    /// default and drops the key requirement.
+    /// Removes rules, queued replies and recorded requests (embedding ones too, with their
+    /// script), zeroes the count, restores the echo default and drops the key requirement.
     pub fn reset(&self) {
+        self.shared.embeddings.reset();
         let mut script = self.script();
         script.rules.clear();
         script.queue.clear();
@@ -379,6 +394,27 @@ impl FakeLlm {
             }
             tokio::time::sleep(std::time::Duration::from_millis(25)).await;
         }
+    }
+
+    /// The embedding requests received (the last 10,000), oldest first.
+    pub fn embedding_requests(&self) -> Vec<EmbeddingRequest> {
+        self.shared.embeddings.requests()
+    }
+
+    /// The next `n` embedding requests get a 500 `server_error`.
+    pub fn fail_embeddings(&self, n: usize) {
+        self.shared.embeddings.fail(n);
+    }
+
+    /// The next `n` embedding requests get a 429 `rate_limit_exceeded` with `Retry-After: secs`
+    /// (before any `fail_embeddings`).
+    pub fn embeddings_rate_limited(&self, n: usize, retry_after_secs: u64) {
+        self.shared.embeddings.rate_limit(n, retry_after_secs);
+    }
+
+    /// Every embedding answer (success or error) waits `d` first (zero: no wait).
+    pub fn embedding_delay(&self, d: Duration) {
+        self.shared.embeddings.delay(d);
     }
 
     pub fn last_request(&self) -> Option<RecordedRequest> {
@@ -449,6 +485,17 @@ async fn handle(
         let data: Vec<Value> =
             script.models.iter().map(|m| json!({"id": m, "object": "model", "owned_by": "fake"})).collect();
         return json_response(200, &[], json!({"object": "list", "data": data}).to_string());
+    }
+    // Embeddings have their own log and script: they are not completions.
+    if method == Method::POST && uri.path() == "/v1/embeddings" {
+        // OpenAI's endpoint: the key comes as `Authorization: Bearer`, nothing else.
+        let key = req.header("authorization").and_then(|v| v.strip_prefix("Bearer ")).map(str::to_string);
+        let wrong_key = {
+            let script = shared.script.lock().unwrap_or_else(|p| p.into_inner());
+            script.api_key.as_ref().is_some_and(|k| key.as_ref() != Some(k))
+        };
+        let refusal = wrong_key.then(|| failure_response(&Failure::BadKey, &Reply::bad_key(), &view));
+        return shared.embeddings.answer(&body, key, refusal).await;
     }
     let problem = check(&req);
     record(&shared, req);

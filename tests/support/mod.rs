@@ -6,6 +6,7 @@ pub mod approval_detail;
 pub mod bench;
 pub mod cluster;
 pub mod db;
+pub mod embedder;
 pub mod fake_channel;
 pub mod fake_discord;
 pub mod fake_llm;
