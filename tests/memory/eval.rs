@@ -172,3 +172,39 @@ async fn keyword_search_finds_fewer_than_six_answers_in_ten() {
     assert!(recall < 0.6, "keyword search must leave room for a better leg: recall@5 {recall:.2}");
     eval.close().await;
 }
+
+/// Hybrid recall (issue 31 point 7): every memory embedded by the fake model through Butler's
+/// own queue and worker, then `HybridMemory`'s merged search. It must find strictly more answers
+/// than the words alone.
+#[tokio::test]
+async fn hybrid_recall_finds_more_answers_than_keywords() {
+    use butler::memory::embed::{Embedder, EmbedWorker, HybridMemory};
+    use butler::store::MemoryStore;
+    let eval = Eval::open().await;
+    let llm = crate::support::fake_llm::FakeLlm::start().await;
+    let cfg = butler::config::EmbeddingsConfig {
+        base_url: llm.openai_url(),
+        model: "text-embedding-3-small".into(),
+        dimensions: Some(256),
+        ..Default::default()
+    };
+    let embedder = Arc::new(Embedder::new(&cfg));
+    let queued = eval.store.embed_backfill(embedder.model(), false).await.unwrap();
+    assert_eq!(queued as usize, eval.fixture.memories.len());
+    let worker = EmbedWorker::new(eval.store.clone(), embedder.clone());
+    while worker.step().await.unwrap().taken > 0 {}
+    let hybrid = HybridMemory::new(eval.store.clone(), eval.store.clone(), embedder);
+    let keyword = eval.recall_at_5(keyword_ranking).await;
+    let merged = eval
+        .recall_at_5(async |e: &Eval, q: &str| {
+            hybrid.memory_search(&e.scope, q, CUT).await.expect("hybrid search").into_iter().map(|m| m.id).collect()
+        })
+        .await;
+    eprintln!(
+        "eval=memory keyword_recall_at_5={keyword:.2} hybrid_recall_at_5={merged:.2} questions={} memories={}",
+        eval.fixture.questions.len(),
+        eval.fixture.memories.len()
+    );
+    assert!(merged > keyword, "hybrid {merged:.2} must beat keyword {keyword:.2}");
+    eval.close().await;
+}

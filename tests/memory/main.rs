@@ -9,6 +9,7 @@ mod support;
 
 mod archivist;
 mod context;
+mod embed;
 mod eval;
 mod fake_embeddings;
 mod forget;

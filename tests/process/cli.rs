@@ -266,3 +266,49 @@ fn usage_reports_by_model_and_names_a_bad_account() {
         assert!(stderr.contains(names), "{args:?}: {stderr}");
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn memory_reembed_embeds_everything_with_the_configured_model_and_shows_progress() {
+    let llm = FakeLlm::start().await;
+    let section = |model: &str| {
+        format!(
+            "[memory.embeddings]\nbase_url = \"{}\"\nmodel = \"{model}\"\ndimensions = 32\nbatch_size = 2\ntimeout_secs = 5\n",
+            llm.openai_url()
+        )
+    };
+    let dep = Deployment::new(&section("embed-a"));
+    assert!(run(&dep, &["migrate"], &[]).status.success());
+    let store = butler::store::connect(&dep.db_url(), 1).await.unwrap();
+    for text in ["Likes green tea", "Lives in Porto", "Has a cat called Miso", "Runs on Sundays", "Plays the piano"] {
+        store.memory_add(&butler::store::MemoryScope::personal("u-a"), text, None).await.unwrap();
+    }
+    store.close().await;
+
+    // (model, what stdout says at the end)
+    for model in ["embed-a", "embed-b"] {
+        std::fs::write(&dep.config, std::fs::read_to_string(&dep.config).unwrap().replace("embed-a", model)).unwrap();
+        let out = run(&dep, &["memory", "reembed"], &[]);
+        let (stdout, stderr) = text(&out);
+        assert!(out.status.success(), "{stderr}");
+        assert!(stdout.contains(&format!("embedded with {model}: 5/5 memories")), "{stdout}");
+        assert!(stderr.contains("reembed: 0/5 texts embedded, 5 waiting"), "progress from the start:\n{stderr}");
+        assert!(stderr.contains("reembed: 5/5 texts embedded, 0 waiting"), "progress to the end:\n{stderr}");
+        let sent: Vec<_> = llm.embedding_requests().into_iter().filter(|r| r.model == model).collect();
+        assert!(sent.iter().all(|r| r.inputs.len() <= 2), "bounded batches: {sent:?}");
+        assert_eq!(sent.iter().map(|r| r.inputs.len()).sum::<usize>(), 5, "{model}: each text once");
+    }
+
+    // A service that keeps failing: exit 1, the reason, and what stays queued.
+    std::fs::write(&dep.config, std::fs::read_to_string(&dep.config).unwrap().replace("embed-b", "embed-c")).unwrap();
+    llm.fail_embeddings(usize::MAX);
+    let out = run(&dep, &["memory", "reembed"], &[]);
+    let (_, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("answered HTTP 500") && stderr.contains("still queued"), "{stderr}");
+
+    // Without [memory.embeddings]: exit 2, naming the section.
+    let plain = Deployment::new("");
+    let out = run(&plain, &["memory", "reembed"], &[]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out).1.contains("[memory.embeddings] is not configured"), "{}", text(&out).1);
+}

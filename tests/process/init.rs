@@ -111,6 +111,12 @@ async fn init_checks_each_answer_asks_again_and_writes_a_config_that_checks() {
         pty.answer("Your time zone [Asia/Tokyo]: ", "Mars/Olympus");
         pty.expect("not a time zone name");
         pty.answer("Your time zone [Asia/Tokyo]: ", "America/New_York");
+        // Recall by meaning: off unless asked for; the chat model's server and key are offered.
+        pty.expect("It sends each memory");
+        pty.answer("Turn on recall by meaning? [y/N]: ", "y");
+        pty.answer("Embeddings base URL [", "");
+        pty.answer("Embedding model [text-embedding-3-small]: ", "fake-embed");
+        pty.expect("✓ fake-embed embeds in 64 dimensions");
         pty.answer("Set up Telegram? [y/N]: ", "y");
         pty.answer("Bot token from @BotFather", "999:wrong");
         pty.expect("✗ Telegram refused the token");
@@ -135,6 +141,10 @@ async fn init_checks_each_answer_asks_again_and_writes_a_config_that_checks() {
     assert!(text.contains(&format!("api_key = \"{KEY}\"")), "{text}");
     assert!(text.contains("token = \"${TELEGRAM_BOT_TOKEN}\""), "{text}");
     assert!(text.contains("[agent]") && text.contains("timezone = \"America/New_York\""), "{text}");
+    let embeddings = &text[text.find("[memory.embeddings]").expect("the embeddings section")..];
+    for want in [format!("base_url = \"{}\"", llm.openai_url()), "model = \"fake-embed\"".into(), format!("api_key = \"{KEY}\"")] {
+        assert!(embeddings.contains(&want), "{want} in {embeddings}");
+    }
     assert!(text.contains("# [channels.slack]") && text.contains("# [channels.discord]"), "{text}");
     let (ok, stdout, stderr) = config_check(home.path(), &config, &[("TELEGRAM_BOT_TOKEN", TOKEN)]);
     assert!(ok, "config check: {stderr}\n{text}");
@@ -193,6 +203,7 @@ async fn init_for_a_local_server_needs_no_key_and_replaces_a_file_on_yes() {
         pty.answer("Model [1]: ", "qwen");
         pty.expect("✓ qwen answered");
         pty.answer("Your time zone [", "");
+        pty.answer("Turn on recall by meaning? [y/N]: ", "");
         pty.answer("Set up Telegram? [y/N]: ", "");
         pty.expect("✓ wrote");
         pty.finish()
@@ -202,6 +213,7 @@ async fn init_for_a_local_server_needs_no_key_and_replaces_a_file_on_yes() {
     assert_eq!(code, Some(0), "{seen}");
     let text = std::fs::read_to_string(&config).unwrap();
     assert!(text.contains("model = \"qwen\"") && !text.contains("api_key ="), "{text}");
+    assert!(!text.contains("[memory.embeddings]"), "recall by meaning stays off unless asked for: {text}");
     // Found from another folder without --config.
     let elsewhere = home.path().join("elsewhere");
     std::fs::create_dir_all(&elsewhere).unwrap();
