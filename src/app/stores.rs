@@ -21,7 +21,13 @@ pub(super) fn agent(store: &Arc<dyn Store>) -> AgentStores {
         audit: store.clone(),
         delegations: store.clone(),
         inbox: store.clone(),
-        tools: ToolStores::new(store.clone(), store.clone(), store.clone(), store.clone()),
+        tools: ToolStores::new(
+            store.clone(),
+            store.clone(),
+            store.clone(),
+            store.clone(),
+            Arc::new(crate::memory::Transcripts::new(store.clone())),
+        ),
     }
 }
 
@@ -37,6 +43,7 @@ pub(super) fn sessions(store: &Arc<dyn Store>) -> SessionStores {
         profiles: store.clone(),
         turns: store.clone(),
         outbox: store.clone(),
+        transcripts: store.clone(),
     }
 }
 
@@ -55,6 +62,7 @@ pub(super) fn triage(store: &Arc<dyn Store>) -> TriageStores {
         delegations: store.clone(),
         schedules: store.clone(),
         profiles: store.clone(),
+        transcripts: store.clone(),
     }
 }
 

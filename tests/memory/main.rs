@@ -1,13 +1,15 @@
 //! Memory that lasts: automatic recall into the turn (never into the system prompt), the
 //! archivist, context management (clearing, collapsing, summary checkpoints, the forced
-//! compaction on "prompt too long"), resuming after a restart, `/memory`, export/import, and
-//! usage under the model that answered, with background work on the `worker` tier.
+//! compaction on "prompt too long"), resuming after a restart, `/memory`, export/import, past
+//! conversations (`conversation_search`, `/sessions`, `/resume`), and usage under the model that
+//! answered, with background work on the `worker` tier.
 
 #[path = "../support/mod.rs"]
 mod support;
 
 mod archivist;
 mod context;
+mod conversations;
 mod forget;
 mod profile;
 mod recall;

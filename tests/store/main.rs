@@ -24,6 +24,7 @@ mod recovery;
 mod replicas;
 mod schedules;
 mod sessions;
+mod transcripts;
 mod turn;
 mod upgrade;
 mod users;
@@ -154,4 +155,7 @@ contract! {
     replica_outbox_row_is_claimed_by_one_sender => crate::replicas::an_outbox_row_is_claimed_by_one_sender,
     schedule_jobs_follow_a_linked_identity => crate::schedules::jobs_follow_a_linked_identity,
     outcome_follows_an_event_to_its_end => crate::outcome::follows_an_event_to_its_end,
+    transcript_search_stays_in_its_scope => crate::transcripts::search_stays_in_its_scope,
+    transcript_sessions_recent_lists_own_direct_ones => crate::transcripts::recent_lists_own_direct_ones,
+    transcript_resume_reopens_only_own_direct_sessions => crate::transcripts::resume_only_own_direct,
 }

@@ -1,0 +1,151 @@
+//! Searching past conversations: the one place where a search over transcripts is scoped, run
+//! and ranked ([`search_transcripts`]), and where each hit's text is cut to an excerpt around
+//! what matched. Today it is the store's full-text search (relevance, then recency); another
+//! kind of search (vectors) is merged here, behind the same function, so `conversation_search`
+//! and whatever else asks never change.
+//!
+//! It must never widen the scope it is given (the store enforces it: a person's own direct
+//! conversations, or one group's), and never return tool output.
+
+use crate::store::{search_terms, StoreError, TranscriptHit, TranscriptScope, TranscriptStore};
+use crate::tools::TranscriptSearch;
+use async_trait::async_trait;
+use std::sync::Arc;
+
+/// The longest excerpt of one hit, in characters (an ellipsis marks each cut end).
+pub const EXCERPT_CHARS: usize = 280;
+/// How far before the first matching word an excerpt starts, in characters (at most a quarter
+/// of the excerpt).
+const LEAD_CHARS: usize = 70;
+/// How far a cut end may move to fall between words.
+const WORD_SLACK: usize = 20;
+
+/// The messages of `user_id`'s conversations `within` matching `query`, except session
+/// `except_session`, best first (full-text rank, then newest), each cut to an excerpt.
+pub async fn search_transcripts(
+    store: &dyn TranscriptStore,
+    user_id: &str,
+    within: &TranscriptScope,
+    query: &str,
+    except_session: Option<&str>,
+    limit: usize,
+) -> Result<Vec<TranscriptHit>, StoreError> {
+    let hits = store.transcript_search(user_id, within, query, except_session, limit).await?;
+    let terms = search_terms(query);
+    Ok(hits
+        .into_iter()
+        .map(|hit| TranscriptHit { content: excerpt(&hit.content, &terms, EXCERPT_CHARS), ..hit })
+        .collect())
+}
+
+/// [`search_transcripts`] over one store, as the tools' [`TranscriptSearch`].
+pub struct Transcripts {
+    store: Arc<dyn TranscriptStore>,
+}
+
+impl Transcripts {
+    pub fn new(store: Arc<dyn TranscriptStore>) -> Self {
+        Self { store }
+    }
+}
+
+#[async_trait]
+impl TranscriptSearch for Transcripts {
+    async fn search(
+        &self,
+        user_id: &str,
+        within: &TranscriptScope,
+        query: &str,
+        except_session: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<TranscriptHit>, StoreError> {
+        search_transcripts(&*self.store, user_id, within, query, except_session, limit).await
+    }
+}
+
+/// Where the first of `terms` (lowercase words) occurs in `lower`, by character; a word that
+/// does not occur as written is looked for by its start (the search stems: "bikes" finds "bike").
+fn first_match(lower: &[char], terms: &[String]) -> Option<usize> {
+    let find = |needle: &[char]| {
+        if needle.is_empty() || needle.len() > lower.len() {
+            return None;
+        }
+        (0..=lower.len() - needle.len()).find(|&i| lower[i..i + needle.len()] == *needle)
+    };
+    terms
+        .iter()
+        .filter_map(|t| {
+            let word: Vec<char> = t.chars().collect();
+            let stem = &word[..word.len().min(4.max(word.len() * 2 / 3))];
+            find(&word).or_else(|| find(stem))
+        })
+        .min()
+}
+
+/// `text` on one line (runs of whitespace become one space), at most `max` characters around
+/// the first of `terms` it contains (or from its start), cut between words where one is near,
+/// with `…` where something was cut.
+pub fn excerpt(text: &str, terms: &[String], max: usize) -> String {
+    let chars: Vec<char> = text.split_whitespace().collect::<Vec<_>>().join(" ").chars().collect();
+    if chars.len() <= max {
+        return chars.into_iter().collect();
+    }
+    let lower: Vec<char> = chars.iter().map(|c| c.to_lowercase().next().unwrap_or(*c)).collect();
+    let at = first_match(&lower, terms).unwrap_or(0);
+    let mut start = at.saturating_sub(LEAD_CHARS.min(max / 4)).min(chars.len() - max);
+    if start > 0 {
+        // Start at the next word, when one starts close by (never past the match).
+        if let Some(space) = chars[start..at.max(start)].iter().take(WORD_SLACK).position(|c| *c == ' ') {
+            start += space + 1;
+        }
+    }
+    let mut end = (start + max).min(chars.len());
+    if end < chars.len() && chars[end] != ' ' {
+        if let Some(space) = chars[start..end].iter().rev().take(WORD_SLACK).position(|c| *c == ' ') {
+            end -= space + 1;
+        }
+    }
+    let mut out = String::new();
+    if start > 0 {
+        out.push('…');
+    }
+    out.extend(&chars[start..end]);
+    if end < chars.len() {
+        out.push('…');
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::excerpt;
+
+    #[test]
+    fn excerpts_centre_on_the_first_match_and_stay_short() {
+        let terms = |q: &str| crate::store::search_terms(q);
+        let long =
+            format!("{} my bike is blue and fast {}", "filler words here ".repeat(20), "more text after ".repeat(20));
+        // (text, query, max, the excerpt)
+        let cases: &[(&str, &str, usize, &str)] = &[
+            ("short text", "bike", 50, "short text"),
+            ("lines\n\nand   spaces", "bike", 50, "lines and spaces"),
+            ("alpha beta gamma delta epsilon", "nothing", 16, "alpha beta gamma…"),
+            ("alpha beta gamma delta epsilon", "nothing", 14, "alpha beta…"),
+            ("alpha beta gamma delta epsilon", "epsilon", 16, "…delta epsilon"),
+            ("one two Bikes three four five six", "bikes", 20, "…two Bikes three four…"),
+        ];
+        for (text, query, max, want) in cases {
+            assert_eq!(excerpt(text, &terms(query), *max), *want, "{text:?} / {query:?}");
+        }
+        let cut = excerpt(&long, &terms("bicycle bike"), 100);
+        assert!(cut.contains("my bike is blue"), "{cut}");
+        assert!(cut.starts_with('…') && cut.ends_with('…'), "{cut}");
+        assert!(cut.chars().count() <= 102, "{} chars", cut.chars().count());
+        // The start of a word finds what the stemmer matched.
+        let stemmed = excerpt(&long, &terms("bikes"), 100);
+        assert!(stemmed.contains("my bike is blue"), "{stemmed}");
+        // Multi-byte text is cut by characters.
+        let cafe = format!("{}café au lait {}", "ü".repeat(100), "ö".repeat(100));
+        assert!(excerpt(&cafe, &terms("café"), 40).contains("café au lait"));
+    }
+}
