@@ -112,13 +112,23 @@ async fn load_vectors(store: &Arc<dyn Store>, url: &str, users: usize, dims: usi
             if let Some(pool) = &lite {
                 let mut qb = sqlx::QueryBuilder::<sqlx::Sqlite>::new(sql);
                 qb.push_values(&values, |mut b, (id, v)| {
-                    b.push_bind(*id).push_bind(&owner.user_id).push_bind("").push_bind(MODEL).push_bind(v).push_bind(0i64);
+                    b.push_bind(*id)
+                        .push_bind(&owner.user_id)
+                        .push_bind("")
+                        .push_bind(MODEL)
+                        .push_bind(v)
+                        .push_bind(0i64);
                 });
                 qb.build().execute(pool).await.unwrap();
             } else if let Some(pool) = &pg {
                 let mut qb = sqlx::QueryBuilder::<sqlx::Postgres>::new(sql);
                 qb.push_values(&values, |mut b, (id, v)| {
-                    b.push_bind(*id).push_bind(&owner.user_id).push_bind("").push_bind(MODEL).push_bind(v).push_bind(0i64);
+                    b.push_bind(*id)
+                        .push_bind(&owner.user_id)
+                        .push_bind("")
+                        .push_bind(MODEL)
+                        .push_bind(v)
+                        .push_bind(0i64);
                 });
                 qb.build().execute(pool).await.unwrap();
             }

@@ -268,6 +268,7 @@ impl Agent {
             user: user.clone(),
             identity: event.actor.identity.clone(),
             session_id: sid.clone(),
+            session_key: session_key.to_string(),
             conversation: event.conversation.clone(),
             kind: event.kind,
             store: self.store.tools.serve(user, &event.actor.identity, &event.conversation, event.kind),

@@ -171,8 +171,8 @@ impl App {
         // interrupted at the next start.
         let running = crate::delegate::Running::new(CancellationToken::new());
         // With several replicas another one may be running them: see ARCHITECTURE.md.
-        let memory = embeddings::memory(&cfg, &store, &background).await?;
-        let agent_stores = stores::agent(&store, &memory);
+        let recall = embeddings::recall(&cfg, &store, &background).await?;
+        let agent_stores = stores::agent(&store, &recall);
         let recovered = if cluster.shared() { 0 } else { crate::agent::recover_background(&agent_stores).await? };
         if recovered > 0 {
             tracing::info!(recovered, "background task results handed over after an earlier stop");
@@ -187,8 +187,16 @@ impl App {
         let overview = crate::mcp::ToolsOverview { own: agent.tool_names(), mcp: mcp.clone() };
         let sessions = build_sessions(&cfg, (agent, &store), &channels, &deliverer, archivist, &cluster);
         let access = build_access(&cfg, &gate, &cluster);
-        let (triage, schedules) =
-            build_triage(&cfg, (&store, memory), &tiers, &sessions, &deliverer, overview, &running, access.clone());
+        let (triage, schedules) = build_triage(
+            &cfg,
+            (&store, recall.memory),
+            &tiers,
+            &sessions,
+            &deliverer,
+            overview,
+            &running,
+            access.clone(),
+        );
 
         let delivery = start_delivery(&deliverer);
         let dispatcher = build_dispatcher(&cfg, &store, (triage, &sessions), &deliverer, wake.clone(), names, &cluster);

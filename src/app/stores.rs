@@ -2,6 +2,7 @@
 //! (an upcast), one field per trait. Only the composition root names the whole store; nothing
 //! here may build anything but these handles.
 
+use super::embeddings::Recall;
 use crate::agent::AgentStores;
 use crate::ingress::DispatchStores;
 use crate::session::SessionStores;
@@ -10,9 +11,10 @@ use crate::tools::ToolStores;
 use crate::triage::TriageStores;
 use std::sync::Arc;
 
-/// The store traits the agent calls (and its tools, scoped to one user each); `memory` is the
-/// memory store searches go through (the hybrid one when embeddings are on).
-pub(super) fn agent(store: &Arc<dyn Store>, memory: &Arc<dyn MemoryStore>) -> AgentStores {
+/// The store traits the agent calls (and its tools, scoped to one user each); `recall` is what
+/// memory and transcript searches go through (by meaning too when embeddings are on).
+pub(super) fn agent(store: &Arc<dyn Store>, recall: &Recall) -> AgentStores {
+    let memory = &recall.memory;
     AgentStores {
         sessions: store.clone(),
         summaries: store.clone(),
@@ -22,7 +24,7 @@ pub(super) fn agent(store: &Arc<dyn Store>, memory: &Arc<dyn MemoryStore>) -> Ag
         audit: store.clone(),
         delegations: store.clone(),
         inbox: store.clone(),
-        tools: ToolStores::new(memory.clone(), store.clone(), store.clone(), store.clone()),
+        tools: ToolStores::new(memory.clone(), store.clone(), store.clone(), store.clone(), recall.transcripts.clone()),
     }
 }
 
@@ -38,6 +40,7 @@ pub(super) fn sessions(store: &Arc<dyn Store>) -> SessionStores {
         profiles: store.clone(),
         turns: store.clone(),
         outbox: store.clone(),
+        transcripts: store.clone(),
     }
 }
 
@@ -56,6 +59,7 @@ pub(super) fn triage(store: &Arc<dyn Store>, memory: Arc<dyn MemoryStore>) -> Tr
         delegations: store.clone(),
         schedules: store.clone(),
         profiles: store.clone(),
+        transcripts: store.clone(),
     }
 }
 

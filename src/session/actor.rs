@@ -160,6 +160,7 @@ impl Actor {
             },
             JobKind::Reset => self.reset(&job).await,
             JobKind::Compact => self.compact(&job).await,
+            JobKind::Reopen { session_id, label } => self.reopen(&job, session_id, label).await,
         };
         if let Err(TurnError::Store(crate::store::StoreError::Fenced { .. })) = &result {
             // Another replica took the session over: its run of this event is the one that
@@ -392,6 +393,29 @@ impl Actor {
         let text =
             "🆕 Started a new conversation. Earlier messages are kept in the history but no longer sent to the model.";
         self.answer(job, text).await
+    }
+
+    /// `/resume N`: the earlier session becomes this key's open one (the current one is closed,
+    /// in the same transaction); the cached state goes, so the next message loads it.
+    async fn reopen(&mut self, job: &Job, session_id: &str, label: &str) -> Result<(), TurnError> {
+        let deps = &self.shared.deps;
+        let stores = &deps.stores;
+        let before = stores.sessions.session_active(&self.key).await?;
+        let resumed = stores.transcripts.session_resume(&job.user.id, session_id, &self.key).await?;
+        self.state = None;
+        let text = match resumed {
+            Some(row) => {
+                if let Some(old) = before.filter(|b| b.id != row.id) {
+                    let payload = serde_json::json!({"session": old.id, "key": old.key, "user": old.user_id});
+                    deps.agent.hooks.run(HookEvent::SessionEnd, None, &payload).await;
+                }
+                format!("↩️ Resumed {label}. Its earlier messages are back in context; just carry on.")
+            }
+            None => "That conversation cannot be resumed here: it is open in another chat (send /new there first), \
+                     or it is gone. Nothing changed."
+                .to_string(),
+        };
+        self.answer(job, &text).await
     }
 
     /// `/compact`: folds the older part of the session into its summary now.

@@ -28,6 +28,9 @@ pub enum JobKind {
     Reset,
     /// `/compact`: fold the older part of the session into its summary now.
     Compact,
+    /// `/resume N`: make the person's earlier direct session `session_id` the open one of this
+    /// key (closing the current one); `label` names it in the answer.
+    Reopen { session_id: String, label: String },
     /// A person answered an approval the session's turn waits for: resume it.
     Resume { approval: Box<crate::store::ApprovalRow>, pending_left: usize },
 }

@@ -12,7 +12,7 @@ use crate::config::{AgentConfig, LimitsConfig};
 use crate::outbox::{Channels, Deliverer};
 use crate::store::{
     DeadLetterStore, InboxStore, OutboxStore, ProfileStore, RecoveryStore, ReplicaStore, SessionStore, SummaryStore,
-    TurnStore,
+    TranscriptStore, TurnStore,
 };
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -40,6 +40,8 @@ pub struct SessionStores {
     pub turns: Arc<dyn TurnStore>,
     /// Streamed drafts, and the notice of a failed event.
     pub outbox: Arc<dyn OutboxStore>,
+    /// `/resume`: an earlier conversation becomes the key's open session.
+    pub transcripts: Arc<dyn TranscriptStore>,
 }
 
 impl SessionStores {

@@ -17,6 +17,7 @@ mod records;
 mod schedule_records;
 mod sql;
 mod traits;
+mod transcript_records;
 mod usage_records;
 mod vector_records;
 
@@ -29,9 +30,12 @@ pub use outcome_records::*;
 pub use records::*;
 pub use schedule_records::*;
 pub use traits::*;
+pub use transcript_records::*;
 pub use usage_records::*;
 pub use vector_records::*;
 
+/// The words a full-text search looks for (also where an excerpt of a hit is centred).
+pub(crate) use sql::search_terms;
 pub use sql::{PgStore, SqliteStore};
 
 /// `postgres://user:secret@host/db` -> `postgres://user:***@host/db` (its home is [`crate::config`]).

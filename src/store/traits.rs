@@ -9,6 +9,7 @@ use super::outbox_records::*;
 use super::outcome_records::*;
 use super::records::*;
 use super::schedule_records::*;
+use super::transcript_records::*;
 use super::usage_records::*;
 use super::vector_records::*;
 use async_trait::async_trait;
@@ -195,6 +196,22 @@ pub trait VectorStore: Send + Sync {
     async fn memory_vectors(&self, owner: &MemoryScope, model: &str) -> Result<Vec<(i64, Vec<u8>)>>;
     /// The owner's memories among `ids` (others' and missing ones are left out), in no order.
     async fn memories_by_ids(&self, owner: &MemoryScope, ids: &[i64]) -> Result<Vec<MemoryRow>>;
+    /// The vectors of `model` of the transcript messages `within` reaches for `user_id`
+    /// (session `except` left out): (session id, seq, vector bytes).
+    async fn transcript_vectors(
+        &self,
+        user_id: &str,
+        within: &TranscriptScope,
+        model: &str,
+        except: Option<&str>,
+    ) -> Result<Vec<(String, i64, Vec<u8>)>>;
+    /// The messages among `refs` (session id, seq) that `within` reaches for `user_id`, in no order.
+    async fn transcript_hits(
+        &self,
+        user_id: &str,
+        within: &TranscriptScope,
+        refs: &[(String, i64)],
+    ) -> Result<Vec<TranscriptHit>>;
 }
 
 /// One-time codes and identity links: pairing and `/link`.
@@ -362,6 +379,33 @@ pub trait ProfileStore: Send + Sync {
     async fn memory_pins(&self, user_id: &str) -> Result<Vec<MemoryRow>>;
 }
 
+/// Past conversations: a full-text search over what was said in them (user and assistant text,
+/// never tool output), a person's direct conversations, and taking one up again. Every method
+/// is scoped to one person: another person's direct sessions are never read or changed.
+#[async_trait]
+pub trait TranscriptStore: Send + Sync {
+    /// Messages matching the words of `query` (OR semantics, common words left out) in the
+    /// sessions `within` allows for `user_id`, except session `except_session`; best match
+    /// first, then newest. A query without words finds nothing.
+    async fn transcript_search(
+        &self,
+        user_id: &str,
+        within: &TranscriptScope,
+        query: &str,
+        except_session: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<TranscriptHit>>;
+    /// The person's direct sessions with at least one message, on every channel, latest
+    /// activity first.
+    async fn sessions_recent(&self, user_id: &str, limit: usize) -> Result<Vec<SessionSummary>>;
+    /// Makes `session_id` (a direct session of `user_id`) the open session of `key` (a direct
+    /// key), in one transaction: the session open for `key` now is closed, the resumed one
+    /// takes the key and is open again. `None`, changing nothing, when the session is not this
+    /// person's direct session, `key` is not a direct key or holds someone else's open session,
+    /// or the session is open under another key (it must be closed there first).
+    async fn session_resume(&self, user_id: &str, session_id: &str, key: &str) -> Result<Option<SessionRow>>;
+}
+
 /// Whether the database answers: readiness and `doctor`.
 #[async_trait]
 pub trait PingStore: Send + Sync {
@@ -394,6 +438,7 @@ pub trait Store:
     + ProfileStore
     + EmbedQueueStore
     + VectorStore
+    + TranscriptStore
     + PingStore
     + Send
     + Sync

@@ -16,7 +16,7 @@ mod validate;
 
 pub use check::check_config;
 pub use registry::builtin_tools;
-pub use store::{ToolStore, ToolStores};
+pub use store::{ToolStore, ToolStores, TranscriptSearch};
 pub use tool::{
     mask_secrets, masked_pretty, parse_args, Action, Detail, DetailKind, Risk, Tool, ToolCtx, ToolError, ToolOutput,
     ToolSource, ToolSpec, Tools,

@@ -10,7 +10,8 @@ use std::sync::Arc;
 /// The built-in tools enabled by the config: `web_fetch` when enabled, `web_search` when on
 /// (a provider chosen, or `enabled = true`), `http_get` and
 /// `http_request` when `allowed_hosts` is not empty, `shell` only when enabled, the file
-/// tools (with `send_file`) when enabled, `send_message` when it has targets, and always the scheduled-job tools
+/// tools (with `send_file`) when enabled, `send_message` when it has targets, the memory tools and
+/// `conversation_search` when `[memory] enabled`, and always the scheduled-job tools
 /// (`schedule`, `schedules_list`).
 pub fn builtin_tools(cfg: &Config) -> Tools {
     let mut t = Tools::default();
@@ -19,6 +20,7 @@ pub fn builtin_tools(cfg: &Config) -> Tools {
         for tool in builtin::memory_tools() {
             t.add(tool);
         }
+        t.add(Arc::new(builtin::ConversationSearch::new()));
     }
     let tc = &cfg.tools;
     if tc.web_fetch.enabled {

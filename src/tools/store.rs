@@ -1,6 +1,8 @@
 //! A tool's store: the rows a tool may read or write, always those of the one user it runs for.
-//! [`ToolStores`] holds the narrow store traits the tools need (built once by the app);
-//! [`ToolStores::serve`] gives the [`ToolStore`] of one user in one conversation.
+//! [`ToolStores`] holds the narrow store traits the tools need (built once by the app) and the
+//! search over past conversations ([`TranscriptSearch`], implemented above the tools by
+//! `crate::memory::Transcripts`); [`ToolStores::serve`] gives the [`ToolStore`] of one user in
+//! one conversation.
 //!
 //! A `ToolStore` must never return or change another user's rows: every method scopes to its
 //! user (a memory or job id of anyone else is "not found"), and it never hands out the store
@@ -9,10 +11,28 @@
 use crate::schedule::jobs::{self, JobError, JobOwner};
 use crate::store::{
     MemoryRow, MemoryScope, MemoryStore, NewOutbox, NewSchedule, OutboxRow, OutboxStore, Result, RunQuery, RunRow,
-    ScheduleChange, ScheduleFilter, ScheduleRow, ScheduleSource, ScheduleStore, StoreError, UserRow, UserStore,
+    ScheduleChange, ScheduleFilter, ScheduleRow, ScheduleSource, ScheduleStore, StoreError, TranscriptHit,
+    TranscriptScope, UserRow, UserStore,
 };
 use butler_channel::{ConversationKind, ConversationRef, Identity};
 use std::sync::Arc;
+
+/// Searching past conversations, for `conversation_search`: scoped to one person and ranked,
+/// each hit's text cut to an excerpt. Implemented by `crate::memory::Transcripts` (where the
+/// full-text search and, later, other kinds of search are merged), handed in by the app.
+#[async_trait::async_trait]
+pub trait TranscriptSearch: Send + Sync {
+    /// The messages of `user_id`'s conversations `within` matching `query`, except those of
+    /// session `except_session`; best first.
+    async fn search(
+        &self,
+        user_id: &str,
+        within: &TranscriptScope,
+        query: &str,
+        except_session: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<TranscriptHit>>;
+}
 
 /// The store traits the tools use, for every user; only [`ToolStores::serve`] reads them.
 #[derive(Clone)]
@@ -23,6 +43,8 @@ pub struct ToolStores {
     outbox: Arc<dyn OutboxStore>,
     /// Whose web conversation a job may deliver to (identities, conversation owners).
     users: Arc<dyn UserStore>,
+    /// `conversation_search`.
+    transcripts: Arc<dyn TranscriptSearch>,
 }
 
 impl ToolStores {
@@ -31,8 +53,9 @@ impl ToolStores {
         schedules: Arc<dyn ScheduleStore>,
         outbox: Arc<dyn OutboxStore>,
         users: Arc<dyn UserStore>,
+        transcripts: Arc<dyn TranscriptSearch>,
     ) -> Self {
-        Self { memory, schedules, outbox, users }
+        Self { memory, schedules, outbox, users, transcripts }
     }
 
     /// The store of `user` speaking as `identity` in `conversation` (of `kind`).
@@ -88,6 +111,19 @@ impl ToolStore {
     /// `false` when `id` is not a memory of this user in this scope.
     pub async fn memory_forget(&self, id: i64) -> Result<bool> {
         self.stores.memory.memory_forget(&self.memory_scope, id).await
+    }
+
+    /// This user's past conversations `within` matching `query` (the current session's left
+    /// out when given), each hit an excerpt. A private search reads only this user's direct
+    /// conversations; a group's only that group's.
+    pub async fn conversation_search(
+        &self,
+        within: &TranscriptScope,
+        query: &str,
+        except_session: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<TranscriptHit>> {
+        self.stores.transcripts.search(&self.user.id, within, query, except_session, limit).await
     }
 
     /// The user's jobs.

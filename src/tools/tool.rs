@@ -40,6 +40,8 @@ pub struct ToolCtx {
     pub user: UserRow,
     pub identity: Identity,
     pub session_id: String,
+    /// The key of the session the turn runs in (a child's is its root's): `dm:...`, `group:...`.
+    pub session_key: String,
     pub conversation: ConversationRef,
     pub kind: butler_channel::ConversationKind,
     /// This user's rows, and no one else's.

@@ -37,6 +37,8 @@ pub(super) struct Answers {
     pub(super) tasks: super::tasks::Tasks,
     /// `/usage`.
     pub(super) usage: crate::usage::Usage,
+    /// `/sessions` and `/resume N`.
+    pub(super) conversations: super::conversations::Conversations,
 }
 
 impl Answers {
@@ -65,8 +67,9 @@ impl Answers {
             Command::Cancel(Some(id)) => reply(self.tasks.cancel(user, &id).await?),
             Command::Timezone(zone) => reply(self.timezone(zone, user).await?),
             Command::Usage => reply(crate::usage::render(&self.usage.report(user, now_ms()).await?)),
+            Command::Sessions => reply(self.conversations.list(event, user, key).await?),
             // Handled before this point; listed so the match stays exhaustive.
-            Command::New | Command::Compact | Command::Unknown | Command::Link(Some(_)) => {
+            Command::New | Command::Compact | Command::Resume(_) | Command::Unknown | Command::Link(Some(_)) => {
                 Verdict::plain(Decision::Done)
             }
         })

@@ -30,6 +30,10 @@ pub enum Command {
     Usage,
     /// `/compact`: fold the older part of the conversation into its summary now.
     Compact,
+    /// `/sessions`: the sender's recent conversations on every channel, numbered.
+    Sessions,
+    /// `/resume N`: continue conversation N of `/sessions` in this chat (`None`: no number).
+    Resume(Option<usize>),
     /// A slash word Butler does not know: it goes to the agent as text.
     Unknown,
 }
@@ -57,6 +61,8 @@ pub const HELP: &str = "Commands:\n\
 /help - this list\n\
 /new - start a fresh conversation\n\
 /compact - fold the older part of this conversation into its summary now\n\
+/sessions - your recent conversations, on every channel\n\
+/resume N - continue conversation N of /sessions in this chat\n\
 /stop - stop the reply being written and this conversation's helpers and background tasks\n\
 /status - session, model, and today's usage\n\
 /usage - what you spent today, this week and this month, by model, and the limits\n\
@@ -116,6 +122,8 @@ pub fn parse_command(text: &str) -> Option<Command> {
         "timezone" | "tz" => Command::Timezone(arg),
         "usage" | "cost" | "costs" => Command::Usage,
         "compact" => Command::Compact,
+        "sessions" | "conversations" => Command::Sessions,
+        "resume" => Command::Resume(arg.and_then(|a| a.parse().ok())),
         "pair" => Command::Pair(match (arg.as_deref(), words.next()) {
             (None | Some("list"), _) => PairCommand::List,
             (Some("approve"), Some(code)) => PairCommand::Approve(code.to_string()),
@@ -138,6 +146,13 @@ mod tests {
             ("/start", Some(Command::Help)),
             ("  /new", Some(Command::New)),
             ("/compact", Some(Command::Compact)),
+            ("/sessions", Some(Command::Sessions)),
+            ("/conversations@butler_bot", Some(Command::Sessions)),
+            ("/resume 2", Some(Command::Resume(Some(2)))),
+            ("/RESUME 10 please", Some(Command::Resume(Some(10)))),
+            ("/resume", Some(Command::Resume(None))),
+            ("/resume two", Some(Command::Resume(None))),
+            ("/resume -1", Some(Command::Resume(None))),
             ("/usage", Some(Command::Usage)),
             ("/cost", Some(Command::Usage)),
             ("/memory pin 12", Some(Command::Memory(MemoryCommand::Pin(12, true)))),

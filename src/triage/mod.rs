@@ -9,6 +9,7 @@ pub mod access;
 mod answer;
 mod approvals;
 mod commands;
+mod conversations;
 mod scheduled;
 mod stores;
 mod tasks;
@@ -97,6 +98,7 @@ impl Triage {
             timezone,
             tasks: tasks::Tasks { store: store.clone(), running },
             usage,
+            conversations: conversations::Conversations { store: store.transcripts.clone() },
         };
         Self { store, access, sessions, triggers, scheduled, approvals, answers }
     }
@@ -162,6 +164,15 @@ impl Triage {
                 Ok(Verdict::plain(Decision::Session { key, job: job(JobKind::Reset) }))
             }
             (_, Some(Command::Compact)) => Ok(Verdict::plain(Decision::Session { key, job: job(JobKind::Compact) })),
+            (_, Some(Command::Resume(n))) => match self.answers.conversations.pick(n, event, &user, &key).await? {
+                conversations::Pick::Reopen { session_id, label } => {
+                    // As for /new: the running turn stops, so the switch is not queued behind it.
+                    self.sessions.stop(&key, None);
+                    let job = job(JobKind::Reopen { session_id, label });
+                    Ok(Verdict::plain(Decision::Session { key, job }))
+                }
+                conversations::Pick::Answer(text) => Ok(Verdict::plain(Decision::Reply { text })),
+            },
             (_, Some(cmd)) => self.answers.command(cmd, event, &user, &key).await,
         }
     }

@@ -5,7 +5,7 @@
 
 use crate::store::{
     AccessStore, ApprovalStore, AuditStore, DeadLetterStore, DelegationStore, MemoryStore, OutboxStore, ProfileStore,
-    ScheduleStore, SessionStore, TurnStore, UserStore,
+    ScheduleStore, SessionStore, TranscriptStore, TurnStore, UserStore,
 };
 use std::sync::Arc;
 
@@ -35,4 +35,6 @@ pub struct TriageStores {
     pub schedules: Arc<dyn ScheduleStore>,
     /// `/timezone`.
     pub profiles: Arc<dyn ProfileStore>,
+    /// `/sessions`, `/resume`: the person's earlier conversations.
+    pub transcripts: Arc<dyn TranscriptStore>,
 }

@@ -9,16 +9,19 @@ use crate::{replies, user_texts};
 
 const SUMMARIZER: &str = "Summarize this conversation so far";
 
-/// A window of 4,000 tokens: the request budget is 4,000 x 3/4 - 200 = 2,800 tokens.
+/// A small window: the request budget is three quarters of it less the answer's 200 tokens.
 fn small_window(cfg: &mut butler::config::Config) {
-    cfg.llm.context_window = 4_600;
+    cfg.llm.context_window = WINDOW as u32;
     cfg.llm.max_tokens = 200;
     // The tools' schemas count against this tiny window (`ask_user` and `delegate` added ~400
-    // tokens to every request, `send_file` ~150): the window grew by as much as they take.
+    // tokens to every request, `send_file` ~150, `conversation_search` ~100): the window grew by
+    // as much as they take.
 }
 
+const WINDOW: i64 = 4_750;
+
 /// Three quarters of the window less the answer's tokens.
-const BUDGET: i64 = 4_600 * 3 / 4 - 200;
+const BUDGET: i64 = WINDOW * 3 / 4 - 200;
 
 /// A message of about `n` characters that mentions `tag`.
 fn long(tag: &str, n: usize) -> String {

@@ -9,7 +9,7 @@ use crate::replies;
 use crate::support::app::{config, TestApp};
 use crate::support::fake_llm::FakeLlm;
 use butler::config::{Config, EmbeddingsConfig};
-use butler::memory::embed::{Embedder, EmbedWorker, HybridMemory};
+use butler::memory::embed::{EmbedWorker, Embedder, HybridMemory};
 use butler::store::{MemoryScope, MemoryStore, Store};
 use std::sync::Arc;
 
@@ -180,4 +180,40 @@ async fn a_new_model_recalls_by_words_until_its_vectors_are_made() {
     assert_eq!(store.memory_vectors(&me, "embed-b").await.unwrap().len(), 2);
     assert!(store.memory_vectors(&me, "embed-a").await.unwrap().is_empty(), "one vector per memory: the new model's");
     store.close().await;
+}
+
+#[tokio::test]
+async fn conversation_search_finds_by_meaning_in_the_persons_own_conversations() {
+    use crate::support::fake_llm::Reply;
+    use serde_json::json;
+    let llm = FakeLlm::start().await;
+    let (mut cfg, dir) = with_embeddings(&llm, "embed-a", 16);
+    cfg.access.policy = butler::config::AccessPolicy::Open;
+    let app = TestApp::start(cfg, Some(dir)).await;
+    // (conversation, person, what they said)
+    let people =
+        [("c-alice", "alice", "My sister Anna turns 30 on May 4"), ("c-bob", "bob", "My sister Eva turns 40 in June")];
+    for (conv, who, fact) in people {
+        app.post(conv, who, fact).await;
+        replies(&app, conv, 1).await;
+        app.post(conv, who, "/new").await;
+        replies(&app, conv, 2).await;
+    }
+    eventually("the transcripts embedded", || async {
+        let p = app.app.store.embed_progress("embed-a").await.unwrap();
+        p.queued == 0 && p.messages_embedded >= 4
+    })
+    .await;
+    let ask = "what did I say about family";
+    llm.on(ask, Reply::tool_call("conversation_search", json!({"query": "sibling birthday"})));
+    llm.on(ask, Reply::text("That one."));
+    app.post("c-alice", "alice", ask).await;
+    replies(&app, "c-alice", 3).await;
+    let request = llm.requests().into_iter().rev().find(|r| r.last_user_text().contains(ask)).unwrap();
+    let result = request.last_tool_result().expect("the tool answered");
+    // No word of the query is in the message: found by meaning, dated, from her conversation.
+    assert!(result.contains("user: My sister Anna turns 30 on May 4"), "{result}");
+    assert!(result.contains("· web · conversation started "), "{result}");
+    assert!(!result.contains("Eva"), "never another person's conversation: {result}");
+    app.stop().await;
 }

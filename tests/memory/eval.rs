@@ -178,7 +178,7 @@ async fn keyword_search_finds_fewer_than_six_answers_in_ten() {
 /// than the words alone.
 #[tokio::test]
 async fn hybrid_recall_finds_more_answers_than_keywords() {
-    use butler::memory::embed::{Embedder, EmbedWorker, HybridMemory};
+    use butler::memory::embed::{EmbedWorker, Embedder, HybridMemory};
     use butler::store::MemoryStore;
     let eval = Eval::open().await;
     let llm = crate::support::fake_llm::FakeLlm::start().await;

@@ -1,14 +1,16 @@
 //! Memory that lasts: automatic recall into the turn (never into the system prompt), the
 //! archivist, context management (clearing, collapsing, summary checkpoints, the forced
-//! compaction on "prompt too long"), resuming after a restart, `/memory`, export/import, and
-//! usage under the model that answered, with background work on the `worker` tier; the memory
-//! eval (recall@5 over a fixture of paraphrased questions) and the fake embeddings endpoint.
+//! compaction on "prompt too long"), resuming after a restart, `/memory`, export/import, past
+//! conversations (`conversation_search`, `/sessions`, `/resume`), and usage under the model that
+//! answered, with background work on the `worker` tier; recall by meaning, the memory eval
+//! (recall@5 over a fixture of paraphrased questions) and the fake embeddings endpoint.
 
 #[path = "../support/mod.rs"]
 mod support;
 
 mod archivist;
 mod context;
+mod conversations;
 mod embed;
 mod eval;
 mod fake_embeddings;

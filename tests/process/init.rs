@@ -142,7 +142,11 @@ async fn init_checks_each_answer_asks_again_and_writes_a_config_that_checks() {
     assert!(text.contains("token = \"${TELEGRAM_BOT_TOKEN}\""), "{text}");
     assert!(text.contains("[agent]") && text.contains("timezone = \"America/New_York\""), "{text}");
     let embeddings = &text[text.find("[memory.embeddings]").expect("the embeddings section")..];
-    for want in [format!("base_url = \"{}\"", llm.openai_url()), "model = \"fake-embed\"".into(), format!("api_key = \"{KEY}\"")] {
+    for want in [
+        format!("base_url = \"{}\"", llm.openai_url()),
+        "model = \"fake-embed\"".into(),
+        format!("api_key = \"{KEY}\""),
+    ] {
         assert!(embeddings.contains(&want), "{want} in {embeddings}");
     }
     assert!(text.contains("# [channels.slack]") && text.contains("# [channels.discord]"), "{text}");

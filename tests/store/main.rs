@@ -24,6 +24,7 @@ mod recovery;
 mod replicas;
 mod schedules;
 mod sessions;
+mod transcripts;
 mod turn;
 mod upgrade;
 mod users;
@@ -116,6 +117,7 @@ contract! {
     embed_a_claim_stores_only_what_it_holds => crate::vectors::a_claim_stores_only_what_it_holds,
     embed_failed_tries_wait_and_are_counted => crate::vectors::failed_tries_wait_and_are_counted,
     embed_backfills_run_once_per_model => crate::vectors::backfills_run_once_per_model,
+    embed_transcript_vectors_stay_in_their_scope => crate::vectors::transcript_vectors_stay_in_their_scope,
     user_ensure_links_identities => crate::users::ensure_links_identities,
     user_ensure_race_creates_one_user => crate::users::ensure_race,
     conversation_ensure_first_writer_wins => crate::users::conversation_first_writer_wins,
@@ -159,4 +161,7 @@ contract! {
     replica_outbox_row_is_claimed_by_one_sender => crate::replicas::an_outbox_row_is_claimed_by_one_sender,
     schedule_jobs_follow_a_linked_identity => crate::schedules::jobs_follow_a_linked_identity,
     outcome_follows_an_event_to_its_end => crate::outcome::follows_an_event_to_its_end,
+    transcript_search_stays_in_its_scope => crate::transcripts::search_stays_in_its_scope,
+    transcript_sessions_recent_lists_own_direct_ones => crate::transcripts::recent_lists_own_direct_ones,
+    transcript_resume_reopens_only_own_direct_sessions => crate::transcripts::resume_only_own_direct,
 }

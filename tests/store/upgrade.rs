@@ -11,7 +11,7 @@
 
 use crate::support::db::{PgTestDb, SqliteTestDb};
 use butler::channel::Identity;
-use butler::store::MemoryScope;
+use butler::store::{MemoryScope, TranscriptScope};
 use sqlx::migrate::Migrator;
 use sqlx::{Column, Row};
 use std::path::Path;
@@ -122,6 +122,20 @@ const SEEDS: &[Seed] = &[
         after: "memory pins",
         sql: &["INSERT INTO memory_pins (memory_id, user_id, created_ms) VALUES (7, 'u-old', 1000)"],
         check: &[("memory_pins", "memory_id, user_id")],
+    },
+    // A direct conversation written before transcripts were indexed: the upgrade indexes it.
+    Seed {
+        after: "memory pins",
+        sql: &[
+            "INSERT INTO sessions (id, key, user_id, conversation, system_prompt, version, last_seq, created_ms, updated_ms, \
+             closed_ms) VALUES ('s-dm', 'dm:telegram:4242:4242', 'u-old', 'telegram:4242', 'You are Butler.', 1, 3, 1000, \
+             3000, 3000)",
+            "INSERT INTO messages (session_id, seq, role, content, created_ms) VALUES \
+             ('s-dm', 1, 'user', 'my kayak is yellow', 1000), \
+             ('s-dm', 2, 'tool', 'kayak shop listing', 2000), \
+             ('s-dm', 3, 'assistant', 'A yellow kayak, noted.', 3000)",
+        ],
+        check: &[("sessions", "id, key, user_id, closed_ms"), ("messages", "session_id, seq, role, content")],
     },
     Seed {
         after: "embeddings",
@@ -255,6 +269,13 @@ async fn upgrade_from(backend: &str, url: &str, start: usize) {
     assert_eq!(found.len(), 1, "{backend} from `{from}`: the old memory is found by search");
     let web = store.web_list("web:c1", 0, 10).await.unwrap();
     assert_eq!(web.iter().map(|m| m.text.as_str()).collect::<Vec<_>>(), ["hello from the old days"]);
+    if seeded.iter().any(|s| s.sql.iter().any(|q| q.contains("'s-dm'"))) {
+        // Transcripts written before their index are found (user and assistant text only).
+        let hits = store.transcript_search("u-old", &TranscriptScope::Private, "kayak", None, 10).await.unwrap();
+        let seqs: Vec<i64> = hits.iter().map(|h| h.seq).collect();
+        assert_eq!(seqs, [3, 1], "{backend} from `{from}`: the old conversation is indexed");
+        assert_eq!(store.sessions_recent("u-old", 10).await.unwrap()[0].title.as_deref(), Some("my kayak is yellow"));
+    }
     store.close().await;
 }
 

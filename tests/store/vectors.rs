@@ -56,7 +56,8 @@ pub async fn queue_follows_tracking(store: Arc<dyn Store>) {
     want_sorted.sort_by_key(|r| r.key());
     assert_eq!(refs(&items), want_sorted);
     let text = |r: &EmbedRef| items.iter().find(|i| &i.item == r).map(|i| i.text.as_str());
-    let cases = [(&want[0], "my sister Anna turns 30 on May 4"), (&want[1], "when is the party"), (&want[2], "On Saturday.")];
+    let cases =
+        [(&want[0], "my sister Anna turns 30 on May 4"), (&want[1], "when is the party"), (&want[2], "On Saturday.")];
     for (r, t) in cases {
         assert_eq!(text(r), Some(t), "{r:?}");
     }
@@ -149,4 +150,55 @@ pub async fn backfills_run_once_per_model(store: Arc<dyn Store>) {
     store.memory_add(&alice, "written while off", None).await.unwrap();
     store.embed_track(Some("m1")).await.unwrap();
     assert_eq!(store.embed_backfill("m1", false).await.unwrap(), 5, "the new memory and the 4 texts m2 re-embedded");
+}
+
+pub async fn transcript_vectors_stay_in_their_scope(store: Arc<dyn Store>) {
+    use butler::store::{NewSession, TranscriptScope};
+    store.embed_track(Some("m1")).await.unwrap();
+    // (session id, key, user)
+    let sessions = [
+        ("s-a1", "dm:web:c1:alice", "alice"),
+        ("s-a2", "dm:telegram:9:9", "alice"),
+        ("s-b", "dm:web:c2:bob", "bob"),
+        ("s-g", "group:telegram:-5", "alice"),
+        ("s-g2", "group:telegram:-6", "bob"),
+    ];
+    for (id, key, user) in sessions {
+        let new = NewSession { user_id: user.into(), ..session(id, key) };
+        store.session_open(&new).await.unwrap();
+        store.messages_append(id, &[NewMessage::user(format!("said in {id}"), None, None)]).await.unwrap();
+    }
+    assert_eq!(embed_all(&store, "c1", "m1").await, 5);
+    let seen = |rows: Vec<(String, i64, Vec<u8>)>| {
+        let mut ids: Vec<String> = rows.into_iter().map(|r| r.0).collect();
+        ids.sort();
+        ids
+    };
+    let group = TranscriptScope::Group("group:telegram:-5".into());
+    // (user, scope, left out, model, sessions seen)
+    let cases: Vec<(&str, TranscriptScope, Option<&str>, &str, Vec<&str>)> = vec![
+        ("alice", TranscriptScope::Private, None, "m1", vec!["s-a1", "s-a2"]),
+        ("alice", TranscriptScope::Private, Some("s-a2"), "m1", vec!["s-a1"]),
+        ("alice", TranscriptScope::Private, None, "m2", vec![]),
+        ("bob", TranscriptScope::Private, None, "m1", vec!["s-b"]),
+        ("carol", group.clone(), None, "m1", vec!["s-g"]),
+        ("alice", TranscriptScope::Group("dm:web:c2:bob".into()), None, "m1", vec![]),
+    ];
+    for (user, scope, except, model, want) in cases {
+        let got = seen(store.transcript_vectors(user, &scope, model, except).await.unwrap());
+        assert_eq!(got, want, "{user} {scope:?} {except:?} {model}");
+    }
+    let refs: Vec<(String, i64)> = ["s-a1", "s-b", "s-g"].iter().map(|s| (s.to_string(), 1)).collect();
+    let hits = |user: &'static str, scope: TranscriptScope| {
+        let (store, refs) = (store.clone(), refs.clone());
+        async move {
+            let mut ids: Vec<String> =
+                store.transcript_hits(user, &scope, &refs).await.unwrap().into_iter().map(|h| h.session_id).collect();
+            ids.sort();
+            ids
+        }
+    };
+    assert_eq!(hits("alice", TranscriptScope::Private).await, ["s-a1"]);
+    assert_eq!(hits("bob", TranscriptScope::Private).await, ["s-b"]);
+    assert_eq!(hits("bob", group).await, ["s-g"]);
 }

@@ -10,7 +10,7 @@ fn parse(text: &str) -> Config {
 
 #[test]
 fn registration_follows_the_config() {
-    let base = ["now", "recall", "remember", "forget"];
+    let base = ["now", "recall", "remember", "forget", "conversation_search"];
     let cases: &[(&str, &[&str], &[&str])] = &[
         // (config, present, absent)
         (
@@ -37,6 +37,21 @@ fn registration_follows_the_config() {
         }
         for name in *absent {
             assert!(!names.contains(name), "{text:?}: {name} should be off, got {names:?}");
+        }
+    }
+}
+
+#[test]
+fn memory_tools_and_conversation_search_follow_memory_enabled() {
+    // (config, whether they are registered)
+    for (text, on) in [("", true), ("[memory]\nenabled = true", true), ("[memory]\nenabled = false", false)] {
+        let tools = builtin_tools(&parse(text));
+        let names = tools.names();
+        for name in ["remember", "recall", "forget", "conversation_search"] {
+            assert_eq!(names.contains(&name), on, "{text:?}: {name} in {names:?}");
+        }
+        if let Some(tool) = tools.get("conversation_search") {
+            assert!(tool.spec().read_only, "conversation_search runs without asking");
         }
     }
 }

@@ -63,12 +63,14 @@ impl Harness {
             created_ms: 0,
         };
         let (identity, conversation) = (Identity::new("web", "alice"), ConversationRef::new("web", "alice"));
-        let stores = ToolStores::new(store.clone(), store.clone(), store.clone(), store.clone());
+        let transcripts = Arc::new(butler::memory::Transcripts::new(store.clone()));
+        let stores = ToolStores::new(store.clone(), store.clone(), store.clone(), store.clone(), transcripts);
         let ctx = ToolCtx {
             store: stores.serve(&user, &identity, &conversation, ConversationKind::Direct),
             user,
             identity,
             session_id: "s1".into(),
+            session_key: "dm:web:alice:alice".into(),
             conversation,
             kind: ConversationKind::Direct,
             cancel: CancellationToken::new(),

@@ -1,12 +1,13 @@
 //! A tool's store serves one user: every probe a tool could make on another user's rows (their
-//! memories, their jobs and the runs of those) finds nothing and changes nothing, while the same
-//! probe by the rows' owner reaches them.
+//! memories, their jobs and the runs of those, their conversations) finds nothing and changes
+//! nothing, while the same probe by the rows' owner reaches them.
 
 use crate::Harness;
 use butler::channel::{ConversationKind, ConversationRef, Identity};
 use butler::schedule::jobs::{self, JobOwner, JobSpec};
 use butler::store::{
-    now_ms, MemoryScope, NewUser, RunClaim, RunKind, ScheduleChange, ScheduleFilter, ScheduleSource, UserRole, UserRow,
+    now_ms, MemoryScope, NewMessage, NewSession, NewUser, RunClaim, RunKind, ScheduleChange, ScheduleFilter,
+    ScheduleSource, TranscriptScope, UserRole, UserRow,
 };
 use butler::tools::{ToolStore, ToolStores};
 
@@ -20,9 +21,10 @@ enum Probe {
     PauseJob,
     LastRun,
     PutJob,
+    SearchConversations,
 }
 
-const PROBES: [Probe; 7] = [
+const PROBES: [Probe; 8] = [
     Probe::SearchMemory,
     Probe::ForgetMemory,
     Probe::ListJobs,
@@ -30,12 +32,15 @@ const PROBES: [Probe; 7] = [
     Probe::PauseJob,
     Probe::LastRun,
     Probe::PutJob,
+    Probe::SearchConversations,
 ];
 
 /// Bob's rows, made fresh for each probe.
 struct Rows {
     memory: i64,
     job: i64,
+    /// Bob's direct conversation.
+    session: String,
 }
 
 fn user(id: &str) -> UserRow {
@@ -73,7 +78,16 @@ async fn bob_rows(h: &Harness, n: usize) -> Rows {
         advance: None,
     };
     h.store.schedule_claim(&claim).await.unwrap().expect("a run of bob's job");
-    Rows { memory, job: job.id }
+    let session = NewSession {
+        id: format!("bob-s{n}"),
+        key: format!("dm:web:b{n}:bob"),
+        user_id: "bob".into(),
+        conversation: format!("web:b{n}"),
+        system_prompt: "You are Butler.".into(),
+    };
+    h.store.session_open(&session).await.unwrap();
+    h.store.messages_append(&session.id, &[NewMessage::user("bob's secret plan", None, None)]).await.unwrap();
+    Rows { memory, job: job.id, session: session.id }
 }
 
 /// Runs `probe` through `store` on `rows`: whether it reached them (read or changed them).
@@ -90,6 +104,10 @@ async fn reaches(store: &ToolStore, probe: Probe, rows: &Rows, n: usize) -> bool
                 .unwrap();
             let edited = butler::store::NewSchedule { prompt: "changed".into(), ..new };
             store.schedule_put(&edited).await.is_ok()
+        }
+        Probe::SearchConversations => {
+            let hits = store.conversation_search(&TranscriptScope::Private, "secret", None, 10).await.unwrap();
+            hits.iter().any(|hit| hit.session_id == rows.session)
         }
     }
 }
@@ -108,7 +126,8 @@ async fn a_tool_store_never_reaches_another_users_rows() {
         let new = NewUser { id: id.into(), display_name: None, role: UserRole::Member, timezone: "UTC".into() };
         h.store.user_ensure(&Identity::new("web", who), &new).await.unwrap();
     }
-    let stores = ToolStores::new(h.store.clone(), h.store.clone(), h.store.clone(), h.store.clone());
+    let transcripts = std::sync::Arc::new(butler::memory::Transcripts::new(h.store.clone()));
+    let stores = ToolStores::new(h.store.clone(), h.store.clone(), h.store.clone(), h.store.clone(), transcripts);
     let serve = |id: &str, who: &str| {
         stores.serve(&user(id), &Identity::new("web", who), &ConversationRef::new("web", who), ConversationKind::Direct)
     };

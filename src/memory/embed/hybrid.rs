@@ -36,13 +36,8 @@ impl HybridMemory {
     /// The owner's memories nearest `query` in meaning, best first, at most `k`; empty when the
     /// service cannot embed the query now.
     async fn by_meaning(&self, owner: &MemoryScope, query: &str, k: usize) -> Result<Vec<i64>> {
-        let wait = QUERY_WAIT.min(Duration::from_secs(self.embedder.config().timeout_secs.max(1)));
-        let q = match self.embedder.embed(&[query.to_string()], Some(wait)).await {
-            Ok(mut v) => encode(&v.pop().unwrap_or_default()),
-            Err(e) => {
-                tracing::warn!(error = %e, "memory: recall by meaning skipped; words only");
-                return Ok(Vec::new());
-            }
+        let Some(q) = query_vector(&self.embedder, query).await else {
+            return Ok(Vec::new());
         };
         let rows = self.vectors.memory_vectors(owner, self.embedder.model()).await?;
         let min = self.embedder.config().min_similarity;
@@ -50,21 +45,34 @@ impl HybridMemory {
     }
 }
 
-/// The ids of `lists` (each best first) by reciprocal rank fusion, best first, at most
+/// The bytes of `query`'s vector, or `None` when the service cannot embed it now (the words
+/// alone answer then).
+pub async fn query_vector(embedder: &Embedder, query: &str) -> Option<Vec<u8>> {
+    let wait = QUERY_WAIT.min(Duration::from_secs(embedder.config().timeout_secs.max(1)));
+    match embedder.embed(&[query.to_string()], Some(wait)).await {
+        Ok(mut v) => Some(encode(&v.pop().unwrap_or_default())),
+        Err(e) => {
+            tracing::warn!(error = %e, "memory: search by meaning skipped; words only");
+            None
+        }
+    }
+}
+
+/// The keys of `lists` (each best first) by reciprocal rank fusion, best first, at most
 /// `limit`. Ties keep the order of first appearance (the word list comes first).
-pub fn fuse(lists: &[&[i64]], limit: usize) -> Vec<i64> {
-    let mut score: HashMap<i64, (f32, usize)> = HashMap::new();
+pub fn fuse<K: Clone + Eq + std::hash::Hash>(lists: &[&[K]], limit: usize) -> Vec<K> {
+    let mut score: HashMap<K, (f32, usize)> = HashMap::new();
     let mut order = 0;
     for list in lists {
         for (rank, id) in list.iter().enumerate() {
-            let entry = score.entry(*id).or_insert_with(|| {
+            let entry = score.entry(id.clone()).or_insert_with(|| {
                 order += 1;
                 (0.0, order)
             });
             entry.0 += 1.0 / (RRF_K + rank as f32 + 1.0);
         }
     }
-    let mut ids: Vec<(i64, f32, usize)> = score.into_iter().map(|(id, (s, o))| (id, s, o)).collect();
+    let mut ids: Vec<(K, f32, usize)> = score.into_iter().map(|(id, (s, o))| (id, s, o)).collect();
     ids.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.2.cmp(&b.2)));
     ids.into_iter().take(limit).map(|(id, _, _)| id).collect()
 }

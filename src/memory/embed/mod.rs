@@ -17,6 +17,6 @@ mod worker;
 pub use client::{Embedder, MAX_CHARS};
 pub use config::check_config;
 pub use error::EmbedError;
-pub use hybrid::{fuse, HybridMemory, RRF_K};
+pub use hybrid::{fuse, query_vector, HybridMemory, RRF_K};
 pub use vector::{encode, nearest, similarity};
 pub use worker::{Batch, EmbedWorker};

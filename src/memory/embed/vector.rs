@@ -41,11 +41,11 @@ pub fn similarity(a: &[u8], b: &[u8]) -> Option<f32> {
     Some((dot as f64 / ((aa as f64).sqrt() * (bb as f64).sqrt())) as f32)
 }
 
-/// The ids of the `k` rows most similar to `query` at `min` or above, most similar first (ties
-/// by id, newest first).
-pub fn nearest(query: &[u8], rows: &[(i64, Vec<u8>)], min: f32, k: usize) -> Vec<(i64, f32)> {
-    let mut scored: Vec<(i64, f32)> =
-        rows.iter().filter_map(|(id, v)| similarity(query, v).filter(|s| *s >= min).map(|s| (*id, s))).collect();
+/// The keys of the `k` rows most similar to `query` at `min` or above, most similar first (ties
+/// by key, the greatest, so the newest id, first).
+pub fn nearest<K: Clone + Ord>(query: &[u8], rows: &[(K, Vec<u8>)], min: f32, k: usize) -> Vec<(K, f32)> {
+    let mut scored: Vec<(K, f32)> =
+        rows.iter().filter_map(|(id, v)| similarity(query, v).filter(|s| *s >= min).map(|s| (id.clone(), s))).collect();
     scored.sort_by(|a, b| b.1.total_cmp(&a.1).then(b.0.cmp(&a.0)));
     scored.truncate(k);
     scored

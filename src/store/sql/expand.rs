@@ -72,6 +72,7 @@ macro_rules! impl_store {
         $crate::store::sql::outcome::impl_outcome!($store, $db);
         $crate::store::sql::profile::impl_profile!($store, $db);
         $crate::store::sql::vectors::impl_vectors!($store, $db);
+        $crate::store::sql::transcripts::impl_transcripts!($store, $db);
 
         #[async_trait::async_trait]
         impl $crate::store::PingStore for $store {

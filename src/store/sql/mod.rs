@@ -12,6 +12,8 @@
 //! - `async fn begin_write(&self) -> Result<Transaction<'static, DB>>`;
 //! - `fn channels_arg(&[String]) -> impl Encode` and the `SQL_*` constants of `channel_sql!`;
 //! - `SQL_MEMORY_SEARCH` (`$1` user, `$2` query, `$3` limit, `$4` scope) and `fn fts_query(&[String])`;
+//! - `SQL_TRANSCRIPT_PRIVATE` / `SQL_TRANSCRIPT_GROUP` (`$1` user / group key, `$2` query, `$3` limit,
+//!   `$4` a session left out, `''` for none);
 //! - `BACKEND`, `fn migrator()`, `async fn close_pools(&self)`;
 //! - `fn settled_feed(&self) -> &SettledFeed`, where commits announce settled events;
 //! - `fn embed_switch(&self) -> &EmbedSwitch`, whether writes queue their texts for embedding.
@@ -39,11 +41,13 @@ mod rows;
 mod schedules;
 mod sessions;
 mod sqlite;
+mod transcripts;
 mod turn;
 mod users;
 mod vectors;
 mod web;
 mod web_conversations;
 
+pub(crate) use memory::search_terms;
 pub use postgres::PgStore;
 pub use sqlite::SqliteStore;

@@ -102,6 +102,28 @@ impl PgStore {
          WHERE user_id = $1 AND scope = $4 AND tsv @@ q \
          ORDER BY ts_rank(tsv, q) DESC, created_ms DESC, id DESC LIMIT $3";
 
+    /// The person's (`$1`) direct sessions except `$4`, their user and assistant messages whose
+    /// tsvector matches: the expression and role condition are those of the GIN index of
+    /// migration 0022. Best `ts_rank` first, then newest.
+    const SQL_TRANSCRIPT_PRIVATE: &'static str =
+        "SELECT m.session_id, s.key AS session_key, s.conversation, m.seq, m.role, m.content, m.created_ms, \
+         s.created_ms AS session_created_ms \
+         FROM sessions s JOIN messages m ON m.session_id = s.id, to_tsquery('english', $2) AS q \
+         WHERE s.user_id = $1 AND substr(s.key, 1, 3) = 'dm:' AND s.id <> $4 \
+         AND m.role IN ('user', 'assistant') AND to_tsvector('english', left(m.content, 100000)) @@ q \
+         ORDER BY ts_rank(to_tsvector('english', left(m.content, 100000)), q) DESC, m.created_ms DESC, m.seq DESC \
+         LIMIT $3";
+
+    /// As [`Self::SQL_TRANSCRIPT_PRIVATE`], `$1` one group session key.
+    const SQL_TRANSCRIPT_GROUP: &'static str =
+        "SELECT m.session_id, s.key AS session_key, s.conversation, m.seq, m.role, m.content, m.created_ms, \
+         s.created_ms AS session_created_ms \
+         FROM sessions s JOIN messages m ON m.session_id = s.id, to_tsquery('english', $2) AS q \
+         WHERE s.key = $1 AND substr(s.key, 1, 6) = 'group:' AND s.id <> $4 \
+         AND m.role IN ('user', 'assistant') AND to_tsvector('english', left(m.content, 100000)) @@ q \
+         ORDER BY ts_rank(to_tsvector('english', left(m.content, 100000)), q) DESC, m.created_ms DESC, m.seq DESC \
+         LIMIT $3";
+
     /// `'a' | 'b'`: every term is a quoted tsquery lexeme (terms hold only letters and digits,
     /// so no quote or backslash can appear inside), joined with OR.
     fn fts_query(terms: &[String]) -> String {

@@ -143,6 +143,30 @@ impl SqliteStore {
          AND m.user_id = $1 AND m.scope = $4 \
          ORDER BY bm25(memories_fts, 1.0, 0.0), m.created_ms DESC, m.id DESC LIMIT $3";
 
+    /// FTS5 over `messages_fts` (user and assistant text, migration 0022) joined to the message
+    /// by (session, seq) and to its session, `$1` user: the person's direct sessions only,
+    /// except `$4`; best `bm25` first, then newest. CROSS JOIN keeps the FTS table outside.
+    const SQL_TRANSCRIPT_PRIVATE: &'static str =
+        "SELECT m.session_id, s.key AS session_key, s.conversation, m.seq, m.role, m.content, m.created_ms, \
+         s.created_ms AS session_created_ms \
+         FROM messages_fts CROSS JOIN messages m \
+           ON m.session_id = messages_fts.session_id AND m.seq = messages_fts.seq \
+         CROSS JOIN sessions s ON s.id = m.session_id \
+         WHERE messages_fts MATCH $2 AND s.user_id = $1 AND substr(s.key, 1, 3) = 'dm:' AND s.id <> $4 \
+         AND m.role IN ('user', 'assistant') \
+         ORDER BY bm25(messages_fts), m.created_ms DESC, m.seq DESC LIMIT $3";
+
+    /// As [`Self::SQL_TRANSCRIPT_PRIVATE`], `$1` one group session key.
+    const SQL_TRANSCRIPT_GROUP: &'static str =
+        "SELECT m.session_id, s.key AS session_key, s.conversation, m.seq, m.role, m.content, m.created_ms, \
+         s.created_ms AS session_created_ms \
+         FROM messages_fts CROSS JOIN messages m \
+           ON m.session_id = messages_fts.session_id AND m.seq = messages_fts.seq \
+         CROSS JOIN sessions s ON s.id = m.session_id \
+         WHERE messages_fts MATCH $2 AND s.key = $1 AND substr(s.key, 1, 6) = 'group:' AND s.id <> $4 \
+         AND m.role IN ('user', 'assistant') \
+         ORDER BY bm25(messages_fts), m.created_ms DESC, m.seq DESC LIMIT $3";
+
     /// `"a" OR "b"`: every term is a quoted FTS5 string (terms hold only letters and digits,
     /// so no quote can appear inside), joined with OR.
     fn fts_query(terms: &[String]) -> String {

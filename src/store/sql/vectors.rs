@@ -17,6 +17,35 @@ pub(crate) const SQL_QUEUE_MESSAGE: &str = "INSERT INTO embed_queue (ref, attemp
      SELECT $1, 0, 0 FROM sessions WHERE id = $2 AND (key LIKE 'dm:%' OR key LIKE 'group:%') \
      ON CONFLICT (ref) DO NOTHING";
 
+/// Whose sessions a transcript read reaches.
+pub(crate) enum Whose<'a> {
+    /// The person's direct sessions.
+    Person(&'a str),
+    /// One group key's sessions.
+    Group(&'a str),
+}
+
+impl<'a> Whose<'a> {
+    /// `None` for a group scope whose key is not a group's.
+    pub(crate) fn of(user_id: &'a str, within: &'a crate::store::TranscriptScope) -> Option<Self> {
+        match within {
+            crate::store::TranscriptScope::Private => Some(Self::Person(user_id)),
+            crate::store::TranscriptScope::Group(key) if key.starts_with(crate::store::GROUP_KEY_PREFIX) => {
+                Some(Self::Group(key))
+            }
+            crate::store::TranscriptScope::Group(_) => None,
+        }
+    }
+
+    /// The condition on sessions `s` (with `$1` the person or the key) and what `$1` is.
+    pub(crate) fn condition(&self) -> (&'static str, &'a str) {
+        match self {
+            Self::Person(user) => ("s.user_id = $1 AND substr(s.key, 1, 3) = 'dm:'", user),
+            Self::Group(key) => ("s.key = $1 AND substr(s.key, 1, 6) = 'group:'", key),
+        }
+    }
+}
+
 /// Whether a message of `role` with `content` is part of what transcript search finds.
 pub(crate) fn searchable(role: &str, content: &str) -> bool {
     matches!(role, "user" | "assistant") && !content.trim().is_empty()
@@ -304,6 +333,69 @@ macro_rules! impl_vectors {
                 let raw: Vec<$crate::store::sql::rows::MemoryRaw> =
                     qb.build_query_as().fetch_all(self.reader()).await.map_err($crate::store::sql::error::db_err)?;
                 Ok(raw.into_iter().map(Into::into).collect())
+            }
+
+            async fn transcript_vectors(
+                &self,
+                user_id: &str,
+                within: &$crate::store::TranscriptScope,
+                model: &str,
+                except: Option<&str>,
+            ) -> $crate::store::Result<Vec<(String, i64, Vec<u8>)>> {
+                let Some(owner) = $crate::store::sql::vectors::Whose::of(user_id, within) else {
+                    return Ok(Vec::new());
+                };
+                let (whose, bind) = owner.condition();
+                let sql = format!(
+                    "SELECT v.session_id, v.seq, v.vec FROM sessions s JOIN message_vectors v ON v.session_id = s.id \
+                     WHERE {whose} AND v.model = $2 AND s.id <> $3"
+                );
+                sqlx::query_as(sqlx::AssertSqlSafe(sql))
+                    .bind(bind)
+                    .bind(model)
+                    .bind(except.unwrap_or(""))
+                    .fetch_all(self.reader())
+                    .await
+                    .map_err($crate::store::sql::error::db_err)
+            }
+
+            async fn transcript_hits(
+                &self,
+                user_id: &str,
+                within: &$crate::store::TranscriptScope,
+                refs: &[(String, i64)],
+            ) -> $crate::store::Result<Vec<$crate::store::TranscriptHit>> {
+                let Some(owner) = $crate::store::sql::vectors::Whose::of(user_id, within) else {
+                    return Ok(Vec::new());
+                };
+                if refs.is_empty() {
+                    return Ok(Vec::new());
+                }
+                let mut qb = sqlx::QueryBuilder::<$db>::new(
+                    "SELECT m.session_id, s.key AS session_key, s.conversation, m.seq, m.role, m.content, m.created_ms, \
+                     s.created_ms AS session_created_ms FROM sessions s JOIN messages m ON m.session_id = s.id WHERE ",
+                );
+                match owner {
+                    $crate::store::sql::vectors::Whose::Person(user) => {
+                        qb.push("s.user_id = ").push_bind(user).push(" AND substr(s.key, 1, 3) = 'dm:'");
+                    }
+                    $crate::store::sql::vectors::Whose::Group(key) => {
+                        qb.push("s.key = ").push_bind(key).push(" AND substr(s.key, 1, 6) = 'group:'");
+                    }
+                }
+                qb.push(" AND m.role IN ('user', 'assistant') AND (m.session_id, m.seq) IN (VALUES ");
+                let mut list = qb.separated(", ");
+                for (session_id, seq) in refs {
+                    list.push("(");
+                    list.push_bind_unseparated(session_id.as_str());
+                    list.push_unseparated(", ");
+                    list.push_bind_unseparated(*seq);
+                    list.push_unseparated(")");
+                }
+                qb.push(")");
+                let raw: Vec<$crate::store::sql::transcripts::TranscriptHitRaw> =
+                    qb.build_query_as().fetch_all(self.reader()).await.map_err($crate::store::sql::error::db_err)?;
+                raw.into_iter().map(TryInto::try_into).collect()
             }
         }
     };

@@ -1,10 +1,12 @@
-//! Built-in tools: the clock and the user's memory (store only), and the acting tools: the web
-//! (`web_fetch`, `web_search`, `http_get`, `http_request`), the shell, files in the user's
-//! workspace and `send_file`, and `send_message`; and the user's scheduled jobs (`schedule`, `schedules_list`). They must never
-//! touch another user's data or workspace, never reach a network address or path their guards
-//! refuse, and never show a secret in an action summary.
+//! Built-in tools: the clock, the user's memory and past conversations (store only), and the
+//! acting tools: the web (`web_fetch`, `web_search`, `http_get`, `http_request`), the shell,
+//! files in the user's workspace and `send_file`, and `send_message`; and the user's scheduled
+//! jobs (`schedule`, `schedules_list`). They must never touch another user's data or workspace,
+//! never reach a network address or path their guards refuse, and never show a secret in an
+//! action summary.
 
 mod confine;
+mod conversations;
 mod file_detail;
 mod files;
 pub mod html;
@@ -20,6 +22,7 @@ mod send_file;
 mod shell;
 mod web;
 
+pub use conversations::ConversationSearch;
 pub use files::{file_tools, FileEdit, FileList, FileRead, FileWrite};
 pub use memory::memory_tools;
 pub use net::NetGuard;
