@@ -10,7 +10,6 @@
 //! backend: `bench=memory_recall` and `bench=memory_hybrid` (with the process's resident memory).
 
 #[path = "../tests/support/mod.rs"]
-#[allow(dead_code)]
 mod support;
 
 use butler::memory::embed::{encode, Embedder, HybridMemory};

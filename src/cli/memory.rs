@@ -8,7 +8,7 @@ use crate::config::Config;
 use crate::config::EmbeddingsConfig;
 use crate::memory::embed::{EmbedWorker, Embedder};
 use crate::memory::{export_user, import_user, MemoryFile};
-use crate::store::{EmbedProgress, Store, UserStore};
+use crate::store::{EmbedProgress, EmbedQueueStore, UserStore};
 use butler_channel::Identity;
 use clap::Subcommand;
 use std::process::ExitCode;
@@ -77,8 +77,7 @@ pub async fn run(cfg: Config, cmd: MemoryCommand) -> Result<ExitCode, ExitCode> 
                      to embed memories",
                 ));
             };
-            let store: Arc<dyn Store> = store;
-            let result = reembed(&store, e).await;
+            let result = reembed(store.clone(), e).await;
             store.close().await;
             return result;
         }
@@ -89,7 +88,7 @@ pub async fn run(cfg: Config, cmd: MemoryCommand) -> Result<ExitCode, ExitCode> 
 
 /// Queues what lacks a vector of the model and embeds it batch by batch, reporting progress;
 /// exit 1 when the service keeps failing (what is left stays queued for `serve`).
-async fn reembed(store: &Arc<dyn Store>, cfg: &EmbeddingsConfig) -> Result<ExitCode, ExitCode> {
+async fn reembed(store: Arc<dyn EmbedQueueStore>, cfg: &EmbeddingsConfig) -> Result<ExitCode, ExitCode> {
     let embedder = Arc::new(Embedder::new(cfg));
     let model = embedder.model().to_string();
     let queued = store.embed_backfill(&model, true).await.map_err(|e| exit::fail(1, e))?;

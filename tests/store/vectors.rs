@@ -176,7 +176,8 @@ pub async fn transcript_vectors_stay_in_their_scope(store: Arc<dyn Store>) {
     };
     let group = TranscriptScope::Group("group:telegram:-5".into());
     // (user, scope, left out, model, sessions seen)
-    let cases: Vec<(&str, TranscriptScope, Option<&str>, &str, Vec<&str>)> = vec![
+    type Case<'a> = (&'a str, TranscriptScope, Option<&'a str>, &'a str, Vec<&'a str>);
+    let cases: Vec<Case> = vec![
         ("alice", TranscriptScope::Private, None, "m1", vec!["s-a1", "s-a2"]),
         ("alice", TranscriptScope::Private, Some("s-a2"), "m1", vec!["s-a1"]),
         ("alice", TranscriptScope::Private, None, "m2", vec![]),

@@ -120,7 +120,9 @@ mod tests {
 
     #[test]
     fn fusion_rewards_agreement_then_rank() {
-        let cases: &[(&[&[i64]], usize, &[i64])] = &[
+        // (the ranked lists, the limit, the fused order)
+        type Case<'a> = (&'a [&'a [i64]], usize, &'a [i64]);
+        let cases: &[Case] = &[
             (&[&[1, 2, 3], &[3, 4]], 10, &[3, 1, 2, 4]),
             (&[&[1, 2], &[]], 10, &[1, 2]),
             (&[&[], &[7, 8]], 1, &[7]),

@@ -68,7 +68,7 @@ macro_rules! impl_memory {
                 .map_err(db_err)?;
                 let row: $crate::store::MemoryRow = raw.into();
                 if self.embed_switch().on() {
-                    sqlx::query($crate::store::sql::vectors::SQL_QUEUE)
+                    sqlx::query($crate::store::sql::queue::SQL_QUEUE)
                         .bind($crate::store::EmbedRef::Memory(row.id).key())
                         .execute(&mut *tx)
                         .await
@@ -183,7 +183,7 @@ macro_rules! impl_memory {
                         .await
                         .map_err(db_err)?;
                     if self.embed_switch().on() {
-                        sqlx::query($crate::store::sql::vectors::SQL_QUEUE)
+                        sqlx::query($crate::store::sql::queue::SQL_QUEUE)
                             .bind($crate::store::EmbedRef::Memory(id).key())
                             .execute(&mut *tx)
                             .await

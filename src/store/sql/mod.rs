@@ -35,6 +35,7 @@ mod outbox;
 mod outcome;
 mod postgres;
 mod profile;
+mod queue;
 mod recovery;
 mod replicas;
 mod rows;

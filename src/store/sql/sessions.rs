@@ -83,11 +83,11 @@ macro_rules! impl_sessions {
                     // What transcript search will find by meaning, queued with the messages.
                     let first = end - msgs.len() as i64;
                     for (n, m) in msgs.iter().enumerate() {
-                        if !$crate::store::sql::vectors::searchable(m.role().as_str(), &m.content) {
+                        if !$crate::store::sql::queue::searchable(m.role().as_str(), &m.content) {
                             continue;
                         }
                         let key = $crate::store::EmbedRef::Message { session_id: session_id.to_string(), seq: first + 1 + n as i64 }.key();
-                        sqlx::query($crate::store::sql::vectors::SQL_QUEUE_MESSAGE)
+                        sqlx::query($crate::store::sql::queue::SQL_QUEUE_MESSAGE)
                             .bind(key)
                             .bind(session_id)
                             .execute(&mut *conn)
