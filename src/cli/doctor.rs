@@ -45,6 +45,7 @@ pub async fn run(explicit: Option<&Path>) -> bool {
     redis(&mut r, &cfg).await;
     llm(&mut r, &cfg).await;
     tiers(&r, &cfg);
+    embeddings(&mut r, &cfg).await;
     web(&mut r, &cfg);
     shell_sandbox(&mut r, &cfg).await;
     match crate::hooks::doctor(&cfg.hooks).await {
@@ -75,6 +76,26 @@ pub async fn run(explicit: Option<&Path>) -> bool {
         println!("\n{} check(s) failed", r.failures);
     }
     r.failures == 0
+}
+
+/// `[memory.embeddings]`, when configured: one real embedding request.
+async fn embeddings(r: &mut Report, cfg: &Config) {
+    let Some(e) = cfg.memory.embeddings.as_ref().filter(|_| cfg.memory.enabled) else {
+        return;
+    };
+    let embedder = crate::memory::embed::Embedder::new(e);
+    let shown = config::redact_url(e.base_url.trim());
+    match embedder.embed(&["hello".to_string()], Some(Duration::from_secs(15))).await {
+        Ok(v) => r.ok(
+            "embeddings",
+            format!("{} at {shown}: {} dimensions", embedder.model(), v.first().map_or(0, Vec::len)),
+        ),
+        Err(err) => r.fail(
+            "embeddings",
+            err,
+            "check [memory.embeddings] base_url, model and api_key (recall falls back to words meanwhile)",
+        ),
+    }
 }
 
 async fn database(r: &mut Report, cfg: &Config) {

@@ -99,7 +99,8 @@ async fn doctor_passes_only_when_everything_works() {
     let llm = FakeLlm::start().await;
     // All good; each model tier is shown.
     let tiers = "[llm.tiers.worker]\nmodel = \"small-model\"\n[llm.tiers.reasoning]\nprovider = \"anthropic\"\nmodel = \"deep-model\"\nbase_url = \"http://127.0.0.1:9\"\n";
-    let dep = Deployment::new(&format!("{}{tiers}", llm_section(&llm.openai_url())));
+    let embeddings = format!("[memory.embeddings]\nbase_url = \"{}\"\nmodel = \"fake-embed\"\n", llm.openai_url());
+    let dep = Deployment::new(&format!("{}{tiers}{embeddings}", llm_section(&llm.openai_url())));
     let out = tokio::task::spawn_blocking(move || (run(&dep, &["doctor"], &[]), dep)).await.unwrap().0;
     let (stdout, _) = text(&out);
     assert!(out.status.success(), "{stdout}");
@@ -110,6 +111,7 @@ async fn doctor_passes_only_when_everything_works() {
         "[ ok ] model tier reasoning: anthropic deep-model at http://127.0.0.1:9\n",
         "[ ok ] model tier worker: openai small-model at http://127.0.0.1:",
         "[ ok ] web chat",
+        "[ ok ] embeddings: fake-embed at http://127.0.0.1:",
         // Prices: the fake models are in no price book.
         "[warn] price: fake-model (llm): no known price",
         "[warn] price: small-model (llm.tiers.worker): no known price",
@@ -120,7 +122,11 @@ async fn doctor_passes_only_when_everything_works() {
 
     // A wrong key, an unreachable database: each failure says what to do; exit 1; no secret shown.
     llm.require_api_key("the-right-key");
-    let extra = format!("{}api_key = \"sk-wrong-key-789\"\n", llm_section(&llm.openai_url()));
+    let extra = format!(
+        "{}api_key = \"sk-wrong-key-789\"\n[memory.embeddings]\nbase_url = \"{}\"\nmodel = \"fake-embed\"\napi_key = \"sk-wrong-key-789\"\n",
+        llm_section(&llm.openai_url()),
+        llm.openai_url()
+    );
     let dep = Deployment::new(&extra);
     let text_cfg = std::fs::read_to_string(&dep.config).unwrap().replace(
         &format!("sqlite://{}", dep.dir.path().join("butler.db").display()),
@@ -132,6 +138,7 @@ async fn doctor_passes_only_when_everything_works() {
     assert_eq!(out.status.code(), Some(1), "{stdout}");
     assert!(stdout.contains("[FAIL] database"), "{stdout}");
     assert!(stdout.contains("[FAIL] model"), "{stdout}");
+    assert!(stdout.contains("[FAIL] embeddings") && stdout.contains("check [memory.embeddings]"), "{stdout}");
     assert!(stdout.contains("api_key"), "the fix names the key to set:\n{stdout}");
     assert!(stdout.matches("fix:").count() >= 2, "{stdout}");
     for secret in ["sk-wrong-key-789", "pw-secret"] {
