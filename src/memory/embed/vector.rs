@@ -8,7 +8,7 @@
 /// vector that is all zeros (or holds a NaN): such a text is stored without a usable vector.
 pub fn encode(v: &[f32]) -> Vec<u8> {
     let max = v.iter().fold(0f32, |m, x| m.max(x.abs()));
-    if !(max.is_finite() && max > 0.0) {
+    if !(max.is_finite() && max > 0.0) || v.iter().any(|x| !x.is_finite()) {
         return Vec::new();
     }
     let scale = 127.0 / max;
