@@ -6,8 +6,8 @@
 
 use crate::support::app::{config, TestApp};
 use crate::support::fake_llm::{FakeLlm, Reply};
-use crate::{eventually, replies, user_texts};
-use butler::channel::{Actor, ConversationKind, EventBody, EventId, Identity, InboundEvent};
+use crate::{eventually, group_message, replies, user_texts};
+use butler::channel::Identity;
 use butler::store::{reply_key, UserRow};
 use chrono::{DateTime, Utc};
 use serde_json::json;
@@ -72,23 +72,6 @@ async fn a_fact_from_an_earlier_conversation_is_found_as_a_dated_excerpt_and_onl
     }
     app.stop().await;
 }
-
-/// The owner speaking in a group conversation, addressing Butler.
-fn group_message(text: &str) -> InboundEvent {
-    InboundEvent {
-        id: EventId(format!("web:group:{}", uuid::Uuid::new_v4().simple())),
-        actor: Actor { identity: Identity::new("web", "local"), display_name: Some("Ada".into()), is_bot: false },
-        conversation: "web:g-1".parse().unwrap(),
-        kind: ConversationKind::Group,
-        addressed: true,
-        reply_to: None,
-        message_id: None,
-        body: EventBody::Message { text: text.to_string() },
-        at_ms: 0,
-        attachments: Vec::new(),
-    }
-}
-
 #[tokio::test]
 async fn sessions_lists_the_conversations_and_resume_brings_an_earlier_one_back() {
     let llm = FakeLlm::start().await;

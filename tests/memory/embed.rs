@@ -32,6 +32,14 @@ fn with_embeddings(llm: &FakeLlm, model: &str, batch_size: usize) -> (Config, te
     (cfg, dir)
 }
 
+/// The fake model and an app embedding with `model` in batches of `batch_size`.
+async fn start(model: &str, batch_size: usize) -> (FakeLlm, TestApp) {
+    let llm = FakeLlm::start().await;
+    let (cfg, dir) = with_embeddings(&llm, model, batch_size);
+    let app = TestApp::start(cfg, Some(dir)).await;
+    (llm, app)
+}
+
 /// Waits until nothing is queued and `memories` memories have vectors of `model`.
 async fn embedded(store: &Arc<dyn Store>, model: &str, memories: u64) {
     eventually(&format!("{memories} memories embedded with {model}"), || async {
@@ -96,9 +104,7 @@ async fn the_queue_survives_a_restart() {
 
 #[tokio::test]
 async fn recall_finds_by_meaning_what_the_words_miss_and_only_the_owners() {
-    let llm = FakeLlm::start().await;
-    let (cfg, dir) = with_embeddings(&llm, "embed-a", 16);
-    let app = TestApp::start(cfg, Some(dir)).await;
+    let (llm, app) = start("embed-a", 16).await;
     let store = app.app.store.clone();
     let me = MemoryScope::personal("local");
     let anna = store.memory_add(&me, "My sister Anna turns 30 on May 4", None).await.unwrap();
@@ -125,9 +131,7 @@ async fn recall_finds_by_meaning_what_the_words_miss_and_only_the_owners() {
 
 #[tokio::test]
 async fn recall_by_words_goes_on_when_the_embedding_service_is_down() {
-    let llm = FakeLlm::start().await;
-    let (cfg, dir) = with_embeddings(&llm, "embed-a", 16);
-    let app = TestApp::start(cfg, Some(dir)).await;
+    let (llm, app) = start("embed-a", 16).await;
     let me = MemoryScope::personal("local");
     let bike = app.app.store.memory_add(&me, "My bike is a blue Gazelle", None).await.unwrap();
     embedded(&app.app.store, "embed-a", 1).await;
@@ -141,9 +145,7 @@ async fn recall_by_words_goes_on_when_the_embedding_service_is_down() {
 
 #[tokio::test]
 async fn a_new_model_recalls_by_words_until_its_vectors_are_made() {
-    let llm = FakeLlm::start().await;
-    let (cfg, dir) = with_embeddings(&llm, "embed-a", 16);
-    let app = TestApp::start(cfg, Some(dir)).await;
+    let (llm, app) = start("embed-a", 16).await;
     let store = app.app.store.clone();
     let me = MemoryScope::personal("local");
     let anna = store.memory_add(&me, "My sister Anna turns 30 on May 4", None).await.unwrap();

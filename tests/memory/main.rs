@@ -51,3 +51,20 @@ pub fn user_texts(req: &support::fake_llm::RecordedRequest) -> Vec<String> {
 pub fn json(v: &str) -> Value {
     serde_json::from_str(v).unwrap()
 }
+
+/// The owner speaking in a group conversation (`web:g-1`), addressing Butler.
+pub fn group_message(text: &str) -> butler::channel::InboundEvent {
+    use butler::channel::{Actor, ConversationKind, EventBody, EventId, Identity, InboundEvent};
+    InboundEvent {
+        id: EventId(format!("web:group:{}", uuid::Uuid::new_v4().simple())),
+        actor: Actor { identity: Identity::new("web", "local"), display_name: Some("Ada".into()), is_bot: false },
+        conversation: "web:g-1".parse().unwrap(),
+        kind: ConversationKind::Group,
+        addressed: true,
+        reply_to: None,
+        message_id: None,
+        body: EventBody::Message { text: text.to_string() },
+        at_ms: 0,
+        attachments: Vec::new(),
+    }
+}

@@ -5,28 +5,10 @@
 
 use crate::support::app::{config, TestApp};
 use crate::support::fake_llm::{FakeLlm, Reply};
-use crate::{eventually, replies};
-use butler::channel::{Actor, ConversationKind, EventBody, EventId, Identity, InboundEvent};
+use crate::{eventually, group_message, replies};
 use butler::store::MemoryScope;
 
 const PROFILE: &str = "What you always know about this person";
-
-/// The owner speaking in a group conversation, addressing Butler.
-fn group_message(text: &str) -> InboundEvent {
-    InboundEvent {
-        id: EventId(format!("web:group:{}", uuid::Uuid::new_v4().simple())),
-        actor: Actor { identity: Identity::new("web", "local"), display_name: Some("Ada".into()), is_bot: false },
-        conversation: "web:g-1".parse().unwrap(),
-        kind: ConversationKind::Group,
-        addressed: true,
-        reply_to: None,
-        message_id: None,
-        body: EventBody::Message { text: text.to_string() },
-        at_ms: 0,
-        attachments: Vec::new(),
-    }
-}
-
 #[tokio::test]
 async fn pinned_memories_are_always_in_a_new_private_session_and_stay_byte_stable() {
     let llm = FakeLlm::start().await;
