@@ -198,13 +198,36 @@ async fn run(backend: &str, url: &str) {
         dimensions: Some(dims),
         ..Default::default()
     };
-    let hybrid = HybridMemory::new(store.clone(), store.clone(), Arc::new(Embedder::new(&cfg)));
+    let embedder = Arc::new(Embedder::new(&cfg));
+    // The parts of the vector leg alone: embedding the query, reading the owner's vectors,
+    // comparing them.
+    let (mut embed_t, mut read_t, mut compare_t) = (Vec::new(), Vec::new(), Vec::new());
+    for q in 0..queries.min(500) {
+        let owner = MemoryScope::personal(format!("user{}", (q * 7919) % users));
+        let t = Instant::now();
+        let v = encode(&embedder.embed(&[query(q)], None).await.unwrap()[0]);
+        embed_t.push(t.elapsed());
+        let t = Instant::now();
+        let rows = store.memory_vectors(&owner, MODEL).await.unwrap();
+        read_t.push(t.elapsed());
+        let t = Instant::now();
+        std::hint::black_box(butler::memory::embed::nearest(&v, &rows, 0.3, 32));
+        compare_t.push(t.elapsed());
+    }
+    for t in [&mut embed_t, &mut read_t, &mut compare_t] {
+        t.sort();
+    }
+    let hybrid = HybridMemory::new(store.clone(), store.clone(), embedder);
     let (p50, p99, hits) = measure(&hybrid, users, queries).await;
     println!(
         "bench=memory_hybrid backend={backend} memories={} dims={dims} queries={queries} p50_ms={p50:.2} \
-         p99_ms={p99:.2} avg_hits={hits:.1} rss_mb={:.0} vectors_load_s={vectors_secs:.0}",
+         p99_ms={p99:.2} avg_hits={hits:.1} rss_mb={:.0} vectors_load_s={vectors_secs:.0} \
+         embed_query_p50_ms={:.2} read_vectors_p50_ms={:.2} compare_p50_ms={:.2}",
         users * per_user,
         rss_mb(),
+        pct(&embed_t, 0.5),
+        pct(&read_t, 0.5),
+        pct(&compare_t, 0.5),
     );
     store.close().await;
 }
