@@ -86,10 +86,9 @@ async fn embeddings(r: &mut Report, cfg: &Config) {
     let embedder = crate::memory::embed::Embedder::new(e);
     let shown = config::redact_url(e.base_url.trim());
     match embedder.embed(&["hello".to_string()], Some(Duration::from_secs(15))).await {
-        Ok(v) => r.ok(
-            "embeddings",
-            format!("{} at {shown}: {} dimensions", embedder.model(), v.first().map_or(0, Vec::len)),
-        ),
+        Ok(v) => {
+            r.ok("embeddings", format!("{} at {shown}: {} dimensions", embedder.model(), v.first().map_or(0, Vec::len)))
+        }
         Err(err) => r.fail(
             "embeddings",
             err,
