@@ -10,7 +10,7 @@ use super::built::{BuildError, Built, Check};
 use super::registry::{Context, Platform};
 use crate::config::{Problems, Secret};
 use butler_channel::ConversationRef;
-use butler_whatsapp::{ConnectError, Settings, WhatsAppChannel};
+use butler_whatsapp::{ConnectError, Settings, Template, WhatsAppChannel};
 use serde::{Deserialize, Serialize};
 
 #[derive(Clone, Debug, Deserialize, Serialize)]
@@ -27,6 +27,17 @@ pub struct WhatsAppConfig {
     /// The Graph API base with its version (or a test fake).
     #[serde(default = "whatsapp_api")]
     pub api_url: String,
+    /// An approved template with one body parameter: what a message to someone outside the
+    /// 24-hour window is sent as (the text as its parameter). Without one it is not sent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub briefing_template: Option<String>,
+    /// The template's language code.
+    #[serde(default = "template_language")]
+    pub template_language: String,
+}
+
+fn template_language() -> String {
+    "en_US".into()
 }
 
 fn whatsapp_api() -> String {
@@ -55,6 +66,10 @@ fn settings(cfg: &WhatsAppConfig) -> Settings {
         app_secret: cfg.app_secret.expose().to_string(),
         verify_token: cfg.verify_token.expose().to_string(),
         api_url: cfg.api_url.clone(),
+        template: cfg
+            .briefing_template
+            .as_ref()
+            .map(|name| Template { name: name.trim().to_string(), language: cfg.template_language.trim().to_string() }),
     }
 }
 
@@ -118,6 +133,18 @@ impl Platform for WhatsApp {
             );
         }
         crate::config::http_url(p, "channels.whatsapp.api_url", &w.api_url);
+        let name_ok =
+            |n: &str| !n.is_empty() && n.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
+        if w.briefing_template.as_deref().is_some_and(|n| !name_ok(n.trim())) {
+            p.add(
+                "channels.whatsapp.briefing_template",
+                "must be a template's name as approved in WhatsApp Manager: lowercase letters, digits and `_`",
+            );
+        }
+        let lang = w.template_language.trim();
+        if lang.is_empty() || lang.len() > 10 || !lang.chars().all(|c| c.is_ascii_alphabetic() || c == '_') {
+            p.add("channels.whatsapp.template_language", "must be a language code such as en_US or de");
+        }
     }
 
     /// People are reached by their WhatsApp id (the phone number in digits); there are no groups
@@ -183,6 +210,8 @@ mod check_tests {
             app_secret: Secret::new("app-secret"),
             verify_token: Secret::new("verify"),
             api_url: "https://graph.facebook.com/v23.0".into(),
+            briefing_template: Some("daily_briefing".into()),
+            template_language: "en_US".into(),
         };
         let cases: Vec<(WhatsAppConfig, Vec<&str>)> = vec![
             (good.clone(), vec![]),
@@ -198,6 +227,14 @@ mod check_tests {
                     ..good.clone()
                 },
                 vec!["channels.whatsapp.app_secret", "channels.whatsapp.verify_token", "channels.whatsapp.api_url"],
+            ),
+            (
+                WhatsAppConfig {
+                    briefing_template: Some("Daily Briefing".into()),
+                    template_language: "".into(),
+                    ..good.clone()
+                },
+                vec!["channels.whatsapp.briefing_template", "channels.whatsapp.template_language"],
             ),
         ];
         for (cfg, want) in cases {

@@ -47,6 +47,7 @@ impl Sent {
             "text" => &b["text"]["body"],
             "interactive" => &b["interactive"]["body"]["text"],
             "image" | "document" => &b[self.kind.as_str()]["caption"],
+            "template" => &b["template"]["components"][0]["parameters"][0]["text"],
             _ => &Value::Null,
         };
         t.as_str().unwrap_or_default().to_string()
@@ -145,6 +146,16 @@ fn refusal(body: &Value) -> Option<(i64, String)> {
                 if rows == 0 || rows > 10 {
                     return Some((131009, "a list holds 1-10 rows".into()));
                 }
+            }
+        }
+        "template" => {
+            let t = &body["template"];
+            let params = t["components"][0]["parameters"].as_array().cloned().unwrap_or_default();
+            let bad = params
+                .iter()
+                .any(|p| p["text"].as_str().is_none_or(|x| x.contains(['\n', '\t']) || x.contains("     ")));
+            if t["name"].as_str().is_none() || t["language"]["code"].as_str().is_none() || bad {
+                return Some((132018, "template parameters may hold no new-line, tab or more than 4 spaces".into()));
             }
         }
         "image" | "document" => {

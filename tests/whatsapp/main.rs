@@ -32,6 +32,8 @@ pub fn whatsapp(fake: &FakeWhatsApp) -> WhatsAppConfig {
         app_secret: Secret::new(APP_SECRET),
         verify_token: Secret::new(VERIFY_TOKEN),
         api_url: fake.api_url(),
+        briefing_template: None,
+        template_language: "en_US".into(),
     }
 }
 
@@ -48,10 +50,20 @@ impl Wa {
     }
 
     pub async fn start_with(tools: Vec<std::sync::Arc<dyn butler::tools::Tool>>) -> Self {
+        Self::start_full(tools, |_| {}).await
+    }
+
+    /// `tweak` adjusts `[channels.whatsapp]` before start.
+    pub async fn start_full(
+        tools: Vec<std::sync::Arc<dyn butler::tools::Tool>>,
+        tweak: impl FnOnce(&mut WhatsAppConfig),
+    ) -> Self {
         let fake = FakeWhatsApp::start().await;
         let llm = FakeLlm::start().await;
         let (mut cfg, dir) = config(Some(&llm.openai_url()));
-        cfg.channels.set("whatsapp", whatsapp(&fake).to_table());
+        let mut section = whatsapp(&fake);
+        tweak(&mut section);
+        cfg.channels.set("whatsapp", section.to_table());
         cfg.access.owners = vec![format!("whatsapp:{OWNER}").parse().unwrap()];
         cfg.access.allow =
             vec![format!("whatsapp:{ALICE}").parse().unwrap(), format!("whatsapp:{MALLORY}").parse().unwrap()];

@@ -120,3 +120,18 @@ async fn a_closed_window_is_not_retried_blindly() {
     assert!(wa.fake.sent_to(OWNER).is_empty(), "refused by WhatsApp, not sent again");
     wa.stop().await;
 }
+
+#[tokio::test]
+async fn outside_the_window_the_answer_goes_as_the_briefing_template() {
+    let wa = Wa::start_full(vec![], |w| w.briefing_template = Some("daily_briefing".into())).await;
+    wa.llm.on("brief", Reply::text("**Today**\n\n- rain\n- meeting at 10"));
+    wa.fake.fail_next(131047);
+    assert_eq!(wa.deliver(&text(OWNER, "wamid.brief-1", "brief me")).await, 200);
+    let sent = wa.fake.wait_sent(OWNER, 20, "the template", |s| !s.is_empty()).await;
+    assert_eq!(sent[0].kind, "template");
+    assert_eq!(sent[0].body["template"]["name"], "daily_briefing");
+    assert_eq!(sent[0].text(), "*Today* - rain - meeting at 10");
+    settle().await;
+    assert_eq!(wa.fake.sent_to(OWNER).len(), 1, "sent once");
+    wa.stop().await;
+}

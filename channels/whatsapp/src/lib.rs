@@ -10,6 +10,8 @@
 //!   `{api_url}/{phone_number_id}/messages` without link previews, buttons as interactive reply
 //!   buttons (at most 3) or a list message, files uploaded to `{api_url}/{phone_number_id}/media`
 //!   then sent as media messages. WhatsApp cannot edit a message: `Caps::edit` is false.
+//! - The 24-hour window: a free-form message WhatsApp refuses with 131047 is sent again as the
+//!   configured template (`window`), else reported as `ChannelError::OutsideWindow`.
 //! - Files people send: attachments on the event, fetched through [`WhatsAppFiles`]
 //!   (`{api_url}/{media_id}`, then the URL it returns, with the token, streamed).
 //!
@@ -22,6 +24,7 @@ pub mod normalize;
 pub mod render;
 mod send;
 mod webhook;
+mod window;
 
 pub use api::{check, graph_error, PhoneNumber};
 pub use files::WhatsAppFiles;
@@ -54,6 +57,17 @@ pub struct Settings {
     pub verify_token: String,
     /// The Graph API base with its version (`https://graph.facebook.com/v23.0`, or a fake).
     pub api_url: String,
+    /// An approved message template with one body parameter, sent (with the text as that
+    /// parameter) when WhatsApp refuses a free-form message because the person's 24-hour window
+    /// has closed.
+    pub template: Option<Template>,
+}
+
+/// A message template: its name and language code as approved in WhatsApp Manager.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Template {
+    pub name: String,
+    pub language: String,
 }
 
 impl std::fmt::Debug for Settings {
@@ -64,6 +78,7 @@ impl std::fmt::Debug for Settings {
             .field("app_secret", &MASK)
             .field("verify_token", &MASK)
             .field("api_url", &self.api_url)
+            .field("template", &self.template)
             .finish()
     }
 }
@@ -199,6 +214,7 @@ mod debug_tests {
             app_secret: "canary-secret-2".into(),
             verify_token: "canary-verify-3".into(),
             api_url: "https://graph.facebook.com/v23.0".into(),
+            template: None,
         };
         for text in [format!("{settings:?}"), format!("{settings:#?}")] {
             assert!(!text.contains("canary"), "{text}");

@@ -58,7 +58,7 @@ pub fn interactive(body: &str, buttons: &[Button]) -> Value {
 }
 
 /// A message object to `to`, quoting `reply_to` when given.
-fn envelope(to: &str, reply_to: Option<&str>, kind: &str, content: Value) -> Value {
+pub(crate) fn envelope(to: &str, reply_to: Option<&str>, kind: &str, content: Value) -> Value {
     let mut m = json!({"messaging_product": "whatsapp", "recipient_type": "individual", "to": to, "type": kind});
     m[kind] = content;
     if let Some(id) = reply_to {
@@ -89,7 +89,11 @@ impl WhatsAppChannel {
             reply_to = None;
         }
         if msg.buttons.is_empty() {
-            return self.post_message(&envelope(to, reply_to, "text", text_content(&last))).await;
+            let first = parts.is_empty();
+            return match self.post_message(&envelope(to, reply_to, "text", text_content(&last))).await {
+                Err(ChannelError::OutsideWindow(why)) if first => self.outside_window(to, &msg.text, why).await,
+                other => other,
+            };
         }
         let body = if last.chars().count() > MAX_INTERACTIVE_BODY {
             self.post_message(&envelope(to, reply_to, "text", text_content(&last))).await?;

@@ -153,6 +153,8 @@ fn full_config() -> Config {
             app_secret: Secret::new("a"),
             verify_token: Secret::new("v"),
             api_url: "https://graph.facebook.com/v23.0".into(),
+            briefing_template: Some("daily_briefing".into()),
+            template_language: "en_US".into(),
         }
         .to_table(),
     );
