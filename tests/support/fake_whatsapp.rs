@@ -286,6 +286,16 @@ impl FakeWhatsApp {
         id
     }
 
+    /// A file Butler uploaded (or one offered with `add_media`): (mime, bytes).
+    pub fn media(&self, id: &str) -> Option<(String, Vec<u8>)> {
+        self.shared.inner.lock().unwrap().media.get(id).cloned()
+    }
+
+    /// Requests refused for a wrong token so far.
+    pub fn unauthorized(&self) -> usize {
+        self.shared.inner.lock().unwrap().unauthorized
+    }
+
     /// The next message send fails with this Graph API error code.
     pub fn fail_next(&self, code: i64) {
         self.shared.inner.lock().unwrap().failures.push_back(code);

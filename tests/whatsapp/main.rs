@@ -7,6 +7,7 @@
 #[path = "../support/mod.rs"]
 mod support;
 
+mod files;
 mod turns;
 mod webhook;
 
