@@ -82,6 +82,12 @@ async fn status_callbacks_start_no_turn() {
     settle().await;
     assert_eq!(inbox_count(&wa.app).await, 0);
     assert!(wa.llm.requests().is_empty() && wa.fake.sent().is_empty());
+    let metrics = wa.app.http.get(wa.app.url("/metrics")).send().await.unwrap().text().await.unwrap();
+    for status in ["delivered", "failed"] {
+        let line = format!("butler_channel_delivery_statuses_total{{channel=\"whatsapp\",status=\"{status}\"}} ");
+        let n: u64 = metrics.lines().find_map(|l| l.strip_prefix(&line)).map_or(0, |n| n.parse().unwrap());
+        assert!(n >= 1, "{status} counted: {metrics}");
+    }
     wa.stop().await;
 }
 

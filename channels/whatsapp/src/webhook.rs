@@ -8,7 +8,7 @@
 //!   (429 once an address sent too many; one WARN line per address a minute) and nothing is
 //!   stored. A signed delivery is answered 200 only after the ingress made each of its messages
 //!   durable, and 503 when it could not, so Meta delivers it again. Status callbacks are logged
-//!   and never become events.
+//!   and counted (`butler_channel_delivery_statuses_total{channel,status}`), never events.
 //!
 //! It must never answer 200 for a message that was not stored, nor parse an unsigned body.
 
@@ -126,6 +126,7 @@ async fn receive(
     };
     let d = delivery(&value, &hook.channel.settings.phone_number_id);
     for s in &d.statuses {
+        butler_channel::count_status(CHANNEL, &s.status);
         if s.status == "failed" {
             tracing::warn!(message = %s.id, recipient = %s.recipient, errors = ?s.errors, "WhatsApp could not deliver a message");
         } else {
