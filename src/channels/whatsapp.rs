@@ -28,7 +28,8 @@ pub struct WhatsAppConfig {
     #[serde(default = "whatsapp_api")]
     pub api_url: String,
     /// An approved template with one body parameter: what a message to someone outside the
-    /// 24-hour window is sent as (the text as its parameter). Without one it is not sent.
+    /// 24-hour window is sent as (the text as its parameter). Without one it is held until they
+    /// write again.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub briefing_template: Option<String>,
     /// The template's language code.

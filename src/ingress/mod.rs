@@ -13,7 +13,7 @@ pub use crate::store::failed_key;
 pub use dispatch::{DispatchStores, Dispatcher};
 
 use crate::metrics::METRICS;
-use crate::store::InboxStore;
+use crate::store::{HeldStore, InboxStore};
 use async_trait::async_trait;
 use butler_channel::{Accepted, InboundEvent, Ingress, IngressError};
 use std::sync::Arc;
@@ -22,11 +22,19 @@ use tokio::sync::Notify;
 pub struct InboxIngress {
     store: Arc<dyn InboxStore>,
     wake: Arc<Notify>,
+    /// Where replies held for a closed reply window are released when the person writes.
+    held: Option<Arc<dyn HeldStore>>,
 }
 
 impl InboxIngress {
     pub fn new(store: Arc<dyn InboxStore>, wake: Arc<Notify>) -> Self {
-        Self { store, wake }
+        Self { store, wake, held: None }
+    }
+
+    /// This ingress releasing held replies (`outbox::held`) of a conversation that writes.
+    pub fn with_held(mut self, held: Arc<dyn HeldStore>) -> Self {
+        self.held = Some(held);
+        self
     }
 }
 
@@ -46,6 +54,9 @@ impl Ingress for InboxIngress {
             Ok(true) => {
                 METRICS.events_accepted.inc();
                 self.wake.notify_one();
+                if let Some(held) = &self.held {
+                    crate::outbox::held::release(held.as_ref(), &event).await;
+                }
                 Ok(Accepted::New)
             }
             Ok(false) => {

@@ -110,14 +110,27 @@ async fn approvals_are_reply_buttons_that_only_the_approver_can_press() {
 }
 
 #[tokio::test]
-async fn a_closed_window_is_not_retried_blindly() {
+async fn outside_the_window_a_reply_is_held_until_the_person_writes() {
     let wa = Wa::start().await;
     wa.llm.on("late", Reply::text("too late"));
+    wa.llm.on("again", Reply::text("welcome back"));
     wa.fake.fail_next(131047);
     assert_eq!(wa.deliver(&text(OWNER, "wamid.late-1", "late question")).await, 200);
     settle().await;
     settle().await;
     assert!(wa.fake.sent_to(OWNER).is_empty(), "refused by WhatsApp, not sent again");
+    // Nothing else from them (a status, a click) releases it; their next message does.
+    assert_eq!(wa.deliver(&crate::support::fake_whatsapp::status("webhook_status_delivered.json")).await, 200);
+    settle().await;
+    assert!(wa.fake.sent_to(OWNER).is_empty());
+    assert_eq!(wa.deliver(&text(OWNER, "wamid.late-2", "here again")).await, 200);
+    let sent = wa.fake.wait_sent(OWNER, 20, "the held reply and the answer", |s| s.len() >= 2).await;
+    let texts: Vec<String> = sent.iter().map(|m| m.text()).collect();
+    let held = texts.iter().find(|t| t.ends_with("too late")).expect("the held reply");
+    assert!(held.starts_with("(Held until you wrote again"), "{held}");
+    assert!(texts.contains(&"welcome back".to_string()), "{texts:?}");
+    settle().await;
+    assert_eq!(wa.fake.sent_to(OWNER).len(), 2, "each once");
     wa.stop().await;
 }
 
