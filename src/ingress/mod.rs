@@ -1,7 +1,8 @@
 //! Ingress: the door every inbound event comes through. `accept` makes the event durable in the
 //! inbox (a repeated id is recognised and dropped) and wakes the dispatcher; only then may the
 //! adapter acknowledge the platform. The dispatcher claims stored events in order, asks triage
-//! what to do and hands them on.
+//! what to do and hands them on. A new message also releases the replies held for its
+//! conversation while the platform's reply window was closed (`outbox::held`).
 //!
 //! Ingress must never do slow work before the event is stored, and never lose an event it
 //! returned `Accepted::New` for.

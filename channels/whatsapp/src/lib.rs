@@ -11,7 +11,8 @@
 //!   buttons (at most 3) or a list message, files uploaded to `{api_url}/{phone_number_id}/media`
 //!   then sent as media messages. WhatsApp cannot edit a message: `Caps::edit` is false.
 //! - The 24-hour window: a free-form message WhatsApp refuses with 131047 is sent again as the
-//!   configured template (`window`), else reported as `ChannelError::OutsideWindow`.
+//!   configured template (`window`), else reported as `ChannelError::OutsideWindow` (Butler's
+//!   outbox then holds it until the person writes again).
 //! - Files people send: attachments on the event, fetched through [`WhatsAppFiles`]
 //!   (`{api_url}/{media_id}`, then the URL it returns, with the token, streamed).
 //!
