@@ -387,6 +387,15 @@ pub fn button_reply(from: &str, id: &str, on: &str, action: &str, title: &str) -
     v
 }
 
+/// A list-row choice: `from` picked the row `action` of the list message `on` (the documented
+/// `interactive.list_reply` shape).
+pub fn list_reply(from: &str, id: &str, on: &str, action: &str, title: &str) -> Value {
+    let mut v = button_reply(from, id, on, action, title);
+    let i = &mut v["entry"][0]["changes"][0]["value"]["messages"][0]["interactive"];
+    *i = json!({"type": "list_reply", "list_reply": {"id": action, "title": title, "description": ""}});
+    v
+}
+
 /// A status callback fixture (`webhook_status_delivered.json` or `webhook_status_failed.json`).
 pub fn status(name: &str) -> Value {
     let mut v = fixture(name);

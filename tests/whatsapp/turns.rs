@@ -3,7 +3,7 @@
 //! reply buttons that only the approver can give, and the Graph API's refusals.
 
 use crate::support::fake_llm::Reply;
-use crate::support::fake_whatsapp::{button_reply, text};
+use crate::support::fake_whatsapp::{button_reply, list_reply, text};
 use crate::support::touch::Touch;
 use crate::{settle, Wa, ALICE, MALLORY, OWNER};
 use serde_json::json;
@@ -146,5 +146,26 @@ async fn outside_the_window_the_answer_goes_as_the_briefing_template() {
     assert_eq!(sent[0].text(), "*Today* - rain - meeting at 10");
     settle().await;
     assert_eq!(wa.fake.sent_to(OWNER).len(), 1, "sent once");
+    wa.stop().await;
+}
+
+#[tokio::test]
+async fn a_question_with_many_options_is_a_list_answered_by_a_row() {
+    let wa = Wa::start().await;
+    let options = ["Tea", "Coffee", "Water", "Juice", "A very long drink name indeed"];
+    wa.llm.on("drink", Reply::tool_call("ask_user", json!({"question": "Which drink?", "options": options})));
+    wa.llm.on("drink", Reply::text("Enjoy."));
+    assert_eq!(wa.deliver(&text(OWNER, "wamid.q-1", "a drink please")).await, 200);
+    let shown = wa.fake.wait_sent(OWNER, 20, "the question", |s| s.iter().any(|m| m.kind == "interactive")).await;
+    let question = shown.iter().find(|m| m.kind == "interactive").unwrap().clone();
+    assert_eq!(question.body["interactive"]["type"], "list");
+    assert!(question.text().contains("Which drink?"), "{}", question.text());
+    let rows = question.buttons();
+    assert!(rows.len() >= options.len(), "{rows:?}");
+    let coffee = rows.iter().find(|(title, _)| title == "Coffee").expect("a Coffee row").1.clone();
+    assert_eq!(wa.deliver(&list_reply(OWNER, "wamid.q-2", &question.id, &coffee, "Coffee")).await, 200);
+    wa.fake.wait_sent(OWNER, 20, "the answer", |s| s.iter().any(|m| m.text() == "Enjoy.")).await;
+    let seen = wa.llm.last_request().unwrap().last_tool_result().unwrap();
+    assert!(seen.contains("Coffee"), "{seen}");
     wa.stop().await;
 }
