@@ -169,3 +169,18 @@ async fn a_question_with_many_options_is_a_list_answered_by_a_row() {
     assert!(seen.contains("Coffee"), "{seen}");
     wa.stop().await;
 }
+
+#[tokio::test]
+async fn commands_and_access_rules_apply_on_whatsapp() {
+    let wa = Wa::start().await;
+    assert_eq!(wa.deliver(&text(OWNER, "wamid.cmd-1", "/help")).await, 200);
+    let sent = wa.fake.wait_sent(OWNER, 20, "the help", |s| !s.is_empty()).await;
+    assert!(sent[0].text().contains("/new") && sent[0].text().contains("/approve"), "{}", sent[0].text());
+    // Someone not in [access] starts no turn.
+    let stranger = "16505559999";
+    assert_eq!(wa.deliver(&text(stranger, "wamid.s-1", "hello?")).await, 200);
+    settle().await;
+    assert!(wa.llm.requests().is_empty(), "no model call for a stranger");
+    assert!(wa.fake.sent_to(stranger).len() <= 1, "at most one refusal");
+    wa.stop().await;
+}
