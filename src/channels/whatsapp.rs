@@ -9,6 +9,7 @@
 use super::built::{BuildError, Built, Check};
 use super::registry::{Context, Platform};
 use crate::config::{Problems, Secret};
+use butler_channel::limit::Gate;
 use butler_channel::ConversationRef;
 use butler_whatsapp::{ConnectError, Settings, Template, WhatsAppChannel};
 use serde::{Deserialize, Serialize};
@@ -60,7 +61,7 @@ impl WhatsAppConfig {
 /// The WhatsApp channel's registry entry.
 pub struct WhatsApp;
 
-fn settings(cfg: &WhatsAppConfig) -> Settings {
+fn settings(cfg: &WhatsAppConfig, gate: &Gate) -> Settings {
     Settings {
         access_token: cfg.access_token.expose().to_string(),
         phone_number_id: cfg.phone_number_id.trim().to_string(),
@@ -71,6 +72,7 @@ fn settings(cfg: &WhatsAppConfig) -> Settings {
             .briefing_template
             .as_ref()
             .map(|name| Template { name: name.trim().to_string(), language: cfg.template_language.trim().to_string() }),
+        gate: gate.clone(),
     }
 }
 
@@ -162,7 +164,7 @@ impl Platform for WhatsApp {
     }
 
     async fn build(&self, cfg: WhatsAppConfig, cx: &Context<'_>, built: &mut Built) -> Result<(), BuildError> {
-        let channel = WhatsAppChannel::new(settings(&cfg)).map_err(|e| {
+        let channel = WhatsAppChannel::new(settings(&cfg, cx.gate)).map_err(|e| {
             let (problem, fix) = explain(&e, &cfg);
             BuildError { channel: "whatsapp", message: format!("{problem}; {fix} (`butler doctor` checks it)") }
         })?;
@@ -175,7 +177,7 @@ impl Platform for WhatsApp {
 
     async fn doctor(&self, cfg: &WhatsAppConfig) -> Check {
         let what = "whatsapp".to_string();
-        match butler_whatsapp::check(&settings(cfg)).await {
+        match butler_whatsapp::check(&settings(cfg, &Gate::local())).await {
             Ok(n) => (
                 what,
                 Ok(format!(

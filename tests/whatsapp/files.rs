@@ -21,6 +21,7 @@ fn adapter(fake: &FakeWhatsApp, token: &str) -> Arc<WhatsAppChannel> {
         verify_token: VERIFY_TOKEN.into(),
         api_url: fake.api_url(),
         template: None,
+        gate: butler::channel::limit::Gate::local(),
     })
     .unwrap()
 }

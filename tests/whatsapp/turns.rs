@@ -184,3 +184,17 @@ async fn commands_and_access_rules_apply_on_whatsapp() {
     assert!(wa.fake.sent_to(stranger).len() <= 1, "at most one refusal");
     wa.stop().await;
 }
+
+#[tokio::test]
+async fn a_pair_rate_refusal_is_waited_out_and_sent_once() {
+    let wa = Wa::start().await;
+    wa.llm.on("busy", Reply::text("after the wait"));
+    wa.fake.fail_next(131056);
+    let asked = std::time::Instant::now();
+    assert_eq!(wa.deliver(&text(OWNER, "wamid.busy-1", "busy line")).await, 200);
+    wa.fake.wait_sent(OWNER, 30, "the answer", |s| s.iter().any(|m| m.text() == "after the wait")).await;
+    assert!(asked.elapsed() >= std::time::Duration::from_secs(5), "waited out: {:?}", asked.elapsed());
+    settle().await;
+    assert_eq!(wa.fake.sent_to(OWNER).len(), 1);
+    wa.stop().await;
+}

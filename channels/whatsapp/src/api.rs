@@ -1,6 +1,8 @@
 //! The Graph API as the adapter uses it: one JSON POST with the bearer token, Meta's error
 //! object mapped to what the caller should do next ([`graph_error`]), and the start-up /
-//! `butler doctor` check of the token and the phone number id ([`check`]).
+//! `butler doctor` check of the token and the phone number id ([`check`]). Rate-limit refusals
+//! hold the recipient (`whatsapp:to:<wa_id>`, the pair rate) or the number
+//! (`whatsapp:number:<id>`) in the gate.
 //!
 //! Error codes (Meta's "Error codes" page for the Cloud API): 130429 (throughput), 131056 (pair
 //! rate limit), 80007 and 4 (rate limits) wait and retry; 131047 (the 24-hour window closed) is
@@ -74,10 +76,39 @@ impl WhatsAppChannel {
         answer(what, resp).await
     }
 
-    /// POSTs one message object to `{phone_number_id}/messages`; the new message's id.
+    /// POSTs one message object to `{phone_number_id}/messages`; the new message's id. A
+    /// recipient (131056) or the number (130429, 80007) WhatsApp said is over its rate is held
+    /// in the gate, so no replica sends there before the wait is over.
     pub(crate) async fn post_message(&self, body: &Value) -> Result<String, ChannelError> {
+        let to = body["to"].as_str().unwrap_or_default();
+        let (recipient, number) =
+            (format!("whatsapp:to:{to}"), format!("whatsapp:number:{}", self.settings.phone_number_id));
+        for key in [&recipient, &number] {
+            if let Some(retry_after) = self.settings.gate.held(key).await {
+                return Err(ChannelError::RateLimited { retry_after });
+            }
+        }
         let tail = format!("{}/messages", self.settings.phone_number_id);
-        let answer = self.post("sending a WhatsApp message", &tail, body).await?;
+        let what = "sending a WhatsApp message";
+        let resp = self
+            .http
+            .post(self.settings.url(&tail))
+            .bearer_auth(&self.settings.access_token)
+            .json(body)
+            .send()
+            .await
+            .map_err(|e| transport(what, e))?;
+        let status = resp.status().as_u16();
+        let bytes = resp.bytes().await.map_err(|e| transport(what, e))?;
+        let answer: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+        if !(200..300).contains(&status) {
+            let e = graph_error(what, status, &answer);
+            if let ChannelError::RateLimited { retry_after } = &e {
+                let key = if answer["error"]["code"].as_i64() == Some(131056) { &recipient } else { &number };
+                self.settings.gate.hold(key, *retry_after).await;
+            }
+            return Err(e);
+        }
         answer["messages"][0]["id"]
             .as_str()
             .map(str::to_string)

@@ -32,6 +32,7 @@ pub use files::WhatsAppFiles;
 pub use normalize::CHANNEL;
 pub use webhook::{routes as webhook_routes, SIGNATURE_HEADER, WEBHOOK_PATH};
 
+use butler_channel::limit::Gate;
 use butler_channel::{Caps, Channel, ChannelError, ConversationRef, MessageRef, Outbound, TextFormat};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -62,6 +63,8 @@ pub struct Settings {
     /// parameter) when WhatsApp refuses a free-form message because the person's 24-hour window
     /// has closed.
     pub template: Option<Template>,
+    /// Where rate-limit holds are kept: this process's, or the replicas' shared gate.
+    pub gate: Gate,
 }
 
 /// A message template: its name and language code as approved in WhatsApp Manager.
@@ -80,6 +83,7 @@ impl std::fmt::Debug for Settings {
             .field("verify_token", &MASK)
             .field("api_url", &self.api_url)
             .field("template", &self.template)
+            .field("gate", &self.gate)
             .finish()
     }
 }
@@ -216,6 +220,7 @@ mod debug_tests {
             verify_token: "canary-verify-3".into(),
             api_url: "https://graph.facebook.com/v23.0".into(),
             template: None,
+            gate: Gate::local(),
         };
         for text in [format!("{settings:?}"), format!("{settings:#?}")] {
             assert!(!text.contains("canary"), "{text}");
