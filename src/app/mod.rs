@@ -154,7 +154,8 @@ impl App {
         let tiers = Tiers::new(&cfg.llm, llm.clone());
 
         let wake = Arc::new(Notify::new());
-        let ingress: Arc<dyn Ingress> = Arc::new(InboxIngress::new(store.clone(), wake.clone()));
+        let ingress: Arc<dyn Ingress> =
+            Arc::new(InboxIngress::new(store.clone(), wake.clone()).with_held(store.clone()));
         // Where rate limits, holds and lockouts are kept: shared by the replicas with Redis.
         let gate = cluster.link().map_or_else(Gate::local, |link| Gate::shared(Arc::new(RedisGate::for_link(link))));
         let (web_out, web_rx) = tokio::sync::mpsc::channel(1024);

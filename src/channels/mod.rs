@@ -1,6 +1,6 @@
 //! The glue between Butler's config and the platform channel crates (`channels/*`): the
 //! channel registry ([`Registry`], `registry.rs`) with one entry per platform, each defined in
-//! its one glue file (`telegram.rs`, `slack.rs`, `discord.rs`: its section type, checks, build,
+//! its one glue file (`telegram.rs`, `slack.rs`, `discord.rs`, `whatsapp.rs`: its section type, checks, build,
 //! `butler doctor` check and `init` section), and the webhook triggers' routes (`webhook.rs`).
 //! This is the only module that names a channel crate, each behind the cargo feature of the
 //! same name.
@@ -16,6 +16,8 @@ mod slack;
 #[cfg(feature = "telegram")]
 mod telegram;
 mod webhook;
+#[cfg(feature = "whatsapp")]
+mod whatsapp;
 
 pub use built::{section_table, BuildError, Built, Check};
 #[cfg(feature = "discord")]
@@ -26,6 +28,8 @@ pub use slack::SlackConfig;
 #[cfg(feature = "telegram")]
 pub use telegram::{TelegramConfig, TelegramMode};
 pub use webhook::{trigger_routes, TRIGGERS};
+#[cfg(feature = "whatsapp")]
+pub use whatsapp::WhatsAppConfig;
 
 use crate::config::{ChannelChecks, ChannelsConfig, Problems};
 use butler_channel::ConversationRef;
@@ -48,7 +52,8 @@ pub fn builtin() -> Registry {
     let r = Registry::default();
     let r = platform!(r, "telegram" => telegram::Telegram);
     let r = platform!(r, "slack" => slack::Slack);
-    platform!(r, "discord" => discord::DiscordPlatform)
+    let r = platform!(r, "discord" => discord::DiscordPlatform);
+    platform!(r, "whatsapp" => whatsapp::WhatsApp)
 }
 
 /// The built-in registry as config's channel checks, for `app::CONFIG_CHECKS` (a constant).

@@ -1,7 +1,8 @@
 //! Ingress: the door every inbound event comes through. `accept` makes the event durable in the
 //! inbox (a repeated id is recognised and dropped) and wakes the dispatcher; only then may the
 //! adapter acknowledge the platform. The dispatcher claims stored events in order, asks triage
-//! what to do and hands them on.
+//! what to do and hands them on. A new message also releases the replies held for its
+//! conversation while the platform's reply window was closed (`outbox::held`).
 //!
 //! Ingress must never do slow work before the event is stored, and never lose an event it
 //! returned `Accepted::New` for.
@@ -13,7 +14,7 @@ pub use crate::store::failed_key;
 pub use dispatch::{DispatchStores, Dispatcher};
 
 use crate::metrics::METRICS;
-use crate::store::InboxStore;
+use crate::store::{HeldStore, InboxStore};
 use async_trait::async_trait;
 use butler_channel::{Accepted, InboundEvent, Ingress, IngressError};
 use std::sync::Arc;
@@ -22,11 +23,19 @@ use tokio::sync::Notify;
 pub struct InboxIngress {
     store: Arc<dyn InboxStore>,
     wake: Arc<Notify>,
+    /// Where replies held for a closed reply window are released when the person writes.
+    held: Option<Arc<dyn HeldStore>>,
 }
 
 impl InboxIngress {
     pub fn new(store: Arc<dyn InboxStore>, wake: Arc<Notify>) -> Self {
-        Self { store, wake }
+        Self { store, wake, held: None }
+    }
+
+    /// This ingress releasing held replies (`outbox::held`) of a conversation that writes.
+    pub fn with_held(mut self, held: Arc<dyn HeldStore>) -> Self {
+        self.held = Some(held);
+        self
     }
 }
 
@@ -46,6 +55,9 @@ impl Ingress for InboxIngress {
             Ok(true) => {
                 METRICS.events_accepted.inc();
                 self.wake.notify_one();
+                if let Some(held) = &self.held {
+                    crate::outbox::held::release(held.as_ref(), &event).await;
+                }
                 Ok(Accepted::New)
             }
             Ok(false) => {

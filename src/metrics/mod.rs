@@ -217,6 +217,17 @@ impl Metrics {
         for (channel, n) in butler_channel::unreadable_counts() {
             let _ = writeln!(out, "butler_channel_unreadable_updates_total{{channel=\"{channel}\"}} {n}");
         }
+        let _ = writeln!(
+            out,
+            "# HELP butler_channel_delivery_statuses_total Delivery statuses platforms reported for sent messages\n\
+             # TYPE butler_channel_delivery_statuses_total counter"
+        );
+        for (channel, status, n) in butler_channel::status_counts() {
+            let _ = writeln!(
+                out,
+                "butler_channel_delivery_statuses_total{{channel=\"{channel}\",status=\"{status}\"}} {n}"
+            );
+        }
         let h = &self.turn_seconds;
         let _ = writeln!(out, "# HELP butler_turn_seconds Agent turn duration\n# TYPE butler_turn_seconds histogram");
         for (b, bound) in h.buckets.iter().zip(BOUNDS) {

@@ -248,6 +248,15 @@ impl Deliverer {
                     count_attempt: false,
                 }
             }
+            Err(ChannelError::OutsideWindow(why)) => {
+                METRICS.deliveries.inc(&[&row.channel, "held"]);
+                tracing::info!(error = %why, "outside the platform's reply window: held until the person writes");
+                OutboxMark::Retry {
+                    next_attempt_ms: now_ms() + super::held::HOLD_MS,
+                    error: format!("{}{why}", super::held::HELD),
+                    count_attempt: false,
+                }
+            }
             Err(e) if e.is_retryable() && row.attempts + 1 < self.cfg.max_attempts => {
                 METRICS.outbox_retried.inc();
                 METRICS.deliveries.inc(&[&row.channel, "retried"]);

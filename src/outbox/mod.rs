@@ -8,6 +8,7 @@
 
 mod channels;
 mod deliver;
+pub mod held;
 mod stream;
 
 pub(crate) use channels::chunk_key;

@@ -406,6 +406,14 @@ pub trait TranscriptStore: Send + Sync {
     async fn session_resume(&self, user_id: &str, session_id: &str, key: &str) -> Result<Option<SessionRow>>;
 }
 
+/// Replies held because the platform's reply window was closed (WhatsApp's 24 hours): pending
+/// far in the future, their error starting with `held:`, until the person writes again.
+#[async_trait]
+pub trait HeldStore: Send + Sync {
+    /// Makes every held reply to `conversation` due now, `notice` put before its text; how many.
+    async fn outbox_release(&self, conversation: &str, notice: &str) -> Result<u64>;
+}
+
 /// Whether the database answers: readiness and `doctor`.
 #[async_trait]
 pub trait PingStore: Send + Sync {
@@ -422,6 +430,7 @@ pub trait Store:
     + SessionStore
     + TurnStore
     + OutboxStore
+    + HeldStore
     + MemoryStore
     + UserStore
     + WebStore

@@ -107,6 +107,7 @@ contract! {
     outbox_draft_and_enqueue => crate::outbox::draft_and_enqueue,
     outbox_due_mark_retry => crate::outbox::due_mark_retry,
     outbox_revision_during_delivery_stays_pending => crate::outbox::revision_during_delivery_stays_pending,
+    outbox_held_replies_are_released_per_conversation => crate::outbox::held_replies_are_released_per_conversation,
     memory_search_or_semantics_and_ranking => crate::memory::or_semantics_and_ranking,
     memory_search_is_per_user => crate::memory::per_user,
     memory_search_survives_hostile_input => crate::memory::hostile_input,

@@ -175,3 +175,29 @@ async fn revise_through_an_approval(store: &Arc<dyn Store>, row: &butler::store:
     };
     assert!(store.approval_decide("r1", &decision).await.unwrap().is_some());
 }
+
+/// Replies held for a closed reply window: only the held rows of that conversation become due,
+/// with the notice before their text; the others are untouched, and a second release finds none.
+pub async fn held_replies_are_released_per_conversation(store: Arc<dyn Store>) {
+    let now = butler::store::now_ms();
+    let week = now + 7 * 24 * 3600 * 1000;
+    // (key, conversation, error it was parked with)
+    let rows = [
+        ("h1", "whatsapp:111", "held: 131047"),
+        ("h2", "whatsapp:111", "rate limited"),
+        ("h3", "whatsapp:222", "held: 131047"),
+    ];
+    for (key, conversation, error) in rows {
+        let id = store.outbox_enqueue(&reply(key, conversation, "the briefing")).await.unwrap().id;
+        let mark = OutboxMark::Retry { next_attempt_ms: week, error: error.into(), count_attempt: false };
+        store.outbox_mark(id, &mark).await.unwrap();
+    }
+    let wa = strings(&["whatsapp"]);
+    assert!(store.outbox_due(&wa, now + 1000, 10).await.unwrap().is_empty(), "all parked");
+    assert_eq!(store.outbox_release("whatsapp:111", "(notice)\n\n").await.unwrap(), 1);
+    let due = store.outbox_due(&wa, butler::store::now_ms() + 1000, 10).await.unwrap();
+    let got: Vec<(&str, &str)> = due.iter().map(|r| (r.key.as_str(), r.text.as_str())).collect();
+    assert_eq!(got, [("h1", "(notice)\n\nthe briefing")]);
+    assert_eq!(store.outbox_release("whatsapp:111", "(notice)\n\n").await.unwrap(), 0, "released once");
+    assert_eq!(store.outbox_get("h3").await.unwrap().unwrap().text, "the briefing", "another person's stays held");
+}

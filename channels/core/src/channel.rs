@@ -57,6 +57,11 @@ pub enum ChannelError {
     /// Network trouble or a 5xx: retry with backoff.
     #[error("temporary failure: {0}")]
     Transient(String),
+    /// The platform accepts free-form messages to this person only within a window after their
+    /// last message (WhatsApp's 24 hours) and it has closed: sending the same message again will
+    /// not help until they write; hold it, or send an approved template instead.
+    #[error("outside the platform's reply window: {0}")]
+    OutsideWindow(String),
 }
 
 impl ChannelError {

@@ -17,6 +17,7 @@ pub mod limit;
 mod media;
 mod outbound;
 pub mod signature;
+mod statuses;
 mod storable;
 mod unreadable;
 
@@ -27,5 +28,6 @@ pub use event::{Actor, ConversationKind, ConversationRef, EventBody, EventId, Id
 pub use hosts::FileHosts;
 pub use media::{Attachment, ByteStream, Download, FileSource, MediaKind, OutFile};
 pub use outbound::{Button, ButtonStyle, MessageRef, Outbound, PrivateTo};
+pub use statuses::{count_status, status_counts};
 pub use storable::{storable_text, REPLACEMENT};
 pub use unreadable::{count_unreadable, unreadable_counts};

@@ -144,6 +144,20 @@ fn full_config() -> Config {
         }
         .to_table(),
     );
+    #[cfg(feature = "whatsapp")]
+    c.channels.set(
+        "whatsapp",
+        crate::channels::WhatsAppConfig {
+            access_token: Secret::new("EAAG"),
+            phone_number_id: "106540352242922".into(),
+            app_secret: Secret::new("a"),
+            verify_token: Secret::new("v"),
+            api_url: "https://graph.facebook.com/v23.0".into(),
+            briefing_template: Some("daily_briefing".into()),
+            template_language: "en_US".into(),
+        }
+        .to_table(),
+    );
     c.media.transcription = Some(crate::config::TranscriptionConfig {
         base_url: "https://api.openai.com/v1".into(),
         api_key: Some(Secret::new("k5")),

@@ -1,6 +1,7 @@
 //! The outbox ([`OutboxStore`](crate::store::OutboxStore)), written once for both backends:
 //! replies are stored under an idempotency key before they are sent, then marked sent with the
-//! platform's message ids, failed, or rescheduled.
+//! platform's message ids, failed, or rescheduled; replies held while a platform's reply
+//! window is closed are released when the person writes again (`HeldStore`).
 //!
 //! It must never create a second row for one key, never turn a final (pending, sent, failed)
 //! reply back into a draft, and never change a row once it is `sent` (the one exception lives in
@@ -209,6 +210,24 @@ macro_rules! impl_outbox {
                         .await
                         .map_err($crate::store::sql::error::db_err)?;
                 raw.map(TryInto::try_into).transpose()
+            }
+        }
+
+        #[async_trait::async_trait]
+        impl $crate::store::HeldStore for $store {
+            async fn outbox_release(&self, conversation: &str, notice: &str) -> $crate::store::Result<u64> {
+                let now = $crate::store::now_ms();
+                let done = sqlx::query(
+                    "UPDATE outbox SET next_attempt_ms = $2, updated_ms = $2, text = $3 || text, last_error = NULL \
+                     WHERE conversation = $1 AND status = 'pending' AND last_error LIKE 'held:%'",
+                )
+                .bind(conversation)
+                .bind(now)
+                .bind(notice)
+                .execute(self.writer())
+                .await
+                .map_err($crate::store::sql::error::db_err)?;
+                Ok(done.rows_affected())
             }
         }
     };
