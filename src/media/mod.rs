@@ -36,7 +36,7 @@ use fetch::{Fetch, Fetched};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-pub(crate) use transcribe::service_message;
+pub(crate) use transcribe::{service_client, service_message};
 use transcribe::Transcriber;
 
 /// The media component: the channels' file sources and the `[media]` settings.

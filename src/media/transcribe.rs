@@ -26,11 +26,7 @@ pub struct Transcriber {
 
 impl Transcriber {
     pub fn new(cfg: &TranscriptionConfig) -> Self {
-        let client = reqwest::Client::builder()
-            .timeout(Duration::from_secs(cfg.timeout_secs.max(1)))
-            .connect_timeout(Duration::from_secs(cfg.timeout_secs.clamp(1, 10)))
-            .build()
-            .unwrap_or_default();
+        let client = service_client(cfg.timeout_secs);
         let base = cfg.base_url.trim().trim_end_matches('/');
         Self { client, cfg: cfg.clone(), shown: redact_url(base) }
     }
@@ -133,6 +129,16 @@ impl Transcriber {
             None => text.to_string(),
         }
     }
+}
+
+/// The HTTP client of an OpenAI-compatible service: `timeout_secs` for a whole request, at most
+/// 10 s to connect.
+pub(crate) fn service_client(timeout_secs: u64) -> reqwest::Client {
+    reqwest::Client::builder()
+        .timeout(Duration::from_secs(timeout_secs.max(1)))
+        .connect_timeout(Duration::from_secs(timeout_secs.clamp(1, 10)))
+        .build()
+        .unwrap_or_default()
 }
 
 /// The message of an error answer: OpenAI's `{"error": {"message"}}`, `{"error": "..."}`,

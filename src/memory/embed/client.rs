@@ -26,11 +26,7 @@ pub struct Embedder {
 
 impl Embedder {
     pub fn new(cfg: &EmbeddingsConfig) -> Self {
-        let client = reqwest::Client::builder()
-            .timeout(Duration::from_secs(cfg.timeout_secs.max(1)))
-            .connect_timeout(Duration::from_secs(cfg.timeout_secs.clamp(1, 10)))
-            .build()
-            .unwrap_or_default();
+        let client = crate::media::service_client(cfg.timeout_secs);
         let base = cfg.base_url.trim().trim_end_matches('/');
         Self { client, cfg: cfg.clone(), url: format!("{base}/embeddings"), shown: redact_url(base) }
     }
