@@ -36,8 +36,8 @@ use fetch::{Fetch, Fetched};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-pub(crate) use transcribe::{service_client, service_message};
 use transcribe::Transcriber;
+pub(crate) use transcribe::{service_client, service_message};
 
 /// The media component: the channels' file sources and the `[media]` settings.
 pub struct Media {
