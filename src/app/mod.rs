@@ -154,8 +154,8 @@ impl App {
         let tiers = Tiers::new(&cfg.llm, llm.clone());
 
         let wake = Arc::new(Notify::new());
-        let ingress: Arc<dyn Ingress> =
-            Arc::new(InboxIngress::new(store.clone(), wake.clone()).with_held(store.clone()));
+        let inbox = Arc::new(InboxIngress::new(store.clone(), wake.clone()).with_held(store.clone()));
+        let ingress: Arc<dyn Ingress> = inbox.clone();
         // Where rate limits, holds and lockouts are kept: shared by the replicas with Redis.
         let gate = cluster.link().map_or_else(Gate::local, |link| Gate::shared(Arc::new(RedisGate::for_link(link))));
         let (web_out, web_rx) = tokio::sync::mpsc::channel(1024);
@@ -163,6 +163,7 @@ impl App {
         let ChannelSet { out: channels, names, routes, hub, uploads, files } =
             build_channels(&cfg, &store, &ingress, (opts.http, &opts.channels), opts.extra_channels, relay, &gate)
                 .await?;
+        inbox.release_held_on(channels.iter().filter(|c| c.caps().reply_window).map(|c| c.name().to_string()).collect());
 
         let claims: Option<Arc<dyn store::ReplicaStore>> = cluster.shared().then(|| store.clone() as _);
         let deliverer = Deliverer::new(store.clone(), channels.clone(), DeliveryConfig::default(), claims);

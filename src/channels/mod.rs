@@ -1,6 +1,6 @@
 //! The glue between Butler's config and the platform channel crates (`channels/*`): the
 //! channel registry ([`Registry`], `registry.rs`) with one entry per platform, each defined in
-//! its one glue file (`telegram.rs`, `slack.rs`, `discord.rs`, `whatsapp.rs`: its section type, checks, build,
+//! its one glue file (`telegram.rs`, `slack.rs`, `discord.rs`, `whatsapp.rs`, `signal.rs`: its section type, checks, build,
 //! `butler doctor` check and `init` section), and the webhook triggers' routes (`webhook.rs`).
 //! This is the only module that names a channel crate, each behind the cargo feature of the
 //! same name.
@@ -11,6 +11,8 @@ mod built;
 #[cfg(feature = "discord")]
 mod discord;
 mod registry;
+#[cfg(feature = "signal")]
+mod signal;
 #[cfg(feature = "slack")]
 mod slack;
 #[cfg(feature = "telegram")]
@@ -23,6 +25,8 @@ pub use built::{section_table, BuildError, Built, Check};
 #[cfg(feature = "discord")]
 pub use discord::DiscordConfig;
 pub use registry::{Context, Platform, Registry};
+#[cfg(feature = "signal")]
+pub use signal::SignalConfig;
 #[cfg(feature = "slack")]
 pub use slack::SlackConfig;
 #[cfg(feature = "telegram")]
@@ -53,7 +57,8 @@ pub fn builtin() -> Registry {
     let r = platform!(r, "telegram" => telegram::Telegram);
     let r = platform!(r, "slack" => slack::Slack);
     let r = platform!(r, "discord" => discord::DiscordPlatform);
-    platform!(r, "whatsapp" => whatsapp::WhatsApp)
+    let r = platform!(r, "whatsapp" => whatsapp::WhatsApp);
+    platform!(r, "signal" => signal::Signal)
 }
 
 /// The built-in registry as config's channel checks, for `app::CONFIG_CHECKS` (a constant).

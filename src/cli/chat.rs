@@ -38,6 +38,7 @@ pub(super) const CAPS: Caps = Caps {
     min_edit_interval: Duration::from_millis(30),
     format: TextFormat::Markdown,
     exclusive: false,
+    reply_window: false,
 };
 
 /// Prints replies to stdout. A terminal cannot edit what it printed, so each edit prints only

@@ -2,7 +2,8 @@
 //! inbox (a repeated id is recognised and dropped) and wakes the dispatcher; only then may the
 //! adapter acknowledge the platform. The dispatcher claims stored events in order, asks triage
 //! what to do and hands them on. A new message also releases the replies held for its
-//! conversation while the platform's reply window was closed (`outbox::held`).
+//! conversation while the platform's reply window was closed (`outbox::held`), on the channels
+//! that have such a window only (`Caps::reply_window`): elsewhere it costs nothing.
 //!
 //! Ingress must never do slow work before the event is stored, and never lose an event it
 //! returned `Accepted::New` for.
@@ -17,7 +18,7 @@ use crate::metrics::METRICS;
 use crate::store::{HeldStore, InboxStore};
 use async_trait::async_trait;
 use butler_channel::{Accepted, InboundEvent, Ingress, IngressError};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use tokio::sync::Notify;
 
 pub struct InboxIngress {
@@ -25,17 +26,29 @@ pub struct InboxIngress {
     wake: Arc<Notify>,
     /// Where replies held for a closed reply window are released when the person writes.
     held: Option<Arc<dyn HeldStore>>,
+    /// The channels with a reply window (`Caps::reply_window`), known once they are built.
+    windowed: OnceLock<Vec<String>>,
 }
 
 impl InboxIngress {
     pub fn new(store: Arc<dyn InboxStore>, wake: Arc<Notify>) -> Self {
-        Self { store, wake, held: None }
+        Self { store, wake, held: None, windowed: OnceLock::new() }
     }
 
     /// This ingress releasing held replies (`outbox::held`) of a conversation that writes.
     pub fn with_held(mut self, held: Arc<dyn HeldStore>) -> Self {
         self.held = Some(held);
         self
+    }
+
+    /// The channels whose held replies a new message releases (set once, after the channels are
+    /// built; until then, and for every other channel, nothing is looked up).
+    pub fn release_held_on(&self, channels: Vec<String>) {
+        let _ = self.windowed.set(channels);
+    }
+
+    fn windowed(&self, channel: &str) -> bool {
+        self.windowed.get().is_some_and(|w| w.iter().any(|c| c == channel))
     }
 }
 
@@ -55,7 +68,7 @@ impl Ingress for InboxIngress {
             Ok(true) => {
                 METRICS.events_accepted.inc();
                 self.wake.notify_one();
-                if let Some(held) = &self.held {
+                if let Some(held) = self.held.as_ref().filter(|_| self.windowed(event.channel())) {
                     crate::outbox::held::release(held.as_ref(), &event).await;
                 }
                 Ok(Accepted::New)

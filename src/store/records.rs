@@ -403,6 +403,16 @@ impl ApprovalKind {
     }
 }
 
+/// Which pending request a message answers (see `ApprovalStore::approval_waiting`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Waiting<'a> {
+    /// The oldest question asked of this identity: a message from them answers it.
+    QuestionFor(&'a str),
+    /// The request delivered as this platform message id (a reaction to it, or a numbered
+    /// reply quoting it).
+    Message(&'a str),
+}
+
 /// A risky tool call (or a question to a person) waiting for (or past) a person's decision.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ApprovalRow {

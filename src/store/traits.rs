@@ -259,9 +259,12 @@ pub trait ApprovalStore: Send + Sync {
     async fn approvals_pending(&self, session_id: &str) -> Result<Vec<ApprovalRow>>;
     /// Whether `tool` was approved "always for this session" in this session.
     async fn approval_granted(&self, session_id: &str, tool: &str) -> Result<bool>;
-    /// The oldest pending, unexpired (`expires_ms > now_ms`) question asked of `requester` (an
-    /// identity) in `conversation`: a message from them there answers it. One indexed query.
-    async fn question_pending(&self, conversation: &str, requester: &str, now_ms: i64) -> Result<Option<ApprovalRow>>;
+    /// The oldest pending, unexpired (`expires_ms > now_ms`) request in `conversation` that
+    /// `waiting` names: a question asked of an identity (a message from them there answers it),
+    /// or the request whose message was delivered as a platform message id (its outbox row
+    /// `approval:<id>` lists that id). One indexed query.
+    async fn approval_waiting(&self, conversation: &str, waiting: Waiting<'_>, now_ms: i64)
+        -> Result<Option<ApprovalRow>>;
 }
 
 /// Child agents (`delegate`): one row per call, linked to the parent's call and the child's

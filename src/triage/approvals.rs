@@ -14,9 +14,20 @@ use crate::ids::SYSTEM_CHANNEL;
 use crate::outbox::Deliverer;
 use crate::permissions::approval::{decide, Answer, Answerer};
 use crate::session::{Job, JobKind};
-use crate::store::{now_ms, ApprovalRow, StoreError};
-use butler_channel::{Actor, ConversationKind, ConversationRef, EventBody, Identity, InboundEvent};
+use crate::store::{now_ms, ApprovalKind, ApprovalRow, StoreError, Waiting};
+use crate::permissions::approval::approval_key;
+use butler_channel::{
+    Actor, ButtonStyle, ConversationKind, ConversationRef, EventBody, Identity, InboundEvent, ANSWER_NO, ANSWER_YES,
+};
 use std::sync::Arc;
+
+/// What an answer to a request's message picked.
+enum Pick {
+    /// 👍 (true) or 👎.
+    React(bool),
+    /// The n-th choice, from 1.
+    Number(usize),
+}
 
 fn refused(text: impl Into<String>, reason: impl Into<String>) -> Verdict {
     Verdict::recorded(Decision::Reply { text: text.into() }, "approval_refused", reason)
@@ -72,6 +83,55 @@ impl Approvals {
         self.settle(event, &row, Answer::Choice(choice), user.as_ref()).await
     }
 
+    /// An answer to a request's message on a platform without buttons (or beside them): a 👍
+    /// or 👎 reaction to it (`#yes` / `#no`), or a reply quoting it whose text is a number.
+    /// The request is the one delivered as that message; the number picks its n-th button, 👍
+    /// its primary button, 👎 its danger button; then it is settled as a click on that button
+    /// (bound to the approvers, once). `None` when the event is no such answer, or names no
+    /// pending request (a numbered reply is then an ordinary message).
+    pub(super) async fn message_answer(&self, event: &InboundEvent) -> Result<Option<Verdict>, StoreError> {
+        let (message, pick) = match &event.body {
+            EventBody::Action { action, message: Some(m), .. } if action == ANSWER_YES || action == ANSWER_NO => {
+                (m.as_str(), Pick::React(action == ANSWER_YES))
+            }
+            EventBody::Message { text } => match (&event.reply_to, text.trim().parse::<usize>()) {
+                (Some(m), Ok(n)) if (1..=20).contains(&n) => (m.as_str(), Pick::Number(n)),
+                _ => return Ok(None),
+            },
+            _ => return Ok(None),
+        };
+        let conversation = event.conversation.to_string();
+        let found = self.store.approvals.approval_waiting(&conversation, Waiting::Message(message), now_ms()).await?;
+        let reaction = matches!(pick, Pick::React(_));
+        let Some(row) = found.filter(|r| r.kind != ApprovalKind::Question || !reaction) else {
+            return Ok(reaction.then(|| Verdict::drop("a reaction that answers no pending request")));
+        };
+        if row.kind == ApprovalKind::Question {
+            // A question's numbered reply is its typed answer (a number picks that option).
+            // Only the person it was asked of answers it, as with any message of theirs.
+            let Pick::Number(n) = pick else { return Ok(None) };
+            if row.requester != event.actor.identity.to_string() {
+                return Ok(None);
+            }
+            return Ok(Some(self.settle(event, &row, Answer::Typed(&n.to_string()), None).await?));
+        }
+        let buttons = match self.store.outbox.outbox_get(&approval_key(&row.id)).await? {
+            Some(message) => message.buttons,
+            None => Vec::new(),
+        };
+        let button = match pick {
+            Pick::Number(n) => buttons.get(n - 1),
+            Pick::React(yes) => {
+                let style = if yes { ButtonStyle::Primary } else { ButtonStyle::Danger };
+                buttons.iter().find(|b| b.style == style)
+            }
+        };
+        let Some(rest) = button.and_then(|b| b.action.strip_prefix("ap:")) else {
+            return Ok(Some(refused("That is not one of the choices.", "an answer outside the request's choices")));
+        };
+        Ok(Some(self.approval_answer(event, rest).await?))
+    }
+
     /// A message that answers a question: from the person it was asked of, in the conversation
     /// where it waits, while it is pending and unexpired (one indexed query). `None` when no
     /// question waits for them there: the message is an ordinary one.
@@ -81,7 +141,8 @@ impl Approvals {
         text: &str,
     ) -> Result<Option<Verdict>, StoreError> {
         let (conversation, who) = (event.conversation.to_string(), event.actor.identity.to_string());
-        let Some(row) = self.store.approvals.question_pending(&conversation, &who, now_ms()).await? else {
+        let waiting = Waiting::QuestionFor(&who);
+        let Some(row) = self.store.approvals.approval_waiting(&conversation, waiting, now_ms()).await? else {
             return Ok(None);
         };
         Ok(Some(self.settle(event, &row, Answer::Typed(text), None).await?))

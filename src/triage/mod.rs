@@ -122,6 +122,9 @@ impl Triage {
                 return self.approvals.approval_answer(event, rest).await;
             }
         }
+        if let Some(verdict) = self.approvals.message_answer(event).await? {
+            return Ok(verdict);
+        }
         let group = (event.kind == ConversationKind::Group).then(|| self.access.group(&event.conversation)).flatten();
         let respond_all = group.is_some_and(|g| g.respond == Respond::All);
         if event.kind == ConversationKind::Group && !event.addressed && !respond_all {

@@ -84,6 +84,7 @@ impl Channel for WebChannel {
             min_edit_interval: Duration::from_millis(100),
             format: TextFormat::Markdown,
             exclusive: false,
+            reply_window: false,
         }
     }
 

@@ -257,6 +257,7 @@ impl Channel for Flaky {
             min_edit_interval: Duration::from_millis(50),
             format: TextFormat::Markdown,
             exclusive: false,
+            reply_window: false,
         }
     }
 

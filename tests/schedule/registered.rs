@@ -98,6 +98,7 @@ impl Channel for MemChat {
             min_edit_interval: Duration::from_millis(50),
             format: TextFormat::Plain,
             exclusive: false,
+            reply_window: false,
         }
     }
 

@@ -201,3 +201,28 @@ pub async fn held_replies_are_released_per_conversation(store: Arc<dyn Store>) {
     assert_eq!(store.outbox_release("whatsapp:111", "(notice)\n\n").await.unwrap(), 0, "released once");
     assert_eq!(store.outbox_get("h3").await.unwrap().unwrap().text, "the briefing", "another person's stays held");
 }
+
+/// The ingress releases held replies only on channels with a reply window (WhatsApp): a message
+/// on any other channel looks nothing up and releases nothing, even in a conversation of the same
+/// id; a message on a windowed channel releases its conversation's.
+pub async fn ingress_releases_only_on_windowed_channels(store: Arc<dyn Store>) {
+    use butler::channel::Ingress;
+    let week = butler::store::now_ms() + 7 * 24 * 3600 * 1000;
+    for (key, conversation) in [("w1", "whatsapp:111"), ("t1", "telegram:111")] {
+        let id = store.outbox_enqueue(&reply(key, conversation, "the briefing")).await.unwrap().id;
+        let mark = OutboxMark::Retry { next_attempt_ms: week, error: "held: 131047".into(), count_attempt: false };
+        store.outbox_mark(id, &mark).await.unwrap();
+    }
+    let ingress = butler::ingress::InboxIngress::new(store.clone(), Arc::new(tokio::sync::Notify::new()))
+        .with_held(store.clone());
+    ingress.release_held_on(strings(&["whatsapp"]));
+    let held = |key: &'static str| {
+        let store = store.clone();
+        async move { store.outbox_get(key).await.unwrap().unwrap().text == "the briefing" }
+    };
+    ingress.accept(crate::fixtures::event("e-t", "telegram", "111")).await.unwrap();
+    assert!(held("t1").await && held("w1").await, "a telegram message releases nothing");
+    ingress.accept(crate::fixtures::event("e-w", "whatsapp", "111")).await.unwrap();
+    assert!(!held("w1").await, "a whatsapp message releases its conversation's held reply");
+    assert!(held("t1").await, "the telegram row was never held by a window and stays as it was");
+}

@@ -2,13 +2,16 @@
 //! answer round-trip (a tool approval keeps kind `tool`, no options, and its detail: what the call
 //! would do, multi-line text); deciding a question
 //! stores its answer with the same compare-and-swap (one winner, the winner's answer); and
-//! `question_pending` finds the oldest pending, unexpired question asked of one identity in one
+//! `approval_waiting` finds the oldest pending, unexpired question asked of one identity in one
 //! conversation - never a tool approval, a decided or expired question, someone else's or
-//! another conversation's.
+//! another conversation's; and the request delivered as a platform message (a reaction or a
+//! numbered reply to it), only while pending, only in its conversation.
 
 use crate::approvals::{open_sessions, park};
 use crate::fixtures::{approval, strings};
-use butler::store::{ApprovalDecision, ApprovalKind, ApprovalRow, ApprovalStatus, Detail, DetailKind, Store};
+use butler::store::{
+    ApprovalDecision, ApprovalKind, ApprovalRow, ApprovalStatus, Detail, DetailKind, OutboxMark, Store, Waiting,
+};
 use std::sync::Arc;
 
 const T: i64 = 1_700_000_000_000;
@@ -121,13 +124,44 @@ pub async fn pending_question_of_one_person_here(store: Arc<dyn Store>) {
         ("web:c1", alice, T + 1, None),
     ];
     for (conversation, who, now, want) in cases {
-        let got = store.question_pending(conversation, who, now).await.unwrap();
+        let got = store.approval_waiting(conversation, Waiting::QuestionFor(who), now).await.unwrap();
         assert_eq!(got.as_ref().map(|r| r.id.as_str()), want, "{conversation} {who} at {}", now - T);
     }
-    let found = store.question_pending(here, alice, T + 1).await.unwrap().unwrap();
+    let found = store.approval_waiting(here, Waiting::QuestionFor(alice), T + 1).await.unwrap().unwrap();
     assert_eq!((found.kind, found.options.clone()), (ApprovalKind::Question, strings(&["Yes", "No"])));
     // Once answered it is no longer pending.
     store.approval_decide("q-old", &answer(alice, "No")).await.unwrap().unwrap();
-    let next = store.question_pending(here, alice, T + 1).await.unwrap();
+    let next = store.approval_waiting(here, Waiting::QuestionFor(alice), T + 1).await.unwrap();
     assert_eq!(next.map(|r| r.id), Some("q-new".to_string()));
+}
+
+pub async fn request_delivered_as_a_message(store: Arc<dyn Store>) {
+    open_sessions(&store, &["s1"]).await;
+    let here = "telegram:42";
+    let tool = ApprovalRow { conversation: here.into(), ..approval("a-tool", "s1", "shell", T, T + HOUR) };
+    let quiz = question("q-1", here, "telegram:42", &["Tea", "Coffee"], (T + 1, T + HOUR));
+    park(&store, "e1", &[tool, quiz]).await;
+    // Delivered: a-tool as two chunks, q-1 as one; ids with LIKE's wildcards stay literal.
+    for (key, ids) in [("approval:a-tool", vec!["100:+1", "wamid.A_b%"]), ("approval:q-1", vec!["200:+1"])] {
+        let row = store.outbox_get(key).await.unwrap().unwrap();
+        let ids: Vec<String> = ids.into_iter().map(String::from).collect();
+        store.outbox_mark(row.id, &OutboxMark::Sent { platform_ids: ids, text: row.text.clone() }).await.unwrap();
+    }
+    // (conversation, platform id, now) -> the request delivered as it
+    let cases = [
+        (here, "100:+1", T + 2, Some("a-tool")),
+        (here, "wamid.A_b%", T + 2, Some("a-tool")),
+        (here, "wamid.AXbY", T + 2, None),
+        (here, "00:+", T + 2, None),
+        (here, "200:+1", T + 2, Some("q-1")),
+        ("telegram:43", "100:+1", T + 2, None),
+        (here, "100:+1", T + HOUR, None),
+    ];
+    for (conversation, id, now, want) in cases {
+        let got = store.approval_waiting(conversation, Waiting::Message(id), now).await.unwrap();
+        assert_eq!(got.as_ref().map(|r| r.id.as_str()), want, "{conversation} {id} at {}", now - T);
+    }
+    store.approval_decide("a-tool", &answer("telegram:42", "yes")).await.unwrap().unwrap();
+    let decided = store.approval_waiting(here, Waiting::Message("100:+1"), T + 2).await.unwrap();
+    assert_eq!(decided, None, "a decided request answers nothing");
 }

@@ -118,6 +118,7 @@ impl Channel for FakeChannel {
             min_edit_interval: Duration::from_millis(50),
             format: TextFormat::Markdown,
             exclusive: false,
+            reply_window: false,
         }
     }
 

@@ -34,6 +34,10 @@ pub struct Caps {
     /// The receiver may run in one process at a time (long polling, a gateway, a socket):
     /// with several replicas it runs under a leader lease.
     pub exclusive: bool,
+    /// The platform takes free-form messages to a person only within a window after their last
+    /// message (WhatsApp's 24 hours): a reply refused for it is held, and released when the
+    /// person next writes.
+    pub reply_window: bool,
 }
 
 /// Errors an adapter reports; each variant tells the caller what to do next.

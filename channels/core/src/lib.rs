@@ -8,6 +8,7 @@
 //! This crate must never depend on a platform SDK, a database, Redis or an LLM: it is the
 //! vocabulary shared by adapters that must not know each other.
 
+mod answer;
 mod channel;
 mod chunk;
 mod clock;
@@ -21,6 +22,7 @@ mod statuses;
 mod storable;
 mod unreadable;
 
+pub use answer::{reaction_answer, ANSWER_NO, ANSWER_YES};
 pub use channel::{Accepted, Caps, Channel, ChannelError, Ingress, IngressError, TextFormat};
 pub use chunk::{chunk_text, ChunkLimit};
 pub use clock::now_ms;

@@ -179,6 +179,7 @@ impl Channel for Discord {
             min_edit_interval: MIN_EDIT_INTERVAL,
             format: TextFormat::Native,
             exclusive: true,
+            reply_window: false,
         }
     }
 

@@ -145,6 +145,7 @@ impl Channel for SlackChannel {
             min_edit_interval: EDIT_SPACING,
             format: TextFormat::Native,
             exclusive: self.shared.settings.app_token.is_some(),
+            reply_window: false,
         }
     }
 

@@ -233,6 +233,7 @@ impl Channel for TelegramChannel {
             min_edit_interval: Duration::from_secs(1),
             format: TextFormat::Native,
             exclusive: matches!(self.settings.mode, Mode::Polling { .. }),
+            reply_window: false,
         }
     }
 

@@ -183,6 +183,7 @@ impl Channel for WhatsAppChannel {
             min_edit_interval: Duration::from_secs(1),
             format: TextFormat::Native,
             exclusive: false,
+            reply_window: true,
         }
     }
 

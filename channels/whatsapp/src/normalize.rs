@@ -7,14 +7,15 @@
 //! - text -> its body; image, audio, voice notes, video, documents, stickers -> attachments
 //!   (the caption is the text); location and contacts -> a plain description; interactive
 //!   button and list replies (and template quick-reply buttons) -> `EventBody::Action` with the
-//!   button's id; `context.id` -> `reply_to`; reactions, and messages of a type Butler does not
+//!   button's id; `context.id` -> `reply_to`; a 👍 / 👎 reaction -> `Action` `#yes` / `#no` on the
+//!   reacted message (an answer to a request); other reactions, and messages of a type Butler does not
 //!   know, are not events.
 //! - Statuses (sent, delivered, read, failed) are returned apart: they never start a turn.
 //!
 //! This module is pure: it must never call WhatsApp or the ingress.
 
 use butler_channel::{
-    Actor, Attachment, ConversationKind, ConversationRef, EventBody, EventId, Identity, InboundEvent, MediaKind,
+    reaction_answer, Actor, Attachment, ConversationKind, ConversationRef, EventBody, EventId, Identity, InboundEvent, MediaKind,
 };
 use serde_json::Value;
 
@@ -96,6 +97,13 @@ pub fn message(m: &Value, value: &Value) -> Option<InboundEvent> {
         }
         "location" => EventBody::Message { text: location(&m["location"]) },
         "contacts" => EventBody::Message { text: contacts(&m["contacts"]) },
+        // 👍 / 👎 on a request answer it (Butler finds the request sent as that message);
+        // other reactions, and removed ones (an empty emoji), are not events.
+        "reaction" => EventBody::Action {
+            action: reaction_answer(m["reaction"]["emoji"].as_str().unwrap_or_default())?.to_string(),
+            message: Some(str_of(&m["reaction"]["message_id"])?),
+            interaction: None,
+        },
         _ => return None,
     };
     let name = value["contacts"]
@@ -233,7 +241,12 @@ mod tests {
                     "phones": [{"phone": "+1 555", "type": "CELL"}]}]})),
                 Some(("[shared contacts: Ann (+1 555)]", None, 0, None)),
             ),
-            (with(json!({"type": "reaction", "reaction": {"message_id": "wamid.X", "emoji": "👍"}})), None),
+            (
+                with(json!({"type": "reaction", "reaction": {"message_id": "wamid.X", "emoji": "👍🏽"}})),
+                Some(("", Some("#yes"), 0, None)),
+            ),
+            (with(json!({"type": "reaction", "reaction": {"message_id": "wamid.X", "emoji": "😂"}})), None),
+            (with(json!({"type": "reaction", "reaction": {"message_id": "wamid.X", "emoji": ""}})), None),
             (with(json!({"type": "unsupported"})), None),
         ];
         for (m, want) in cases {

@@ -158,6 +158,12 @@ fn full_config() -> Config {
         }
         .to_table(),
     );
+    #[cfg(feature = "signal")]
+    c.channels.set(
+        "signal",
+        crate::channels::SignalConfig { url: "http://127.0.0.1:8080".into(), account: "+15551234567".into() }
+            .to_table(),
+    );
     c.media.transcription = Some(crate::config::TranscriptionConfig {
         base_url: "https://api.openai.com/v1".into(),
         api_key: Some(Secret::new("k5")),

@@ -187,25 +187,42 @@ macro_rules! impl_approvals {
             }
 
             /// Served by the partial index of pending rows by expiry (`approvals_due`): pending
-            /// rows are few (each expires), so the range `expires_ms > now` walks only them.
-            async fn question_pending(
+            /// rows are few (each expires), so the range `expires_ms > now` walks only them; the
+            /// outbox row of a candidate is found by its unique key.
+            async fn approval_waiting(
                 &self,
                 conversation: &str,
-                requester: &str,
+                waiting: $crate::store::Waiting<'_>,
                 now_ms: i64,
             ) -> $crate::store::Result<Option<$crate::store::ApprovalRow>> {
-                let raw: Option<$crate::store::sql::rows::ApprovalRaw> = sqlx::query_as(concat!(
-                    "SELECT ",
-                    $crate::store::sql::rows::cols!(approval),
-                    " FROM approvals WHERE status = 'pending' AND expires_ms > $3 AND kind = 'question' \
-                     AND conversation = $1 AND requester = $2 ORDER BY created_ms, id LIMIT 1"
-                ))
-                .bind(conversation)
-                .bind(requester)
-                .bind(now_ms)
-                .fetch_optional(self.reader())
-                .await
-                .map_err($crate::store::sql::error::db_err)?;
+                let (query, value) = match waiting {
+                    $crate::store::Waiting::QuestionFor(who) => (
+                        sqlx::query_as(concat!(
+                            "SELECT ",
+                            $crate::store::sql::rows::cols!(approval),
+                            " FROM approvals WHERE status = 'pending' AND expires_ms > $3 AND conversation = $1 \
+                             AND kind = 'question' AND requester = $2 ORDER BY created_ms, id LIMIT 1"
+                        )),
+                        who.to_string(),
+                    ),
+                    $crate::store::Waiting::Message(id) => (
+                        sqlx::query_as(concat!(
+                            "SELECT ",
+                            $crate::store::sql::rows::cols!(approval),
+                            " FROM approvals WHERE status = 'pending' AND expires_ms > $3 AND conversation = $1 \
+                             AND EXISTS (SELECT 1 FROM outbox WHERE outbox.key = 'approval:' || approvals.id \
+                             AND outbox.platform_ids LIKE $2 ESCAPE '!') ORDER BY created_ms, id LIMIT 1"
+                        )),
+                        format!("%\"{}\"%", id.replace('!', "!!").replace('%', "!%").replace('_', "!_")),
+                    ),
+                };
+                let raw: Option<$crate::store::sql::rows::ApprovalRaw> = query
+                    .bind(conversation)
+                    .bind(value)
+                    .bind(now_ms)
+                    .fetch_optional(self.reader())
+                    .await
+                    .map_err($crate::store::sql::error::db_err)?;
                 raw.map(TryInto::try_into).transpose()
             }
         }
