@@ -29,6 +29,9 @@ use std::time::Duration;
 pub const ACCOUNT: &str = "+15550000001";
 pub const BOT_UUID: &str = "0b07b07b-0000-4000-8000-000000000001";
 
+/// A JSON-RPC error: (code, message).
+type RpcError = (i64, String);
+
 const USER_ERROR: i64 = -1;
 const INVALID_REQUEST: i64 = -32600;
 const METHOD_NOT_FOUND: i64 = -32601;
@@ -64,7 +67,7 @@ struct Inner {
     calls: Vec<Call>,
     sent: Vec<Sent>,
     last_ts: i64,
-    failures: HashMap<String, VecDeque<(i64, String)>>,
+    failures: HashMap<String, VecDeque<RpcError>>,
     http_fail: (u16, usize),
     attachments: HashMap<String, Vec<u8>>,
     /// number -> uuid of registered Signal users.
@@ -113,7 +116,7 @@ fn valid_recipient(r: &str) -> bool {
 }
 
 /// Checks `start:length:X` ranges against `text` in UTF-16 code units; (start, length, X).
-fn ranges(items: &[String], text: &str, what: &str) -> Result<Vec<(usize, usize, String)>, (i64, String)> {
+fn ranges(items: &[String], text: &str, what: &str) -> Result<Vec<(usize, usize, String)>, RpcError> {
     let units = text.encode_utf16().count();
     let mut out = Vec::new();
     for item in items {
@@ -180,7 +183,7 @@ impl Inner {
     }
 
     /// The recipients of a send-like call: (numbers, group ids).
-    fn targets(&self, p: &Value) -> Result<(Vec<String>, Vec<String>), (i64, String)> {
+    fn targets(&self, p: &Value) -> Result<(Vec<String>, Vec<String>), RpcError> {
         let numbers = list(&p["recipient"]).unwrap_or_default();
         let groups = list(&p["groupId"]).unwrap_or_default();
         if numbers.is_empty() && groups.is_empty() {
@@ -195,7 +198,7 @@ impl Inner {
         Ok((numbers, groups))
     }
 
-    fn send(&mut self, p: &Value) -> Result<Value, (i64, String)> {
+    fn send(&mut self, p: &Value) -> Result<Value, RpcError> {
         let (numbers, groups) = self.targets(p)?;
         let text = p["message"].as_str().unwrap_or_default().to_string();
         let mut files = Vec::new();
@@ -232,7 +235,7 @@ impl Inner {
         Ok(result)
     }
 
-    fn dispatch(&mut self, method: &str, p: &Value) -> Result<Value, (i64, String)> {
+    fn dispatch(&mut self, method: &str, p: &Value) -> Result<Value, RpcError> {
         match method {
             "send" => self.send(p),
             "sendTyping" | "sendReaction" => {
