@@ -10,6 +10,7 @@ pub mod embedder;
 pub mod fake_channel;
 pub mod fake_discord;
 pub mod fake_llm;
+pub mod fake_signal;
 pub mod fake_slack;
 pub mod fake_stt;
 pub mod fake_telegram;
