@@ -303,7 +303,9 @@ impl Deliverer {
             let msg = Outbound {
                 conversation: conversation.clone(),
                 text: chunk,
-                buttons: if i == last && caps.buttons { row.buttons.clone() } else { vec![] },
+                // The last chunk carries the buttons; a platform without buttons writes the
+                // choices into the text its own way (Signal: numbered, answered by a reply).
+                buttons: if i == last { row.buttons.clone() } else { vec![] },
                 reply_to: if i == 0 { row.reply_to.clone() } else { None },
                 draft: false,
                 key: Some(chunk_key(&row.key, i)),

@@ -17,6 +17,7 @@ mod inbox;
 mod init;
 mod lifecycle;
 mod mcp;
+mod phones;
 mod private;
 mod replicas;
 mod replicas_failure;

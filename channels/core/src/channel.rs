@@ -20,7 +20,8 @@ pub enum TextFormat {
 /// "which platform is this".
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Caps {
-    /// Inline buttons can be attached to messages.
+    /// Inline buttons can be attached to messages. Without them an adapter still gets the
+    /// buttons and writes the choices into the text its own way.
     pub buttons: bool,
     /// Sent messages can be edited (enables streaming by editing in place).
     pub edit: bool,
