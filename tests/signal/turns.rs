@@ -167,3 +167,49 @@ async fn numbered_replies_and_a_thumbs_down_answer_the_request_they_quote() {
     assert_eq!(tool.runs(), 1);
     sg.stop().await;
 }
+
+#[tokio::test]
+async fn commands_access_rules_and_a_briefing_to_a_group_apply_on_signal() {
+    use butler::config::{Missed, ScheduleMode};
+    use butler::schedule::{JobOwner, JobSpec};
+    use butler::store::{ScheduleChange, ScheduleFilter, ScheduleSource};
+    let sg = Sg::start().await;
+    listening(&sg.fake).await;
+    sg.fake.push(direct(OWNER, &uuid_for(OWNER), T, "/help"));
+    let sent = sg.fake.wait_sent(20, "the help", |s| !to(s, OWNER).is_empty()).await;
+    let help = &to(&sent, OWNER)[0].text;
+    assert!(help.contains("/new") && help.contains("/approve"), "{help}");
+    // Someone not in [access] starts no turn, in a direct chat or in a group.
+    let stranger = "+15550009999";
+    sg.fake.push(direct(stranger, &uuid_for(stranger), T + 1, "hello?"));
+    sg.fake.push(group(stranger, &uuid_for(stranger), T + 2, GROUP, "\u{FFFC} hi", &[(0, 1, BOT_UUID)]));
+    settle().await;
+    assert!(sg.llm.requests().is_empty(), "no model call for a stranger");
+    assert!(to(&sg.fake.sent(), stranger).len() <= 1, "at most one answer (the pairing code)");
+
+    // A briefing whose target is the group: delivered there, by the group's real id.
+    sg.llm.on("brief-signal", Reply::text("**Today**: rain"));
+    let spec = JobSpec {
+        name: Some("morning".into()),
+        cron: Some("0 7 * * *".into()),
+        at: None,
+        tz: "UTC".into(),
+        prompt: "brief-signal: the day".into(),
+        target: format!("signal:{GROUP_CONVERSATION}"),
+        mode: ScheduleMode::Always,
+        missed: Missed::RunOnce,
+        grace_secs: 3600,
+    };
+    let owner = JobOwner { identity: format!("signal:{OWNER}").parse().unwrap(), user_id: None };
+    let store = sg.app.app.store.clone();
+    let new = butler::schedule::jobs::build(&spec, &owner, ScheduleSource::Cli, butler::store::now_ms()).unwrap();
+    let job = store.schedule_put(&new).await.unwrap();
+    let row = store.schedules_list(&ScheduleFilter::Id(job.id)).await.unwrap().pop().unwrap();
+    let due = butler::store::now_ms() + 200;
+    let change = ScheduleChange::Advance { from: row.next_fire_ms.unwrap(), to: Some(due) };
+    assert!(store.schedule_set(job.id, &change).await.unwrap());
+    let sent = sg.fake.wait_sent(30, "the briefing", |s| s.iter().any(|m| m.text == "Today: rain")).await;
+    let brief = sent.iter().find(|m| m.text == "Today: rain").unwrap();
+    assert_eq!((brief.to.as_str(), brief.styles.clone()), (format!("group:{GROUP}").as_str(), vec!["0:5:BOLD".to_string()]));
+    sg.stop().await;
+}

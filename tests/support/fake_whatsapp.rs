@@ -396,6 +396,17 @@ pub fn list_reply(from: &str, id: &str, on: &str, action: &str, title: &str) -> 
     v
 }
 
+/// A reaction: `from` reacted `emoji` to message `on` (the documented `reaction` message; an
+/// empty emoji removes a reaction).
+pub fn reaction(from: &str, id: &str, on: &str, emoji: &str) -> Value {
+    let mut v = text(from, id, "");
+    let m = &mut v["entry"][0]["changes"][0]["value"]["messages"][0];
+    m.as_object_mut().unwrap().remove("text");
+    m["type"] = json!("reaction");
+    m["reaction"] = json!({"message_id": on, "emoji": emoji});
+    v
+}
+
 /// A status callback fixture (`webhook_status_delivered.json` or `webhook_status_failed.json`).
 pub fn status(name: &str) -> Value {
     let mut v = fixture(name);

@@ -118,3 +118,62 @@ async fn doctor_checks_the_token_and_the_phone_number_id() {
     let (problem, fix) = check(&gone).await.expect_err("an unreachable API fails");
     assert!(problem.contains("cannot reach") && fix.contains(&gone.api_url), "{problem} / {fix}");
 }
+
+#[tokio::test]
+async fn messages_to_one_person_are_paced_at_the_pair_rate() {
+    let fake = FakeWhatsApp::start().await;
+    let channel = adapter(&fake, TOKEN);
+    let (alice, bob) = (ConversationRef::new("whatsapp", crate::ALICE), ConversationRef::new("whatsapp", crate::OWNER));
+    let burst = butler_whatsapp::PAIR_RATE.burst as usize;
+    for i in 0..burst {
+        channel.send(&Outbound::text(alice.clone(), format!("part {i}"))).await.unwrap();
+    }
+    // The burst is spent: the next one to Alice waits (nothing is sent), Bob is not affected.
+    match channel.send(&Outbound::text(alice.clone(), "one too many")).await {
+        Err(ChannelError::RateLimited { retry_after }) => {
+            assert!(retry_after <= butler_whatsapp::PAIR_RATE.every, "{retry_after:?}")
+        }
+        other => panic!("{other:?}"),
+    }
+    channel.send(&Outbound::text(bob, "hello Bob")).await.unwrap();
+    assert_eq!(fake.sent_to(crate::ALICE).len(), burst);
+    assert_eq!(fake.sent_to(crate::OWNER).len(), 1);
+}
+
+/// A real Ogg page header followed by Opus-shaped noise: the transport is what matters here
+/// (decoding is the media component's own test).
+fn ogg_voice(len: usize) -> Vec<u8> {
+    let mut out = b"OggS\x00\x02\x00\x00\x00\x00\x00\x00\x00\x00\x01\x00\x00\x00\x00\x00\x00\x00".to_vec();
+    out.extend((0..len).map(|i| (i * 31 % 251) as u8));
+    out
+}
+
+#[tokio::test]
+async fn a_voice_note_is_fetched_transcribed_and_answered() {
+    use crate::support::fake_llm::Reply;
+    use crate::support::fake_stt::FakeStt;
+    let stt = FakeStt::start("Remind me to call mum at six").await;
+    let base = stt.base_url();
+    let wa = crate::Wa::start_config(vec![], |_| {}, |cfg| {
+        cfg.media.transcription = Some(butler::config::TranscriptionConfig { base_url: base, ..Default::default() });
+    })
+    .await;
+    wa.llm.on("call mum", Reply::text("I will remind you at six."));
+    let voice = ogg_voice(9_000);
+    let media = wa.fake.add_media("audio/ogg; codecs=opus", &voice);
+    let mut payload = crate::support::fake_whatsapp::text(crate::OWNER, "wamid.voice-1", "");
+    let m = &mut payload["entry"][0]["changes"][0]["value"]["messages"][0];
+    m.as_object_mut().unwrap().remove("text");
+    m["type"] = serde_json::json!("audio");
+    m["audio"] = serde_json::json!({"id": media, "mime_type": "audio/ogg; codecs=opus", "voice": true});
+    assert_eq!(wa.deliver(&payload).await, 200);
+    let sent = wa.fake.wait_sent(crate::OWNER, 20, "the answer", |s| s.iter().any(|m| m.text().contains("at six."))).await;
+    let shown = sent.iter().map(|m| m.text()).collect::<Vec<_>>().join("\n");
+    assert!(shown.contains("I heard: \"Remind me to call mum at six\""), "the person sees what was heard: {shown}");
+    let asked = wa.llm.last_request().unwrap().last_user_text();
+    assert!(asked.contains("voice note") && asked.contains("call mum at six"), "{asked}");
+    let got = stt.requests();
+    assert_eq!(got.len(), 1);
+    assert_eq!(got[0].file.as_ref(), voice.as_slice(), "the voice note as WhatsApp served it");
+    wa.stop().await;
+}

@@ -59,12 +59,22 @@ impl Wa {
         tools: Vec<std::sync::Arc<dyn butler::tools::Tool>>,
         tweak: impl FnOnce(&mut WhatsAppConfig),
     ) -> Self {
+        Self::start_config(tools, tweak, |_| {}).await
+    }
+
+    /// `tweak` adjusts `[channels.whatsapp]`, `other` the rest of the config, before start.
+    pub async fn start_config(
+        tools: Vec<std::sync::Arc<dyn butler::tools::Tool>>,
+        tweak: impl FnOnce(&mut WhatsAppConfig),
+        other: impl FnOnce(&mut butler::config::Config),
+    ) -> Self {
         let fake = FakeWhatsApp::start().await;
         let llm = FakeLlm::start().await;
         let (mut cfg, dir) = config(Some(&llm.openai_url()));
         let mut section = whatsapp(&fake);
         tweak(&mut section);
         cfg.channels.set("whatsapp", section.to_table());
+        other(&mut cfg);
         cfg.access.owners = vec![format!("whatsapp:{OWNER}").parse().unwrap()];
         cfg.access.allow =
             vec![format!("whatsapp:{ALICE}").parse().unwrap(), format!("whatsapp:{MALLORY}").parse().unwrap()];

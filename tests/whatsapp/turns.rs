@@ -3,7 +3,7 @@
 //! reply buttons that only the approver can give, and the Graph API's refusals.
 
 use crate::support::fake_llm::Reply;
-use crate::support::fake_whatsapp::{button_reply, list_reply, text};
+use crate::support::fake_whatsapp::{button_reply, list_reply, reaction, text};
 use crate::support::touch::Touch;
 use crate::{settle, Wa, ALICE, MALLORY, OWNER};
 use serde_json::json;
@@ -71,6 +71,29 @@ async fn markdown_is_sent_in_whatsapp_formatting() {
     for (i, (key, _, want)) in cases.iter().enumerate() {
         assert_eq!(sent[i].text(), *want, "{key}");
     }
+    wa.stop().await;
+}
+
+#[tokio::test]
+async fn a_thumbs_up_on_the_request_approves_and_other_reactions_do_nothing() {
+    let tool = Touch::new();
+    let wa = Wa::start_with(vec![tool.clone()]).await;
+    wa.llm.on("lamp", Reply::tool_call("touch", json!({"name": "lamp"})));
+    wa.llm.on("lamp", Reply::text("lamp done"));
+    assert_eq!(wa.deliver(&text(ALICE, "wamid.r-1", "touch the lamp")).await, 200);
+    let shown =
+        wa.fake.wait_sent(ALICE, 20, "the approval request", |s| s.iter().any(|m| m.kind == "interactive")).await;
+    let request = shown.iter().find(|m| m.kind == "interactive").unwrap().id.clone();
+    // Mallory's 👍 on it (the id leaked, say), a laugh and a removed reaction from Alice: nothing.
+    for (who, id, emoji) in [(MALLORY, "wamid.r-2", "👍"), (ALICE, "wamid.r-3", "😂"), (ALICE, "wamid.r-4", "")] {
+        assert_eq!(wa.deliver(&reaction(who, id, &request, emoji)).await, 200);
+    }
+    settle().await;
+    assert_eq!(tool.runs(), 0);
+    assert_eq!(wa.llm.requests().len(), 1, "no reaction became a turn");
+    assert_eq!(wa.deliver(&reaction(ALICE, "wamid.r-5", &request, "👍")).await, 200);
+    wa.fake.wait_sent(ALICE, 20, "the answer", |s| s.iter().any(|m| m.text() == "lamp done")).await;
+    assert_eq!(tool.runs(), 1);
     wa.stop().await;
 }
 

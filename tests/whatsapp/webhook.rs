@@ -73,6 +73,20 @@ async fn a_redelivered_message_is_answered_once() {
     wa.stop().await;
 }
 
+/// The replica that takes a delivery marks the message read (with the typing indicator) before
+/// it answers Meta, whoever runs the turn: shown with a message that starts no turn at all.
+#[tokio::test]
+async fn a_new_message_is_marked_read_by_the_replica_that_took_it() {
+    let wa = Wa::start().await;
+    let payload = text("16505559999", "wamid.stranger-1", "hello?");
+    assert_eq!(wa.deliver(&payload).await, 200);
+    let reads = |id: &str| wa.fake.sent().iter().filter(|m| m.kind == "read" && m.body["message_id"] == id).count();
+    assert_eq!(reads("wamid.stranger-1"), 1, "read before the 200");
+    assert_eq!(wa.deliver(&payload).await, 200);
+    assert_eq!(reads("wamid.stranger-1"), 1, "a redelivery is not read again");
+    wa.stop().await;
+}
+
 #[tokio::test]
 async fn status_callbacks_start_no_turn() {
     let wa = Wa::start().await;

@@ -1,8 +1,9 @@
 //! The Graph API as the adapter uses it: one JSON POST with the bearer token, Meta's error
 //! object mapped to what the caller should do next ([`graph_error`]), and the start-up /
-//! `butler doctor` check of the token and the phone number id ([`check`]). Rate-limit refusals
-//! hold the recipient (`whatsapp:to:<wa_id>`, the pair rate) or the number
-//! (`whatsapp:number:<id>`) in the gate.
+//! `butler doctor` check of the token and the phone number id ([`check`]). Messages to one
+//! person are paced in the gate before they are sent ([`PAIR_RATE`] under `whatsapp:to:<wa_id>`,
+//! shared by the replicas), and rate-limit refusals hold the recipient (the pair rate) or the
+//! number (`whatsapp:number:<id>`) there too.
 //!
 //! Error codes (Meta's "Error codes" page for the Cloud API): 130429 (throughput), 131056 (pair
 //! rate limit), 80007 and 4 (rate limits) wait and retry; 131047 (the 24-hour window closed) is
@@ -12,9 +13,14 @@
 //! Nothing here may log or return the access token.
 
 use crate::{ConnectError, Settings, WhatsAppChannel};
+use butler_channel::limit::Rate;
 use butler_channel::ChannelError;
 use serde_json::Value;
 use std::time::Duration;
+
+/// WhatsApp's pair rate: one message every 6 seconds to one person, with bursts of up to 45 that
+/// must then be paid back at that pace.
+pub const PAIR_RATE: Rate = Rate { every: Duration::from_secs(6), burst: 45 };
 
 /// How long to wait after each rate-limit code (Meta sends no Retry-After).
 fn rate_wait(code: i64) -> Option<Duration> {
@@ -83,8 +89,13 @@ impl WhatsAppChannel {
         let to = body["to"].as_str().unwrap_or_default();
         let (recipient, number) =
             (format!("whatsapp:to:{to}"), format!("whatsapp:number:{}", self.settings.phone_number_id));
-        for key in [&recipient, &number] {
-            if let Some(retry_after) = self.settings.gate.held(key).await {
+        if let Some(retry_after) = self.settings.gate.held(&number).await {
+            return Err(ChannelError::RateLimited { retry_after });
+        }
+        // Paced before sending, so the pair rate is kept rather than refused (read receipts
+        // and typing indicators name no recipient and are not paced).
+        if !to.is_empty() {
+            if let Err(retry_after) = self.settings.gate.take(&recipient, PAIR_RATE).await {
                 return Err(ChannelError::RateLimited { retry_after });
             }
         }

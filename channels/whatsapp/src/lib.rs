@@ -27,7 +27,7 @@ mod send;
 mod webhook;
 mod window;
 
-pub use api::{check, graph_error, PhoneNumber};
+pub use api::{check, graph_error, PhoneNumber, PAIR_RATE};
 pub use files::WhatsAppFiles;
 pub use normalize::CHANNEL;
 pub use webhook::{routes as webhook_routes, SIGNATURE_HEADER, WEBHOOK_PATH};

@@ -21,7 +21,7 @@ use axum::routing::get;
 use axum::{Extension, Json, Router};
 use butler_channel::limit::{self, Gate, Refusals};
 use butler_channel::signature;
-use butler_channel::{EventBody, Ingress, IngressError};
+use butler_channel::{Accepted, EventBody, Ingress, IngressError};
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -136,13 +136,19 @@ async fn receive(
     for kind in &d.skipped {
         tracing::debug!(kind, "a WhatsApp message that is no event (reaction or unsupported type); acknowledged");
     }
+    let mut read = Vec::new();
     for ev in d.events {
         let id = ev.id.0.clone();
-        if let (Some(m), EventBody::Message { .. }) = (&ev.message_id, &ev.body) {
+        let message = match (&ev.message_id, &ev.body) {
+            (Some(m), EventBody::Message { .. }) => Some(m.clone()),
+            _ => None,
+        };
+        if let Some(m) = &message {
             hook.channel.seen(&ev.conversation.id, m);
         }
         match hook.ingress.accept(ev).await {
-            Ok(_) => {}
+            Ok(Accepted::New) => read.extend(message),
+            Ok(Accepted::Duplicate) => {}
             Err(IngressError::Invalid(why)) => {
                 tracing::warn!(event = %id, why, "a WhatsApp message the ingress will never take; acknowledged");
             }
@@ -152,8 +158,20 @@ async fn receive(
             }
         }
     }
+    // Read and typing at once, from the replica that took the delivery (the turn may run on
+    // another, which has not seen the message id); bounded, so Meta gets its 200 quickly.
+    for m in read {
+        match tokio::time::timeout(READ_RECEIPT_WAIT, hook.channel.read_and_typing(&m)).await {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => tracing::debug!(error = %e, "read receipt not sent"),
+            Err(_) => tracing::debug!("read receipt timed out"),
+        }
+    }
     StatusCode::OK.into_response()
 }
+
+/// The longest the webhook waits for a read receipt before it answers Meta.
+const READ_RECEIPT_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
 
 #[cfg(test)]
 mod tests {
