@@ -47,8 +47,7 @@ pub struct AppOptions {
     pub extra_tools: Vec<Arc<dyn Tool>>,
     /// The config file in use: tools may never touch it (nor the database files).
     pub config_path: Option<std::path::PathBuf>,
-    /// The platform channels `[channels.<name>]` may configure: the built-in ones, plus any a
-    /// test registers.
+    /// The platform channels `[channels.<name>]` may configure: built-in ones, and a test's.
     pub channels: crate::channels::Registry,
 }
 
@@ -163,7 +162,7 @@ impl App {
         let ChannelSet { out: channels, names, routes, hub, uploads, files } =
             build_channels(&cfg, &store, &ingress, (opts.http, &opts.channels), opts.extra_channels, relay, &gate)
                 .await?;
-        inbox.release_held_on(channels.iter().filter(|c| c.caps().reply_window).map(|c| c.name().to_string()).collect());
+        inbox.release_held_on(channels.with_reply_window());
 
         let claims: Option<Arc<dyn store::ReplicaStore>> = cluster.shared().then(|| store.clone() as _);
         let deliverer = Deliverer::new(store.clone(), channels.clone(), DeliveryConfig::default(), claims);
@@ -289,8 +288,7 @@ struct ChannelSet {
     out: Channels,
     /// The channels whose inbox events this process handles (and `hook`, for triggers).
     names: Vec<String>,
-    /// The channels' HTTP routes (`/hooks/{name}`, the platforms' webhooks and interactivity
-    /// endpoints).
+    /// The channels' HTTP routes (`/hooks/{name}`, platform webhooks and interactivity).
     routes: axum::Router,
     /// The web chat's open pages, when the web chat is on.
     hub: Option<Arc<web::WebHub>>,

@@ -61,7 +61,8 @@ fn explain(e: &ConnectError, cfg: &SignalConfig) -> (String, String) {
 #[async_trait::async_trait]
 impl Platform for Signal {
     const NAME: &'static str = "signal";
-    const INIT: &'static str = "# Signal (through signal-cli's daemon): uncomment with the bot's number (README, Signal).\n\
+    const INIT: &'static str =
+        "# Signal (through signal-cli's daemon): uncomment with the bot's number (README, Signal).\n\
                                 # [channels.signal]\n# url = \"http://127.0.0.1:8080\"\n\
                                 # account = \"+15551234567\"\n\n";
     type Section = SignalConfig;

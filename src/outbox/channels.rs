@@ -31,6 +31,11 @@ impl Channels {
         self.by_name.keys().cloned().collect()
     }
 
+    /// The names of the channels with a reply window (`Caps::reply_window`).
+    pub(crate) fn with_reply_window(&self) -> Vec<String> {
+        self.by_name.iter().filter(|(_, c)| c.caps().reply_window).map(|(name, _)| name.clone()).collect()
+    }
+
     pub(crate) fn iter(&self) -> impl Iterator<Item = &Arc<dyn Channel>> {
         self.by_name.values()
     }

@@ -263,8 +263,12 @@ pub trait ApprovalStore: Send + Sync {
     /// `waiting` names: a question asked of an identity (a message from them there answers it),
     /// or the request whose message was delivered as a platform message id (its outbox row
     /// `approval:<id>` lists that id). One indexed query.
-    async fn approval_waiting(&self, conversation: &str, waiting: Waiting<'_>, now_ms: i64)
-        -> Result<Option<ApprovalRow>>;
+    async fn approval_waiting(
+        &self,
+        conversation: &str,
+        waiting: Waiting<'_>,
+        now_ms: i64,
+    ) -> Result<Option<ApprovalRow>>;
 }
 
 /// Child agents (`delegate`): one row per call, linked to the parent's call and the child's

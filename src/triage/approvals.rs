@@ -12,10 +12,10 @@ use super::access::Access;
 use super::verdict::{Decision, Verdict};
 use crate::ids::SYSTEM_CHANNEL;
 use crate::outbox::Deliverer;
+use crate::permissions::approval::approval_key;
 use crate::permissions::approval::{decide, Answer, Answerer};
 use crate::session::{Job, JobKind};
 use crate::store::{now_ms, ApprovalKind, ApprovalRow, StoreError, Waiting};
-use crate::permissions::approval::approval_key;
 use butler_channel::{
     Actor, ButtonStyle, ConversationKind, ConversationRef, EventBody, Identity, InboundEvent, ANSWER_NO, ANSWER_YES,
 };

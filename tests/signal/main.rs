@@ -63,7 +63,8 @@ impl Sg {
         cfg.database.url = butler::config::Secret::new(format!("sqlite://{}", dir.path().join("butler.db").display()));
         cfg.channels.set("signal", signal(fake).to_table());
         cfg.access.owners = vec![format!("signal:{OWNER}").parse().unwrap()];
-        cfg.access.allow = vec![format!("signal:{ALICE}").parse().unwrap(), format!("signal:{MALLORY}").parse().unwrap()];
+        cfg.access.allow =
+            vec![format!("signal:{ALICE}").parse().unwrap(), format!("signal:{MALLORY}").parse().unwrap()];
         TestApp::start_with(cfg, Some(dir), tools).await
     }
 

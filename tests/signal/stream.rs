@@ -64,7 +64,13 @@ async fn a_photo_people_send_reaches_the_model() {
     listening(&sg.fake).await;
     sg.fake.add_attachment("Xk2pAbC.png", png(64, 48));
     sg.llm.on("picture", Reply::text("a gradient"));
-    let envelope = with_attachment(direct(OWNER, &uuid_for(OWNER), T, "what is in this picture"), "Xk2pAbC.png", "image/png", "x.png", 0);
+    let envelope = with_attachment(
+        direct(OWNER, &uuid_for(OWNER), T, "what is in this picture"),
+        "Xk2pAbC.png",
+        "image/png",
+        "x.png",
+        0,
+    );
     sg.fake.push(envelope);
     sg.fake.wait_sent(20, "the answer", |s| s.iter().any(|m| m.text == "a gradient")).await;
     assert_eq!(sg.llm.last_request().unwrap().images().len(), 1, "the photo was given to the model");
@@ -81,7 +87,8 @@ async fn butlers_files_are_sent_as_attachments_with_their_caption() {
     let report = pdf("Q3");
     let file = out_file(dir.path(), "report.pdf", "application/pdf", &report, false);
     let to = ConversationRef::new("signal", OWNER);
-    let msg = Outbound { file: Some(file), reply_to: Some(format!("{T}:{OWNER}")), ..Outbound::text(to, "**The** report") };
+    let msg =
+        Outbound { file: Some(file), reply_to: Some(format!("{T}:{OWNER}")), ..Outbound::text(to, "**The** report") };
     let sent = channel.send(&msg).await.unwrap();
     let m = fake.sent().into_iter().next().unwrap();
     assert_eq!(sent.id, format!("{}:{ACCOUNT}", m.timestamp), "the id reactions and quotes name it by");

@@ -80,14 +80,18 @@ async fn a_group_message_needs_a_mention_and_the_answer_quotes_it() {
     assert_eq!(sent[0].to, format!("group:{GROUP}"), "sent to the group by its real id");
     use sqlx::Connection;
     let mut db = sqlx::SqliteConnection::connect(&sg.app.db_url()).await.unwrap();
-    let stored: Vec<(String,)> = sqlx::query_as("SELECT DISTINCT conversation FROM inbox").fetch_all(&mut db).await.unwrap();
+    let stored: Vec<(String,)> =
+        sqlx::query_as("SELECT DISTINCT conversation FROM inbox").fetch_all(&mut db).await.unwrap();
     assert_eq!(stored, [(format!("signal:{GROUP_CONVERSATION}"),)], "the group's conversation id has no `/`");
     assert_eq!((sent[0].text.as_str(), sent[0].quote), ("Sunny", Some(T + 1)));
     let send = &sg.fake.calls_of("send")[0];
     assert_eq!(send.params["quoteAuthor"], ALICE);
     assert_eq!(sg.llm.requests().len(), 1, "the unaddressed message never reached the model");
     assert!(sg.llm.last_request().unwrap().last_user_text().contains("what's the weather"));
-    assert!(!sg.llm.last_request().unwrap().last_user_text().contains('\u{FFFC}'), "the bot's mention is not part of the text");
+    assert!(
+        !sg.llm.last_request().unwrap().last_user_text().contains('\u{FFFC}'),
+        "the bot's mention is not part of the text"
+    );
     sg.stop().await;
 }
 
@@ -160,7 +164,10 @@ async fn numbered_replies_and_a_thumbs_down_answer_the_request_they_quote() {
     sg.llm.on("fan", Reply::tool_call("touch", json!({"name": "fan"})));
     sg.llm.on("fan", Reply::text("fan done"));
     sg.fake.push(direct(OWNER, &uuid_for(OWNER), T + 30, "touch the fan"));
-    let sent = sg.fake.wait_sent(20, "the second request", |s| to(s, OWNER).iter().any(|m| m.text.contains("Approval needed"))).await;
+    let sent = sg
+        .fake
+        .wait_sent(20, "the second request", |s| to(s, OWNER).iter().any(|m| m.text.contains("Approval needed")))
+        .await;
     let request = to(&sent, OWNER).into_iter().find(|m| m.text.contains("Approval needed")).unwrap();
     sg.fake.push(quote_reply(OWNER, &uuid_for(OWNER), T + 31, "1", request.timestamp, ACCOUNT));
     sg.fake.wait_sent(20, "the answer", |s| s.iter().any(|m| m.text == "fan done")).await;
@@ -210,6 +217,9 @@ async fn commands_access_rules_and_a_briefing_to_a_group_apply_on_signal() {
     assert!(store.schedule_set(job.id, &change).await.unwrap());
     let sent = sg.fake.wait_sent(30, "the briefing", |s| s.iter().any(|m| m.text == "Today: rain")).await;
     let brief = sent.iter().find(|m| m.text == "Today: rain").unwrap();
-    assert_eq!((brief.to.as_str(), brief.styles.clone()), (format!("group:{GROUP}").as_str(), vec!["0:5:BOLD".to_string()]));
+    assert_eq!(
+        (brief.to.as_str(), brief.styles.clone()),
+        (format!("group:{GROUP}").as_str(), vec!["0:5:BOLD".to_string()])
+    );
     sg.stop().await;
 }

@@ -154,9 +154,14 @@ async fn a_voice_note_is_fetched_transcribed_and_answered() {
     use crate::support::fake_stt::FakeStt;
     let stt = FakeStt::start("Remind me to call mum at six").await;
     let base = stt.base_url();
-    let wa = crate::Wa::start_config(vec![], |_| {}, |cfg| {
-        cfg.media.transcription = Some(butler::config::TranscriptionConfig { base_url: base, ..Default::default() });
-    })
+    let wa = crate::Wa::start_config(
+        vec![],
+        |_| {},
+        |cfg| {
+            cfg.media.transcription =
+                Some(butler::config::TranscriptionConfig { base_url: base, ..Default::default() });
+        },
+    )
     .await;
     wa.llm.on("call mum", Reply::text("I will remind you at six."));
     let voice = ogg_voice(9_000);
@@ -167,7 +172,8 @@ async fn a_voice_note_is_fetched_transcribed_and_answered() {
     m["type"] = serde_json::json!("audio");
     m["audio"] = serde_json::json!({"id": media, "mime_type": "audio/ogg; codecs=opus", "voice": true});
     assert_eq!(wa.deliver(&payload).await, 200);
-    let sent = wa.fake.wait_sent(crate::OWNER, 20, "the answer", |s| s.iter().any(|m| m.text().contains("at six."))).await;
+    let sent =
+        wa.fake.wait_sent(crate::OWNER, 20, "the answer", |s| s.iter().any(|m| m.text().contains("at six."))).await;
     let shown = sent.iter().map(|m| m.text()).collect::<Vec<_>>().join("\n");
     assert!(shown.contains("I heard: \"Remind me to call mum at six\""), "the person sees what was heard: {shown}");
     let asked = wa.llm.last_request().unwrap().last_user_text();

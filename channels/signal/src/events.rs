@@ -7,7 +7,7 @@
 //! bytes beyond [`MAX_FRAME`], nor log a message's text.
 
 use crate::{normalize, SignalChannel};
-use butler_channel::{Accepted, ChannelError, Ingress, IngressError, InboundEvent};
+use butler_channel::{Accepted, ChannelError, InboundEvent, Ingress, IngressError};
 use futures_util::StreamExt;
 use serde_json::{json, Value};
 use std::sync::Arc;
@@ -51,7 +51,11 @@ fn frame_end(buf: &[u8]) -> Option<(usize, usize)> {
 }
 
 impl SignalChannel {
-    pub(crate) async fn receive(&self, ingress: Arc<dyn Ingress>, cancel: CancellationToken) -> Result<(), ChannelError> {
+    pub(crate) async fn receive(
+        &self,
+        ingress: Arc<dyn Ingress>,
+        cancel: CancellationToken,
+    ) -> Result<(), ChannelError> {
         let mut backoff = FIRST_BACKOFF;
         while !cancel.is_cancelled() {
             self.learn_uuid().await;
@@ -90,7 +94,8 @@ impl SignalChannel {
     /// delivered at least one frame (the backoff starts again).
     async fn stream_once(&self, ingress: &dyn Ingress, cancel: &CancellationToken) -> Result<bool, ChannelError> {
         let url = format!("{}/api/v1/events", self.settings.url.trim_end_matches('/'));
-        let req = self.stream.get(url).query(&[("account", &self.settings.account)]).header("accept", "text/event-stream");
+        let req =
+            self.stream.get(url).query(&[("account", &self.settings.account)]).header("accept", "text/event-stream");
         let resp = tokio::select! {
             _ = cancel.cancelled() => return Ok(false),
             r = req.send() => r.map_err(|e| crate::rpc::transport("events", &e))?,
@@ -174,7 +179,8 @@ impl SignalChannel {
 
     /// A read receipt for a message (not for reactions); failures only logged.
     async fn mark_read(&self, event: &InboundEvent) {
-        let (Some(id), true) = (&event.message_id, matches!(event.body, butler_channel::EventBody::Message { .. })) else {
+        let (Some(id), true) = (&event.message_id, matches!(event.body, butler_channel::EventBody::Message { .. }))
+        else {
             return;
         };
         let Some(ts) = id.split(':').next().and_then(|t| t.parse::<i64>().ok()) else { return };

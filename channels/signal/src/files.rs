@@ -44,7 +44,8 @@ impl FileSource for SignalFiles {
             _ => return Err(ChannelError::Rejected("asking Signal for a file: whose it is is unknown".into())),
         }
         let answer = self.rpc.call("getAttachment", params).await?;
-        let data = answer["data"].as_str().ok_or_else(|| ChannelError::Transient("getAttachment answered no data".into()))?;
+        let data =
+            answer["data"].as_str().ok_or_else(|| ChannelError::Transient("getAttachment answered no data".into()))?;
         let bytes = base64::engine::general_purpose::STANDARD
             .decode(data)
             .map_err(|_| ChannelError::Transient("getAttachment answered data that is not base64".into()))?;

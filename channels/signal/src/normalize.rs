@@ -66,7 +66,8 @@ pub fn valid_conversation(id: &str) -> bool {
     if let Some(g) = group_id(id) {
         return base64::engine::general_purpose::STANDARD.decode(g).is_ok_and(|b| !b.is_empty());
     }
-    let number = id.strip_prefix('+').is_some_and(|d| (6..=15).contains(&d.len()) && d.bytes().all(|b| b.is_ascii_digit()));
+    let number =
+        id.strip_prefix('+').is_some_and(|d| (6..=15).contains(&d.len()) && d.bytes().all(|b| b.is_ascii_digit()));
     let uuid = id.len() == 36 && id.bytes().all(|b| b.is_ascii_hexdigit() || b == b'-');
     number || uuid
 }

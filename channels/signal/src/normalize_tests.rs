@@ -25,7 +25,10 @@ fn envelopes_become_events() {
     // (envelope, conversation, kind, addressed, text or action, reply_to)
     type Want = (&'static str, ConversationKind, bool, &'static str, Option<&'static str>);
     let cases: Vec<(serde_json::Value, Want)> = vec![
-        (from_alice(json!({"timestamp": ts, "message": "hello"})), (ALICE, ConversationKind::Direct, true, "hello", None)),
+        (
+            from_alice(json!({"timestamp": ts, "message": "hello"})),
+            (ALICE, ConversationKind::Direct, true, "hello", None),
+        ),
         (
             from_alice(json!({"timestamp": ts, "message": "lunch?", "groupInfo": group})),
             ("group:kC1z-aB_9xQ=", ConversationKind::Group, false, "lunch?", None),
@@ -50,8 +53,10 @@ fn envelopes_become_events() {
             ("group:kC1z-aB_9xQ=", ConversationKind::Group, true, "/help", None),
         ),
         (
-            from_alice(json!({"timestamp": ts, "reaction": {"emoji": "👍", "targetAuthor": BOT, "targetAuthorNumber": BOT,
-                "targetAuthorUuid": BOT_UUID, "targetSentTimestamp": 1699999999999i64, "isRemove": false}})),
+            from_alice(
+                json!({"timestamp": ts, "reaction": {"emoji": "👍", "targetAuthor": BOT, "targetAuthorNumber": BOT,
+                "targetAuthorUuid": BOT_UUID, "targetSentTimestamp": 1699999999999i64, "isRemove": false}}),
+            ),
             (ALICE, ConversationKind::Direct, true, "#yes", Some("1699999999999:+15550000001")),
         ),
     ];
@@ -79,18 +84,35 @@ fn envelopes_become_events() {
 fn what_is_not_an_event() {
     let ts = 1700000000000i64;
     let cases: Vec<(serde_json::Value, &str)> = vec![
-        (json!({"envelope": {"sourceNumber": ALICE, "timestamp": ts, "receiptMessage": {"when": ts, "isRead": true,
-            "timestamps": [ts]}}}), "receipt"),
-        (json!({"envelope": {"sourceNumber": ALICE, "timestamp": ts, "typingMessage": {"action": "STARTED",
-            "timestamp": ts}}}), "typing"),
-        (json!({"envelope": {"sourceNumber": BOT, "timestamp": ts, "syncMessage": {"sentMessage": {"message": "x"}}}}),
-            "the bot's own message"),
-        (json!({"envelope": {"sourceNumber": ALICE, "timestamp": ts, "dataMessage": {"timestamp": ts, "message": "x"}},
-            "account": "+15559999999"}), "for another account"),
-        (from_alice(json!({"timestamp": ts, "reaction": {"emoji": "❤️", "targetAuthorNumber": BOT,
-            "targetSentTimestamp": 1, "isRemove": false}})), "a reaction"),
-        (from_alice(json!({"timestamp": ts, "reaction": {"emoji": "👍", "targetAuthorNumber": BOT,
-            "targetSentTimestamp": 1, "isRemove": true}})), "a reaction removed"),
+        (
+            json!({"envelope": {"sourceNumber": ALICE, "timestamp": ts, "receiptMessage": {"when": ts, "isRead": true,
+            "timestamps": [ts]}}}),
+            "receipt",
+        ),
+        (
+            json!({"envelope": {"sourceNumber": ALICE, "timestamp": ts, "typingMessage": {"action": "STARTED",
+            "timestamp": ts}}}),
+            "typing",
+        ),
+        (
+            json!({"envelope": {"sourceNumber": BOT, "timestamp": ts, "syncMessage": {"sentMessage": {"message": "x"}}}}),
+            "the bot's own message",
+        ),
+        (
+            json!({"envelope": {"sourceNumber": ALICE, "timestamp": ts, "dataMessage": {"timestamp": ts, "message": "x"}},
+            "account": "+15559999999"}),
+            "for another account",
+        ),
+        (
+            from_alice(json!({"timestamp": ts, "reaction": {"emoji": "❤️", "targetAuthorNumber": BOT,
+            "targetSentTimestamp": 1, "isRemove": false}})),
+            "a reaction",
+        ),
+        (
+            from_alice(json!({"timestamp": ts, "reaction": {"emoji": "👍", "targetAuthorNumber": BOT,
+            "targetSentTimestamp": 1, "isRemove": true}})),
+            "a reaction removed",
+        ),
         (from_alice(json!({"timestamp": ts, "message": null})), "no text and no file"),
     ];
     for (envelope, why) in cases {
@@ -109,7 +131,11 @@ fn attachments_say_whose_they_are() {
     let whose = Some("recipient:+15550000222");
     assert_eq!(
         got,
-        [(MediaKind::Image, "Xk2p.jpg", whose), (MediaKind::Voice, "v0ice.aac", whose), (MediaKind::Document, "doc.pdf", whose)]
+        [
+            (MediaKind::Image, "Xk2p.jpg", whose),
+            (MediaKind::Voice, "v0ice.aac", whose),
+            (MediaKind::Document, "doc.pdf", whose)
+        ]
     );
     assert_eq!(ev.attachments[0].size, Some(2048));
 }
@@ -118,7 +144,14 @@ fn attachments_say_whose_they_are() {
 fn conversation_ids() {
     assert_eq!(group_id(&group_conversation(GROUP_ID)).as_deref(), Some(GROUP_ID));
     assert_eq!(group_id(ALICE), None);
-    for (id, ok) in [(ALICE, true), ("group:kC1z-aB_9xQ=", true), (ALICE_UUID, true), ("15550000222", false), ("group:", false), ("+1", false)] {
+    for (id, ok) in [
+        (ALICE, true),
+        ("group:kC1z-aB_9xQ=", true),
+        (ALICE_UUID, true),
+        ("15550000222", false),
+        ("group:", false),
+        ("+1", false),
+    ] {
         assert_eq!(valid_conversation(id), ok, "{id}");
     }
 }

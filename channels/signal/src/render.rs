@@ -152,8 +152,11 @@ fn inline(out: &mut Out, s: &str) {
             let inner = &body[..end];
             let after = &body[end + marker.len()..];
             let word_after = after.chars().next().is_some_and(char::is_alphanumeric);
-            (!inner.is_empty() && !inner.ends_with(' ') && !(*marker == "_" && word_after))
-                .then_some((inner, *style, marker.len() * 2 + end))
+            (!(inner.is_empty() || inner.ends_with(' ') || (*marker == "_" && word_after))).then_some((
+                inner,
+                *style,
+                marker.len() * 2 + end,
+            ))
         });
         match span {
             Some((inner, style, used)) => {

@@ -37,10 +37,9 @@ impl Rpc {
         if status.is_server_error() {
             return Err(ChannelError::Transient(format!("signal-cli answered {status} to {method}")));
         }
-        let body: Value = resp
-            .json()
-            .await
-            .map_err(|_| ChannelError::Transient(format!("signal-cli's answer to {method} is not JSON-RPC ({status})")))?;
+        let body: Value = resp.json().await.map_err(|_| {
+            ChannelError::Transient(format!("signal-cli's answer to {method} is not JSON-RPC ({status})"))
+        })?;
         if let Some(error) = body.get("error").filter(|e| !e.is_null()) {
             return Err(rpc_error(method, error));
         }

@@ -32,7 +32,8 @@ fn data_uri(file: &OutFile, bytes: &[u8]) -> String {
 /// (Butler reads a numbered reply quoting the message, or a 👍 / 👎 reaction, as a click).
 pub fn choices(buttons: &[Button]) -> String {
     let numbered: Vec<String> = buttons.iter().enumerate().map(|(n, b)| format!("{} {}", n + 1, b.label)).collect();
-    let react = buttons.iter().any(|b| b.style == ButtonStyle::Primary) && buttons.iter().any(|b| b.style == ButtonStyle::Danger);
+    let react = buttons.iter().any(|b| b.style == ButtonStyle::Primary)
+        && buttons.iter().any(|b| b.style == ButtonStyle::Danger);
     let tail = if react { ", or react 👍 / 👎" } else { "" };
     format!("Reply to this message with a number: {}{tail}.", numbered.join(" · "))
 }
@@ -104,7 +105,13 @@ mod tests {
         assert_eq!(quote("1700000000000:+15550000222"), Some((1700000000000, "+15550000222")));
         assert_eq!(quote("17:"), None);
         assert_eq!(quote("x:+1"), None);
-        let file = OutFile { path: "/x".into(), name: "re;port,1.pdf".into(), mime: "application/pdf".into(), size: 3, photo: false };
+        let file = OutFile {
+            path: "/x".into(),
+            name: "re;port,1.pdf".into(),
+            mime: "application/pdf".into(),
+            size: 3,
+            photo: false,
+        };
         assert_eq!(data_uri(&file, b"abc"), "data:application/pdf;filename=report1.pdf;base64,YWJj");
         let approve = [
             Button::new("Approve once", "ap:a:once", ButtonStyle::Primary),

@@ -190,7 +190,9 @@ mod tests {
         // Markdown longer than 1,024 whose visible text fits: the caption is counted as shown.
         let marked = format!("**{}**", "b".repeat(MAX_CAPTION - 2));
         let emoji = "😀".repeat(513); // 1,026 UTF-16 units in 513 characters
-        let cases: Vec<(&str, OutFile, &str, Method, Option<&str>, Option<&str>)> = vec![
+                                      // (what, file, text, method, caption, text sent after the file)
+        type Case<'a> = (&'a str, OutFile, &'a str, Method, Option<&'a str>, Option<&'a str>);
+        let cases: Vec<Case> = vec![
             ("a PNG photo with a caption", file("image/png", 200_000, true), "here", Method::Photo, Some("here"), None),
             ("a JPEG photo", file("image/jpeg", MAX_PHOTO, true), "", Method::Photo, None, None),
             ("a WebP photo, type with parameters", file("Image/WebP; q=1", 10, true), " ", Method::Photo, None, None),

@@ -15,7 +15,8 @@
 //! This module is pure: it must never call WhatsApp or the ingress.
 
 use butler_channel::{
-    reaction_answer, Actor, Attachment, ConversationKind, ConversationRef, EventBody, EventId, Identity, InboundEvent, MediaKind,
+    reaction_answer, Actor, Attachment, ConversationKind, ConversationRef, EventBody, EventId, Identity, InboundEvent,
+    MediaKind,
 };
 use serde_json::Value;
 
