@@ -7,7 +7,7 @@
 use crate::support::app::TestApp;
 use crate::support::fake_discord::payloads::{fixture, INTERACTIONS_JS, RFC8032};
 use crate::support::fake_discord::{FakeDiscord, APP_ID};
-use crate::{inbox_count, Rig, ALICE, GENERAL};
+use crate::{Rig, ALICE, GENERAL};
 use butler_discord::{public_key, verify};
 use ed25519_dalek::{Signer, SigningKey};
 use serde_json::{json, Value};
@@ -105,7 +105,7 @@ async fn the_endpoint_verifies_answers_ping_and_acknowledges_clicks() {
     assert_eq!((status, err["error"]["code"].clone()), (401, json!("malformed_timestamp")), "{err}");
 
     // Refused without storing anything.
-    let before = inbox_count(app).await;
+    let before = app.inbox_count().await;
     let click = click_body("1100000000000000001", "token-http-1");
     let now = now_secs().to_string();
     let next = (now_secs() + 1).to_string();
@@ -134,7 +134,7 @@ async fn the_endpoint_verifies_answers_ping_and_acknowledges_clicks() {
     // The fixture's bare click names no channel or user: signed, but not an event.
     let bare = bodies["messageComponentRequestBody"]["raw_body_as_sent_by_test"].as_str().unwrap().as_bytes().to_vec();
     assert_eq!(signed(app, &ours, &bare).await.0, 400);
-    assert_eq!(inbox_count(app).await, before, "nothing stored");
+    assert_eq!(app.inbox_count().await, before, "nothing stored");
 
     // Commands and autocomplete (Butler registers none) get a private note / no choices.
     let command =
@@ -151,9 +151,9 @@ async fn the_endpoint_verifies_answers_ping_and_acknowledges_clicks() {
     let id = "discord:interaction:1100000000000000001";
     assert!(app.app.store.inbox_get(id).await.unwrap().is_some());
     // Discord redelivers: acknowledged again, stored once.
-    let after = inbox_count(app).await;
+    let after = app.inbox_count().await;
     assert_eq!(signed(app, &ours, &click).await.0, 200);
-    assert_eq!(inbox_count(app).await, after);
+    assert_eq!(app.inbox_count().await, after);
     assert_eq!(after, before + 1);
 
     // The click's button is stale: Butler says so privately, once Discord has the ack.
@@ -197,7 +197,7 @@ async fn signed_interactions_older_than_five_minutes_are_refused() {
     })
     .await;
     let app = &rig.app;
-    let before = inbox_count(app).await;
+    let before = app.inbox_count().await;
     let now = now_secs();
     // Correctly signed, otherwise valid clicks, signed at these times: (case, seconds from now).
     let cases: [(&str, i64); 4] = [
@@ -211,7 +211,7 @@ async fn signed_interactions_older_than_five_minutes_are_refused() {
         let (status, err) = signed_at(app, &ours, now + offset, &click).await;
         assert_eq!((status, err["error"]["code"].clone()), (401, json!("stale_timestamp")), "{what}: {err}");
     }
-    assert_eq!(inbox_count(app).await, before, "a stale interaction was stored");
+    assert_eq!(app.inbox_count().await, before, "a stale interaction was stored");
     // Inside the window (a little clock skew either way) the same kind of click is taken.
     for (n, offset) in [-240_i64, 60].into_iter().enumerate() {
         let id = format!("13000000000000000{n:02}");
@@ -219,6 +219,6 @@ async fn signed_interactions_older_than_five_minutes_are_refused() {
         let (status, ack) = signed_at(app, &ours, now + offset, &click_body(&id, &format!("token-fresh-{n}"))).await;
         assert_eq!((status, ack["type"].clone()), (200, json!(6)), "{offset}s: {ack}");
     }
-    assert_eq!(inbox_count(app).await, before + 2);
+    assert_eq!(app.inbox_count().await, before + 2);
     rig.stop().await;
 }

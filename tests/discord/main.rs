@@ -92,11 +92,3 @@ impl Rig {
         self.app.stop().await;
     }
 }
-
-/// Rows in the inbox (what Butler has accepted), straight from the SQLite file.
-pub async fn inbox_count(app: &TestApp) -> i64 {
-    use sqlx::Connection;
-    let mut db = sqlx::SqliteConnection::connect(&app.db_url()).await.unwrap();
-    let n: (i64,) = sqlx::query_as("SELECT COUNT(*) FROM inbox").fetch_one(&mut db).await.unwrap();
-    n.0
-}

@@ -12,7 +12,8 @@ use std::time::{Duration, Instant};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_replica_reads_the_signal_stream_and_another_takes_over_when_it_is_killed() {
-    use crate::support::fake_signal::{direct, uuid_for, FakeSignal, ACCOUNT};
+    use crate::support::fake_signal::envelopes::{direct, uuid_for, ACCOUNT};
+    use crate::support::fake_signal::FakeSignal;
     const OWNER: &str = "+15550000111";
     let fake = FakeSignal::start().await;
     let llm = FakeLlm::start().await;

@@ -7,6 +7,8 @@
 #[path = "../support/mod.rs"]
 mod support;
 
+pub use support::app::settle;
+
 mod stream;
 mod turns;
 
@@ -71,19 +73,6 @@ impl Sg {
     pub async fn stop(self) {
         self.app.stop().await;
     }
-}
-
-/// Sleeps a little so that anything that would wrongly happen has the time to.
-pub async fn settle() {
-    tokio::time::sleep(Duration::from_millis(700)).await;
-}
-
-/// Rows in the inbox (what Butler has accepted), straight from the SQLite file.
-pub async fn inbox_count(app: &TestApp) -> i64 {
-    use sqlx::Connection;
-    let mut db = sqlx::SqliteConnection::connect(&app.db_url()).await.unwrap();
-    let n: (i64,) = sqlx::query_as("SELECT COUNT(*) FROM inbox").fetch_one(&mut db).await.unwrap();
-    n.0
 }
 
 /// Waits until the fake has seen an event stream connect (Butler listens).

@@ -5,12 +5,12 @@
 //! attachments; `butler doctor` checks the daemon and the account and says what to fix.
 
 use crate::support::fake_llm::Reply;
-use crate::support::fake_signal::{direct, uuid_for, with_attachment, FakeSignal, ACCOUNT};
+use crate::support::fake_signal::envelopes::{direct, uuid_for, with_attachment, ACCOUNT};
+use crate::support::fake_signal::FakeSignal;
 use crate::support::payloads::{out_file, pdf, png};
-use crate::{inbox_count, listening, settle, signal, Sg, OWNER};
+use crate::{listening, settle, signal, Sg, OWNER};
 use butler::channel::{Channel, ConversationRef, Outbound};
 use butler::channels::SignalConfig;
-use butler::config::Config;
 use butler_signal::{Settings, SignalChannel};
 
 const T: i64 = 1_761_000_000_000;
@@ -24,7 +24,7 @@ async fn a_redelivered_envelope_is_one_event_and_a_dropped_stream_reconnects() {
     sg.fake.wait_sent(20, "the first answer", |s| s.len() == 1).await;
     sg.fake.redeliver_last();
     settle().await;
-    assert_eq!(inbox_count(&sg.app).await, 1, "the same envelope is one event");
+    assert_eq!(sg.app.inbox_count().await, 1, "the same envelope is one event");
     assert_eq!(sg.fake.sent().len(), 1, "answered once");
 
     let opened = sg.fake.streams_opened();
@@ -53,7 +53,7 @@ async fn messages_sent_while_butler_is_down_are_handled_once_when_it_is_back() {
     fake.wait_sent(20, "both new answers", |s| s.len() >= 3).await;
     settle().await;
     assert_eq!(fake.sent().len(), 3, "each message answered once: {:#?}", fake.sent());
-    assert_eq!(inbox_count(&app).await, 3);
+    assert_eq!(app.inbox_count().await, 3);
     assert_eq!(fake.pending(), 0, "nothing left waiting at the daemon");
     app.stop().await;
 }
@@ -97,13 +97,7 @@ async fn butlers_files_are_sent_as_attachments_with_their_caption() {
 }
 
 async fn check(cfg: &SignalConfig) -> Result<String, (String, String)> {
-    let mut config = Config::default();
-    config.channels.set("signal", cfg.to_table());
-    let mut checks = butler::channels::builtin().doctor(&config.channels).await;
-    assert_eq!(checks.len(), 1);
-    let (what, result) = checks.remove(0);
-    assert_eq!(what, "signal");
-    result
+    crate::support::app::doctor_channel("signal", cfg.to_table()).await
 }
 
 #[tokio::test]

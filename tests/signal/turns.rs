@@ -4,7 +4,8 @@
 //! by a 👍 / 👎 reaction or a numbered reply quoting the request, only by the approver, once.
 
 use crate::support::fake_llm::Reply;
-use crate::support::fake_signal::{direct, group, quote_reply, reaction, uuid_for, Sent, ACCOUNT, BOT_UUID};
+use crate::support::fake_signal::envelopes::{direct, group, quote_reply, reaction, uuid_for, ACCOUNT, BOT_UUID};
+use crate::support::fake_signal::Sent;
 use crate::support::touch::Touch;
 use crate::{listening, settle, Sg, ALICE, GROUP, GROUP_CONVERSATION, MALLORY, OWNER};
 

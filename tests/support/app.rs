@@ -141,6 +141,14 @@ impl TestApp {
         self.app.shutdown().await;
     }
 
+    /// Rows in the inbox (what Butler has accepted), straight from the SQLite file.
+    pub async fn inbox_count(&self) -> i64 {
+        use sqlx::Connection;
+        let mut db = sqlx::SqliteConnection::connect(&self.db_url()).await.unwrap();
+        let n: (i64,) = sqlx::query_as("SELECT COUNT(*) FROM inbox").fetch_one(&mut db).await.unwrap();
+        n.0
+    }
+
     /// The usage ledger, oldest row first, read from the SQLite file.
     pub async fn usage_rows(&self) -> Vec<UsageRow> {
         let pool = sqlx::SqlitePool::connect(&self.db_url()).await.expect("open the test database");
@@ -190,4 +198,21 @@ pub fn daily_job(name: &str, tz: &str) -> butler::config::ScheduleConfig {
         missed: Default::default(),
         grace_secs: 300,
     }
+}
+
+/// Sleeps a little so that anything that would wrongly happen has the time to.
+pub async fn settle() {
+    tokio::time::sleep(std::time::Duration::from_millis(700)).await;
+}
+
+/// `butler doctor`'s line for one platform channel's `[channels.<name>]` section: what is fine,
+/// or (problem, fix).
+pub async fn doctor_channel(name: &str, section: toml::Table) -> Result<String, (String, String)> {
+    let mut config = Config::default();
+    config.channels.set(name, section);
+    let mut checks = butler::channels::builtin().doctor(&config.channels).await;
+    assert_eq!(checks.len(), 1);
+    let (what, result) = checks.remove(0);
+    assert_eq!(what, name);
+    result
 }

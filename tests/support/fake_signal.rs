@@ -26,10 +26,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 pub mod envelopes;
-pub use envelopes::{
-    direct, fixture, group, quote_reply, reaction, receipt, sync_sent, typing, uuid_for, with_attachment, ACCOUNT,
-    BOT_UUID,
-};
+pub use envelopes::{uuid_for, ACCOUNT, BOT_UUID};
 
 /// A JSON-RPC error: (code, message).
 type RpcError = (i64, String);

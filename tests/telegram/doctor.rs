@@ -6,16 +6,10 @@ use crate::support::fake_telegram::{FakeTelegram, BOT_USERNAME};
 use crate::support::proc::{free_port, Deployment};
 use crate::{telegram, tls, TOKEN};
 use butler::channels::TelegramConfig;
-use butler::config::{Config, Secret};
+use butler::config::Secret;
 
 async fn check(cfg: &TelegramConfig) -> Result<String, (String, String)> {
-    let mut config = Config::default();
-    config.channels.set("telegram", cfg.to_table());
-    let mut checks = butler::channels::builtin().doctor(&config.channels).await;
-    assert_eq!(checks.len(), 1);
-    let (what, result) = checks.remove(0);
-    assert_eq!(what, "telegram");
-    result
+    crate::support::app::doctor_channel("telegram", cfg.to_table()).await
 }
 
 #[tokio::test]

@@ -6,6 +6,8 @@
 #[path = "../support/mod.rs"]
 mod support;
 
+pub use support::app::settle;
+
 mod approvals;
 mod attachments;
 mod details;
@@ -22,7 +24,6 @@ mod unreadable;
 
 use butler::channels::{TelegramConfig, TelegramMode};
 use butler::config::Secret;
-use std::time::Duration;
 use support::app::{config, TestApp};
 use support::fake_llm::FakeLlm;
 use support::fake_telegram::FakeTelegram;
@@ -100,17 +101,4 @@ impl Tg {
     pub async fn stop(self) {
         self.app.stop().await;
     }
-}
-
-/// Sleeps a little so that anything that would wrongly happen has the time to.
-pub async fn settle() {
-    tokio::time::sleep(Duration::from_millis(700)).await;
-}
-
-/// Rows in the inbox (what Butler has accepted), straight from the SQLite file.
-pub async fn inbox_count(app: &TestApp) -> i64 {
-    use sqlx::Connection;
-    let mut db = sqlx::SqliteConnection::connect(&app.db_url()).await.unwrap();
-    let n: (i64,) = sqlx::query_as("SELECT COUNT(*) FROM inbox").fetch_one(&mut db).await.unwrap();
-    n.0
 }

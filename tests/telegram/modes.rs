@@ -4,7 +4,7 @@
 //! and a redelivered update answered once.
 
 use crate::support::fake_telegram::updates::dm;
-use crate::{inbox_count, settle, Tg, OWNER};
+use crate::{settle, Tg, OWNER};
 use serde_json::Value;
 
 #[tokio::test]
@@ -72,7 +72,7 @@ async fn webhook_mode_checks_the_secret_and_answers_redeliveries_once() {
         assert_eq!(body["error"]["code"], "invalid_secret", "{body}");
         assert!(body["error"]["message"].as_str().unwrap().contains("Secret-Token"), "{body}");
     }
-    assert_eq!(inbox_count(&tg.app).await, 0, "nothing stored for a bad secret");
+    assert_eq!(tg.app.inbox_count().await, 0, "nothing stored for a bad secret");
     let (status, _) = post(&tg, Some(SECRET), &serde_json::json!({"not": "an update"})).await;
     assert_eq!(status, 400);
 
@@ -84,6 +84,6 @@ async fn webhook_mode_checks_the_secret_and_answers_redeliveries_once() {
     assert_eq!(tg.fake.chat(OWNER).len(), 1, "one reply for a redelivered update");
     assert_eq!(tg.llm.request_count(), 1);
     assert!(tg.fake.calls("getUpdates").is_empty(), "no polling in webhook mode");
-    assert_eq!(inbox_count(&tg.app).await, 1);
+    assert_eq!(tg.app.inbox_count().await, 1);
     tg.stop().await;
 }

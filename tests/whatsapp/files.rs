@@ -8,7 +8,7 @@ use crate::support::payloads::{out_file, pdf, png};
 use crate::whatsapp;
 use butler::channel::{Attachment, Channel, ChannelError, ConversationRef, FileSource, MediaKind, Outbound};
 use butler::channels::WhatsAppConfig;
-use butler::config::{Config, Secret};
+use butler::config::Secret;
 use butler_whatsapp::{Settings, WhatsAppChannel};
 use futures::StreamExt;
 use std::sync::Arc;
@@ -88,13 +88,7 @@ async fn files_are_uploaded_then_sent_as_image_or_document() {
 }
 
 async fn check(cfg: &WhatsAppConfig) -> Result<String, (String, String)> {
-    let mut config = Config::default();
-    config.channels.set("whatsapp", cfg.to_table());
-    let mut checks = butler::channels::builtin().doctor(&config.channels).await;
-    assert_eq!(checks.len(), 1);
-    let (what, result) = checks.remove(0);
-    assert_eq!(what, "whatsapp");
-    result
+    crate::support::app::doctor_channel("whatsapp", cfg.to_table()).await
 }
 
 #[tokio::test]

@@ -7,13 +7,14 @@
 #[path = "../support/mod.rs"]
 mod support;
 
+pub use support::app::settle;
+
 mod files;
 mod turns;
 mod webhook;
 
 use butler::channels::WhatsAppConfig;
 use butler::config::Secret;
-use std::time::Duration;
 use support::app::{config, TestApp};
 use support::fake_llm::FakeLlm;
 use support::fake_whatsapp::{FakeWhatsApp, APP_SECRET, PHONE_NUMBER_ID, TOKEN, VERIFY_TOKEN};
@@ -90,17 +91,4 @@ impl Wa {
     pub async fn stop(self) {
         self.app.stop().await;
     }
-}
-
-/// Sleeps a little so that anything that would wrongly happen has the time to.
-pub async fn settle() {
-    tokio::time::sleep(Duration::from_millis(700)).await;
-}
-
-/// Rows in the inbox (what Butler has accepted), straight from the SQLite file.
-pub async fn inbox_count(app: &TestApp) -> i64 {
-    use sqlx::Connection;
-    let mut db = sqlx::SqliteConnection::connect(&app.db_url()).await.unwrap();
-    let n: (i64,) = sqlx::query_as("SELECT COUNT(*) FROM inbox").fetch_one(&mut db).await.unwrap();
-    n.0
 }

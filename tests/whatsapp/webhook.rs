@@ -4,7 +4,7 @@
 
 use crate::support::fake_llm::Reply;
 use crate::support::fake_whatsapp::{fixture, sign, status, text, APP_SECRET, PHONE_NUMBER_ID, VERIFY_TOKEN};
-use crate::{inbox_count, settle, Wa, OWNER};
+use crate::{settle, Wa, OWNER};
 use butler::channel::{ChannelError, EventBody, MediaKind};
 
 #[tokio::test]
@@ -52,7 +52,7 @@ async fn unsigned_or_badly_signed_deliveries_are_refused_and_nothing_is_stored()
     // Not even parsed: garbage with a bad signature is a 401, not a 400.
     assert_eq!(wa.fake.deliver_signed(&wa.app.base, b"{not json", Some(sign("x", b"{not json"))).await, 401);
     settle().await;
-    assert_eq!(inbox_count(&wa.app).await, 0, "nothing stored");
+    assert_eq!(wa.app.inbox_count().await, 0, "nothing stored");
     assert!(wa.fake.sent().is_empty(), "nothing answered");
     assert!(wa.llm.requests().is_empty(), "no turn");
     wa.stop().await;
@@ -69,7 +69,7 @@ async fn a_redelivered_message_is_answered_once() {
     wa.fake.wait_sent(OWNER, 20, "the answer", |s| s.iter().any(|m| m.text() == "pong")).await;
     settle().await;
     assert_eq!(wa.fake.sent_to(OWNER).len(), 1, "one answer: {:?}", wa.fake.sent_to(OWNER));
-    assert_eq!(inbox_count(&wa.app).await, 1);
+    assert_eq!(wa.app.inbox_count().await, 1);
     wa.stop().await;
 }
 
@@ -94,7 +94,7 @@ async fn status_callbacks_start_no_turn() {
         assert_eq!(wa.deliver(&status(name)).await, 200, "{name}");
     }
     settle().await;
-    assert_eq!(inbox_count(&wa.app).await, 0);
+    assert_eq!(wa.app.inbox_count().await, 0);
     assert!(wa.llm.requests().is_empty() && wa.fake.sent().is_empty());
     let metrics = wa.app.http.get(wa.app.url("/metrics")).send().await.unwrap().text().await.unwrap();
     for status in ["delivered", "failed"] {
