@@ -77,3 +77,40 @@ impl ChannelChecks for BuiltIn {
         builtin().refuse_target(channels, conversation)
     }
 }
+
+#[cfg(test)]
+mod init_tests {
+    use crate::config::{ChannelChecks, ChannelsConfig, Problems};
+
+    /// Each channel's commented `butler init` section, uncommented, is its `[channels.<name>]`
+    /// with keys the channel knows (values like `${VAR}` or an empty id are the person's to fill).
+    #[test]
+    fn init_sections_uncomment_to_known_keys() {
+        // The check below does catch a key the channel does not know.
+        let mut bad = ChannelsConfig::default();
+        bad.set("signal", toml::from_str("account = \"+15551234567\"\nnumber = \"x\"").unwrap());
+        let mut p = Problems::default();
+        super::builtin().check(&bad, &mut p);
+        assert!(p.into_lines().iter().any(|l| l.contains("is not a key")), "an unknown key is named");
+        let sections = super::builtin().init_sections();
+        assert!(sections.iter().any(|(n, _)| *n == "signal"), "{sections:?}");
+        for (name, text) in sections {
+            let uncommented: String = text
+                .lines()
+                .filter_map(|l| l.strip_prefix("# "))
+                .filter(|l| l.starts_with('[') || l.contains(" = "))
+                .map(|l| format!("{l}\n"))
+                .collect();
+            let doc: toml::Table =
+                toml::from_str(&uncommented).unwrap_or_else(|e| panic!("{name}: {e}\n{uncommented}"));
+            let table = doc["channels"][name].as_table().unwrap_or_else(|| panic!("{name}: no [channels.{name}]"));
+            let mut channels = ChannelsConfig::default();
+            channels.set(name, table.clone());
+            let mut p = Problems::default();
+            super::builtin().check(&channels, &mut p);
+            for line in p.into_lines() {
+                assert!(!line.contains("is not a key"), "{name}: {line}");
+            }
+        }
+    }
+}

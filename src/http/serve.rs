@@ -193,7 +193,7 @@ pub(crate) async fn serve(listener: TcpListener, router: Router, limits: ServeLi
                      health checks and 503 answers only"
                 );
             }
-            let look = looks.enter();
+            let look = looks.enter().await;
             connections.spawn(shared.clone().over_cap(tcp, peer, look, stop.clone()));
         }
     }
@@ -217,37 +217,55 @@ struct Shared {
 type Held = (OwnedSemaphorePermit, Option<ClientSlot>);
 
 /// The connections over the caps being looked at, by arrival (ids only grow, so the first is
-/// the oldest); entering when full closes the oldest.
+/// the oldest); entering when full closes the oldest. `live` counts their sockets until each is
+/// closed (a pushed-out one included), so the open files they take never pass the cap, however
+/// late the pushed-out tasks run.
 struct Looks {
     waiting: Mutex<BTreeMap<u64, CancellationToken>>,
     next: AtomicU64,
-    max: usize,
+    live: Arc<Semaphore>,
 }
 
 /// One connection's place among [`Looks`]: cancelled when a newer one pushes it out; leaves
-/// when dropped.
+/// the waiting list when dropped or when it [`Look::leave`]s; its socket's count goes with
+/// `socket`.
 struct Look {
     looks: Arc<Looks>,
     id: u64,
     evicted: CancellationToken,
+    socket: Option<OwnedSemaphorePermit>,
 }
 
 impl Looks {
     fn new(max: usize) -> Self {
-        Self { waiting: Mutex::default(), next: AtomicU64::new(0), max }
+        Self { waiting: Mutex::default(), next: AtomicU64::new(0), live: Arc::new(Semaphore::new(max.max(1))) }
     }
 
-    fn enter(self: &Arc<Self>) -> Look {
+    /// A place for a new connection: when all are taken, the oldest one looked at is pushed out
+    /// and its socket closed first (a wait for its task, never for a client).
+    async fn enter(self: &Arc<Self>) -> Look {
+        let socket = match self.live.clone().try_acquire_owned() {
+            Ok(permit) => permit,
+            Err(_) => {
+                let oldest = self.waiting.lock().unwrap_or_else(|p| p.into_inner()).pop_first();
+                if let Some((_, oldest)) = oldest {
+                    oldest.cancel();
+                }
+                self.live.clone().acquire_owned().await.expect("the semaphore is never closed")
+            }
+        };
         let id = self.next.fetch_add(1, Ordering::Relaxed);
         let evicted = CancellationToken::new();
-        let mut waiting = self.waiting.lock().unwrap_or_else(|p| p.into_inner());
-        if waiting.len() >= self.max {
-            if let Some((_, oldest)) = waiting.pop_first() {
-                oldest.cancel();
-            }
-        }
-        waiting.insert(id, evicted.clone());
-        Look { looks: self.clone(), id, evicted }
+        self.waiting.lock().unwrap_or_else(|p| p.into_inner()).insert(id, evicted.clone());
+        Look { looks: self.clone(), id, evicted, socket: Some(socket) }
+    }
+}
+
+impl Look {
+    /// Leaves the waiting list (nothing pushes it out any more); the socket stays counted
+    /// until the returned permit is dropped.
+    fn leave(mut self) -> Option<OwnedSemaphorePermit> {
+        self.socket.take()
     }
 }
 
@@ -311,10 +329,14 @@ impl Shared {
             _ = stop.cancelled() => Arrived::Nothing,
             arrived = look(&tcp, self.header_timeout) => arrived,
         };
-        drop(place);
+        let mut socket = place.leave();
         match arrived {
             Arrived::Health => match self.reserve.clone().try_acquire_owned() {
-                Ok(permit) => self.serve_one(tcp, peer, permit, stop).await,
+                // From here the reserve counts it.
+                Ok(permit) => {
+                    drop(socket.take());
+                    self.serve_one(tcp, peer, permit, stop).await
+                }
                 Err(_) => drop(tcp),
             },
             Arrived::Other => {
@@ -324,6 +346,7 @@ impl Shared {
             }
             Arrived::Nothing => drop(tcp),
         }
+        drop(socket);
     }
 
     /// Serves the one health request of a connection over the caps, then closes it.
