@@ -1,6 +1,6 @@
 //! The glue between Butler's config and the platform channel crates (`channels/*`): the
 //! channel registry ([`Registry`], `registry.rs`) with one entry per platform, each defined in
-//! its one glue file (`telegram.rs`, `slack.rs`, `discord.rs`, `whatsapp.rs`, `signal.rs`: its section type, checks, build,
+//! its one glue file (`telegram.rs`, `slack.rs`, `discord.rs`, `whatsapp.rs`, `signal.rs`, `email.rs`: its section type, checks, build,
 //! `butler doctor` check and `init` section), and the webhook triggers' routes (`webhook.rs`).
 //! This is the only module that names a channel crate, each behind the cargo feature of the
 //! same name.
@@ -10,6 +10,8 @@
 mod built;
 #[cfg(feature = "discord")]
 mod discord;
+#[cfg(feature = "email")]
+mod email;
 mod registry;
 #[cfg(feature = "signal")]
 mod signal;
@@ -24,6 +26,8 @@ mod whatsapp;
 pub use built::{section_table, BuildError, Built, Check};
 #[cfg(feature = "discord")]
 pub use discord::DiscordConfig;
+#[cfg(feature = "email")]
+pub use email::{AllowedSender, EmailConfig, MailProof, MailServer, MailTls};
 pub use registry::{Context, Platform, Registry};
 #[cfg(feature = "signal")]
 pub use signal::SignalConfig;
@@ -58,7 +62,8 @@ pub fn builtin() -> Registry {
     let r = platform!(r, "slack" => slack::Slack);
     let r = platform!(r, "discord" => discord::DiscordPlatform);
     let r = platform!(r, "whatsapp" => whatsapp::WhatsApp);
-    platform!(r, "signal" => signal::Signal)
+    let r = platform!(r, "signal" => signal::Signal);
+    platform!(r, "email" => email::Email)
 }
 
 /// The built-in registry as config's channel checks, for `app::CONFIG_CHECKS` (a constant).

@@ -1,0 +1,194 @@
+//! Butler's email channel: IMAP in (IDLE, one reader at a time: `Caps::exclusive`), SMTP out
+//! (lettre).
+//!
+//! - Intake (`imap`): the folder is synced at start and after every IDLE wake-up; a mail is
+//!   handed to the ingress, then marked handled with a keyword in the mailbox (the cursor lives
+//!   in the mailbox: nothing twice, nothing missed across restarts and replicas). Only senders
+//!   on the allowed list whose mail the receiving server authenticated (DKIM or SPF, per
+//!   sender) become events (`parse`).
+//! - Output (`send`): a reply in the thread, plain text plus HTML (`html`), files attached, a
+//!   `Message-ID` derived from the outbox key.
+//!
+//! This crate knows mail and nothing else: it must never use SQL, Redis, an LLM or the root
+//! crate, and it never decides what to say.
+
+mod html;
+mod imap;
+pub mod parse;
+pub mod send;
+
+pub use imap::HANDLED;
+pub use parse::{Proof, Sender, CHANNEL};
+
+use butler_channel::{Caps, Channel, ChannelError, Ingress, MessageRef, Outbound, TextFormat};
+use lettre::{AsyncSmtpTransport, Tokio1Executor};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio_util::sync::CancellationToken;
+
+/// How a connection is secured.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Tls {
+    /// TLS from the first byte (IMAP 993, SMTP 465).
+    Implicit,
+    /// Plain, then STARTTLS (SMTP 587; IMAP uses implicit TLS instead).
+    StartTls,
+    /// No TLS: only for a server on this machine or a private network.
+    None,
+}
+
+/// An IMAP or SMTP server and the login for it. Debug masks the password.
+#[derive(Clone)]
+pub struct Server {
+    pub host: String,
+    pub port: u16,
+    pub tls: Tls,
+    pub user: String,
+    pub password: String,
+}
+
+impl std::fmt::Debug for Server {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Server")
+            .field("host", &self.host)
+            .field("port", &self.port)
+            .field("tls", &self.tls)
+            .field("user", &self.user)
+            .field("password", &"********")
+            .finish()
+    }
+}
+
+/// Everything the adapter needs, mapped from `[channels.email]` by the root's glue.
+#[derive(Clone, Debug)]
+pub struct Settings {
+    /// Butler's own address (the `From` of its mail).
+    pub address: String,
+    pub imap: Server,
+    pub smtp: Server,
+    /// The folder read (`INBOX`).
+    pub folder: String,
+    /// Who may mail Butler, and what their mail must prove.
+    pub senders: Vec<Sender>,
+    /// The receiving server's authserv-id in `Authentication-Results`; `None`: the topmost.
+    pub authserv_id: Option<String>,
+    /// How far back a sync looks, in days.
+    pub since_days: u32,
+}
+
+/// Why the channel could not start (or `butler doctor`'s check failed).
+#[derive(Debug, thiserror::Error)]
+pub enum ConnectError {
+    #[error("the IMAP server at {host} refused the login")]
+    ImapLogin { host: String },
+    #[error("cannot reach the IMAP server at {host}: {error}")]
+    ImapUnreachable { host: String, error: String },
+    #[error("the IMAP server at {0} has no IDLE: new mail would only be seen at each reconnect")]
+    NoIdle(String),
+    #[error("the SMTP server at {host} refused: {error}")]
+    Smtp { host: String, error: String },
+}
+
+/// What intake saw of a thread.
+#[derive(Clone, Debug)]
+pub(crate) struct Thread {
+    pub subject: String,
+    /// The newest mail of the person in it (`Message-ID` without `<>`).
+    pub newest: Option<String>,
+}
+
+/// The email channel.
+pub struct EmailChannel {
+    settings: Settings,
+    smtp: AsyncSmtpTransport<Tokio1Executor>,
+    /// Per thread root `Message-ID`, seen at intake: its subject and the newest mail in it (a
+    /// bounded cache: the subject is looked up in the mailbox when missing, and an answer
+    /// replies to the root then).
+    threads: Mutex<HashMap<String, Thread>>,
+}
+
+impl EmailChannel {
+    pub fn new(settings: Settings) -> Result<Arc<Self>, ConnectError> {
+        let smtp = send::transport(&settings.smtp)
+            .map_err(|error| ConnectError::Smtp { host: settings.smtp.host.clone(), error })?;
+        Ok(Arc::new(Self { settings, smtp, threads: Mutex::new(HashMap::new()) }))
+    }
+
+    pub(crate) fn rules(&self) -> parse::Rules {
+        parse::Rules {
+            address: self.settings.address.clone(),
+            senders: self.settings.senders.clone(),
+            authserv_id: self.settings.authserv_id.clone(),
+        }
+    }
+
+    /// Remembers a thread's subject and newest mail for the answer.
+    pub(crate) fn remember(&self, mail: &parse::Mail) {
+        let Some(root) = &mail.event.conversation.thread else { return };
+        let mut threads = self.threads.lock().unwrap_or_else(|e| e.into_inner());
+        if threads.len() > 10_000 {
+            threads.clear();
+        }
+        let thread =
+            threads.entry(root.clone()).or_insert_with(|| Thread { subject: mail.subject.clone(), newest: None });
+        thread.newest = mail.event.message_id.clone();
+    }
+
+    pub(crate) fn thread(&self, root: &str) -> Option<Thread> {
+        self.threads.lock().unwrap_or_else(|e| e.into_inner()).get(root).cloned()
+    }
+}
+
+/// `butler doctor`: the IMAP login and IDLE, and the SMTP login.
+pub async fn check(settings: &Settings) -> Result<(), ConnectError> {
+    let host = settings.imap.host.clone();
+    match imap::has_idle(&settings.imap).await {
+        Ok(true) => {}
+        Ok(false) => return Err(ConnectError::NoIdle(host)),
+        Err(ChannelError::Unauthorized(_)) => return Err(ConnectError::ImapLogin { host }),
+        Err(e) => return Err(ConnectError::ImapUnreachable { host, error: e.to_string() }),
+    }
+    let smtp_host = settings.smtp.host.clone();
+    let smtp =
+        send::transport(&settings.smtp).map_err(|error| ConnectError::Smtp { host: smtp_host.clone(), error })?;
+    match smtp.test_connection().await {
+        Ok(true) => Ok(()),
+        Ok(false) => Err(ConnectError::Smtp { host: smtp_host, error: "it did not answer".into() }),
+        Err(e) => Err(ConnectError::Smtp { host: smtp_host, error: e.to_string() }),
+    }
+}
+
+#[async_trait::async_trait]
+impl Channel for EmailChannel {
+    fn name(&self) -> &str {
+        CHANNEL
+    }
+
+    fn caps(&self) -> Caps {
+        Caps {
+            buttons: false,
+            edit: false,
+            max_len: 100_000,
+            typing: false,
+            min_edit_interval: Duration::from_secs(1),
+            format: TextFormat::Native,
+            exclusive: true,
+            reply_window: false,
+        }
+    }
+
+    async fn send(&self, msg: &Outbound) -> Result<MessageRef, ChannelError> {
+        let id = self.send_mail(msg).await?;
+        Ok(MessageRef { conversation: msg.conversation.clone(), id })
+    }
+
+    /// Mail cannot be changed once sent: the caller sends a new one.
+    async fn edit(&self, _target: &MessageRef, _msg: &Outbound) -> Result<(), ChannelError> {
+        Err(ChannelError::NotFound("a sent mail cannot be edited".into()))
+    }
+
+    async fn run(&self, ingress: Arc<dyn Ingress>, cancel: CancellationToken) -> Result<(), ChannelError> {
+        self.receive(ingress, cancel).await
+    }
+}

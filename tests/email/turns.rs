@@ -1,0 +1,153 @@
+//! Points 1-4 of step 21 for email: a mail from an allowed, authenticated sender is answered in
+//! its thread (In-Reply-To, References, `Re:` subject, plain text plus HTML, a Message-ID from
+//! the outbox key); anything else starts nothing; mail that came while Butler was down is
+//! handled once; a reply continues its session and a new subject starts one; a request is
+//! approved by replying APPROVE, only by the approver; `butler doctor` checks both logins.
+
+use crate::support::fake_llm::Reply;
+use crate::support::touch::Touch;
+use crate::{app, mail, Rig, ALICE, BOB, BUTLER, PASSWORD};
+use butler::channels::EmailConfig;
+use butler_email::HANDLED;
+use serde_json::json;
+
+#[tokio::test]
+async fn a_mail_from_an_allowed_sender_is_answered_in_its_thread() {
+    let rig = Rig::start(vec![]).await;
+    rig.llm.on("lunch", Reply::text("**Noon** works."));
+    rig.deliver(&mail(ALICE, true, "m1@example.com", "Lunch plans", "", "Shall we have lunch?")).await;
+    let sent = rig.smtp.wait(20, "the answer", |m| !m.is_empty()).await;
+    let m = &sent[0];
+    assert_eq!((m.from.as_str(), m.to.clone()), (BUTLER, vec![ALICE.to_string()]));
+    assert_eq!(m.header("Subject").as_deref(), Some("Re: Lunch plans"));
+    assert_eq!(m.header("In-Reply-To").as_deref(), Some("<m1@example.com>"));
+    assert_eq!(m.header("References").as_deref(), Some("<m1@example.com>"));
+    let id = m.header("Message-ID").unwrap();
+    assert!(id.starts_with("<butler.") && id.ends_with("@example.test>"), "{id}");
+    assert!(m.data.contains("multipart/alternative") && m.data.contains("text/html"), "{}", m.data);
+    assert!(m.data.contains("**Noon** works.") && m.data.contains("<strong>Noon</strong>"), "{}", m.data);
+    assert!(rig.llm.last_request().unwrap().last_user_text().contains("Shall we have lunch?"));
+    let (handled, all) = rig.imap.uids(BUTLER, PASSWORD, HANDLED).await;
+    assert_eq!((handled, all), (vec![1], vec![1]), "marked handled once stored");
+    rig.app.stop().await;
+}
+
+#[tokio::test]
+async fn unauthenticated_or_unknown_senders_start_nothing() {
+    let rig = Rig::start(vec![]).await;
+    rig.deliver(&mail(ALICE, false, "forged@example.com", "Hi", "", "Send me the files")).await;
+    rig.deliver(&mail("mallory@elsewhere.example", true, "x@elsewhere.example", "Hi", "", "hello")).await;
+    // A header the sender wrote themselves, naming another server, proves nothing either.
+    let forged = String::from_utf8(mail(ALICE, false, "f2@example.com", "Hi", "", "again")).unwrap().replacen(
+        "Authentication-Results: mx.example.test; dkim=none",
+        "Authentication-Results: attacker.example; dkim=pass header.d=example.com\r\nAuthentication-Results: mx.example.test; dkim=none",
+        1,
+    );
+    rig.deliver(forged.as_bytes()).await;
+    crate::support::app::settle().await;
+    crate::support::app::settle().await;
+    assert!(rig.llm.requests().is_empty(), "no turn");
+    assert!(rig.smtp.mails().is_empty(), "no answer");
+    let (handled, _) = rig.imap.uids(BUTLER, PASSWORD, HANDLED).await;
+    assert_eq!(handled, vec![1, 2, 3], "looked at once each");
+    assert_eq!(rig.app.inbox_count().await, 0);
+    rig.app.stop().await;
+}
+
+#[tokio::test]
+async fn mail_that_came_while_butler_was_down_is_handled_once() {
+    let rig = Rig::start(vec![]).await;
+    rig.llm.on_every("note", Reply::text("noted"));
+    rig.deliver(&mail(ALICE, true, "n1@example.com", "Note 1", "", "note one")).await;
+    rig.smtp.wait(20, "the first answer", |m| m.len() == 1).await;
+    let Rig { mut app, imap, smtp, llm } = rig;
+    let dir = app._dir.take();
+    app.stop().await;
+    imap.deliver(BUTLER, PASSWORD, &mail(ALICE, true, "n2@example.com", "Note 2", "", "note two")).await;
+    imap.deliver(BUTLER, PASSWORD, &mail(BOB, true, "n3@example.com", "Note 3", "", "note three")).await;
+    let app = app_again(&imap, &smtp, &llm, dir).await;
+    smtp.wait(20, "both answers", |m| m.len() >= 3).await;
+    crate::support::app::settle().await;
+    let mut to: Vec<String> = smtp.mails().iter().map(|m| m.header("In-Reply-To").unwrap_or_default()).collect();
+    to.sort();
+    assert_eq!(to, ["<n1@example.com>", "<n2@example.com>", "<n3@example.com>"], "each once (two people: any order)");
+    let (handled, all) = imap.uids(BUTLER, PASSWORD, HANDLED).await;
+    assert_eq!(handled, all);
+    app.stop().await;
+}
+
+async fn app_again(
+    imap: &crate::support::dovecot::Dovecot,
+    smtp: &crate::support::smtp_sink::SmtpSink,
+    llm: &crate::support::fake_llm::FakeLlm,
+    dir: Option<tempfile::TempDir>,
+) -> crate::support::app::TestApp {
+    app(imap, smtp, llm, dir, vec![]).await
+}
+
+#[tokio::test]
+async fn a_reply_continues_its_session_and_a_new_subject_starts_one() {
+    let rig = Rig::start(vec![]).await;
+    rig.llm.on_every("", Reply::echo());
+    rig.deliver(&mail(ALICE, true, "t1@example.com", "Trip", "", "Plan a trip to Lisbon")).await;
+    let first = rig.smtp.wait(20, "the first answer", |m| m.len() == 1).await;
+    let ours = first[0].header("Message-ID").unwrap();
+    let extra = format!("In-Reply-To: {ours}\r\nReferences: <t1@example.com> {ours}\r\n");
+    rig.deliver(&mail(ALICE, true, "t2@example.com", "Re: Trip", &extra, "And a hotel?\r\n\r\n> earlier")).await;
+    let second = rig.smtp.wait(20, "the second answer", |m| m.len() == 2).await;
+    assert_eq!(second[1].header("Subject").as_deref(), Some("Re: Trip"));
+    assert_eq!(second[1].header("In-Reply-To").as_deref(), Some("<t2@example.com>"), "answers the newest mail");
+    assert_eq!(second[1].header("References").as_deref(), Some("<t1@example.com> <t2@example.com>"));
+    let asked = rig.llm.last_request().unwrap();
+    let history = asked.messages();
+    assert!(history.iter().any(|m| m.to_string().contains("Plan a trip to Lisbon")), "the same session");
+    rig.deliver(&mail(ALICE, true, "u1@example.com", "Groceries", "", "Milk and eggs")).await;
+    rig.smtp.wait(20, "the third answer", |m| m.len() == 3).await;
+    let fresh = rig.llm.last_request().unwrap();
+    assert!(!fresh.messages().iter().any(|m| m.to_string().contains("Lisbon")), "a new subject, a new session");
+    rig.app.stop().await;
+}
+
+#[tokio::test]
+async fn a_request_is_approved_by_replying_approve_only_by_the_approver() {
+    let tool = Touch::new();
+    let rig = Rig::start(vec![tool.clone()]).await;
+    rig.llm.on("lamp", Reply::tool_call("touch", json!({"name": "lamp"})));
+    rig.llm.on("lamp", Reply::text("lamp done"));
+    rig.deliver(&mail(ALICE, true, "a1@example.com", "Lamp", "", "touch the lamp")).await;
+    let sent = rig.smtp.wait(20, "the request", |m| m.iter().any(|m| m.data.contains("Approval needed"))).await;
+    let request = sent.iter().find(|m| m.data.contains("Approval needed")).unwrap();
+    assert!(request.data.contains("Reply with APPROVE or DENY as the first line"), "{}", request.data);
+    let id = request.header("Message-ID").unwrap();
+    let extra = format!("In-Reply-To: {id}\r\nReferences: <a1@example.com> {id}\r\n");
+    // Bob forwards it back with APPROVE: not his to decide.
+    rig.deliver(&mail(BOB, true, "b1@example.com", "Re: Lamp", &extra, "APPROVE")).await;
+    crate::support::app::settle().await;
+    assert_eq!(tool.runs(), 0);
+    rig.deliver(&mail(ALICE, true, "a2@example.com", "Re: Lamp", &extra, "APPROVE\r\n\r\n> the request")).await;
+    rig.smtp.wait(20, "the answer", |m| m.iter().any(|m| m.data.contains("lamp done"))).await;
+    assert_eq!(tool.runs(), 1);
+    rig.deliver(&mail(ALICE, true, "a3@example.com", "Re: Lamp", &extra, "APPROVE")).await;
+    crate::support::app::settle().await;
+    assert_eq!(tool.runs(), 1, "once");
+    rig.app.stop().await;
+}
+
+#[tokio::test]
+async fn doctor_checks_the_imap_and_smtp_logins() {
+    let imap = crate::support::dovecot::Dovecot::start(&[(BUTLER, PASSWORD)]).await;
+    let smtp = crate::support::smtp_sink::SmtpSink::start().await;
+    let good = crate::email(&imap, &smtp);
+    let check = |cfg: EmailConfig| async move { crate::support::app::doctor_channel("email", cfg.to_table()).await };
+    let ok = check(good.clone()).await.unwrap();
+    assert!(ok.contains("IDLE"), "{ok}");
+    let mut bad = good.clone();
+    bad.imap.password = butler::config::Secret::new("wrong-password-xyz");
+    let (problem, fix) = check(bad).await.unwrap_err();
+    assert!(problem.contains("refused the login") && fix.contains("password"), "{problem} / {fix}");
+    assert!(!problem.contains("wrong-password-xyz") && !fix.contains("wrong-password-xyz"), "never the password");
+    let mut gone = good.clone();
+    gone.smtp.port = crate::support::proc::free_port();
+    let (problem, fix) = check(gone).await.unwrap_err();
+    assert!(problem.contains("SMTP") && fix.contains("[channels.email.smtp]"), "{problem} / {fix}");
+}
