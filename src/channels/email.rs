@@ -1,5 +1,6 @@
 //! `[channels.email]` -> the email channel (channels/email: IMAP in, SMTP out): the section's
-//! type and checks, its `butler init` section, its settings, which schedule targets it takes
+//! type and checks, its `butler init` section, its settings, its file source (attachments read
+//! from the mailbox, under "email" in `Built.files`), which schedule targets it takes
 //! (`email:<address>`), and the `butler doctor` check (the IMAP login and IDLE, the SMTP login).
 //!
 //! It must never hold mail logic or print a secret: mapping config to settings is all it does.
@@ -222,6 +223,7 @@ impl Platform for Email {
             let (problem, fix) = explain(&e);
             BuildError { channel: "email", message: format!("{problem}; {fix} (`butler doctor` checks it)") }
         })?;
+        built.files.insert(butler_email::CHANNEL.to_string(), channel.files());
         built.channels.push(channel);
         Ok(())
     }

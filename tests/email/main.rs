@@ -11,7 +11,7 @@ mod turns;
 
 use butler::channels::{AllowedSender, EmailConfig, MailServer, MailTls};
 use butler::config::Secret;
-use support::app::{config, TestApp};
+use support::app::{config_in, TestApp};
 use support::dovecot::Dovecot;
 use support::fake_llm::FakeLlm;
 use support::smtp_sink::SmtpSink;
@@ -71,9 +71,7 @@ pub async fn app(
     dir: Option<tempfile::TempDir>,
     tools: Vec<std::sync::Arc<dyn butler::tools::Tool>>,
 ) -> TestApp {
-    let (mut cfg, fresh) = config(Some(&llm.openai_url()));
-    let dir = dir.unwrap_or(fresh);
-    cfg.database.url = Secret::new(format!("sqlite://{}", dir.path().join("butler.db").display()));
+    let (mut cfg, dir) = config_in(Some(&llm.openai_url()), dir);
     cfg.channels.set("email", email(imap, smtp).to_table());
     cfg.access.owners = vec![format!("email:{ALICE}").parse().unwrap()];
     cfg.access.allow = vec![format!("email:{BOB}").parse().unwrap()];

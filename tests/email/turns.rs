@@ -151,3 +151,59 @@ async fn doctor_checks_the_imap_and_smtp_logins() {
     let (problem, fix) = check(gone).await.unwrap_err();
     assert!(problem.contains("SMTP") && fix.contains("[channels.email.smtp]"), "{problem} / {fix}");
 }
+
+/// A mail sent again after a crash (the same outbox key) is the same mail: the same
+/// `Message-ID`, which receiving servers and clients keep once; another reply is another mail.
+#[tokio::test]
+async fn a_resend_of_the_same_outbox_row_is_the_same_mail() {
+    use butler::channel::{Channel, ConversationRef, Outbound};
+    use butler_email::{EmailChannel, Server, Settings, Tls};
+    let smtp = crate::support::smtp_sink::SmtpSink::start().await;
+    let server =
+        |port| Server { host: "127.0.0.1".into(), port, tls: Tls::None, user: String::new(), password: String::new() };
+    let channel = EmailChannel::new(Settings {
+        address: BUTLER.into(),
+        imap: server(1),
+        smtp: server(smtp.port),
+        folder: "INBOX".into(),
+        senders: vec![],
+        authserv_id: None,
+        since_days: 3,
+    })
+    .unwrap();
+    let to = ConversationRef::new("email", ALICE);
+    let msg =
+        |key: &str| Outbound { key: Some(key.into()), ..Outbound::text(to.clone(), "**Morning** briefing\n\nRain.") };
+    let first = channel.send(&msg("schedule:1:reply#0")).await.unwrap();
+    let again = channel.send(&msg("schedule:1:reply#0")).await.unwrap();
+    let other = channel.send(&msg("schedule:2:reply#0")).await.unwrap();
+    assert_eq!(first.id, again.id);
+    assert_ne!(first.id, other.id);
+    let mails = smtp.mails();
+    let ids: Vec<String> = mails.iter().map(|m| m.header("Message-ID").unwrap()).collect();
+    assert_eq!(ids[0], ids[1], "the same mail");
+    assert_ne!(ids[0], ids[2]);
+    assert_eq!(mails[0].header("Subject").as_deref(), Some("Morning briefing"), "a new thread's subject");
+    assert_eq!(mails[0].header("In-Reply-To"), None);
+}
+
+#[tokio::test]
+async fn a_photo_attached_to_a_mail_reaches_the_model() {
+    use base64::Engine;
+    let rig = Rig::start(vec![]).await;
+    rig.llm.on("picture", Reply::text("a gradient"));
+    let png = crate::support::payloads::png(64, 48);
+    let b64 = base64::engine::general_purpose::STANDARD.encode(&png);
+    let body = format!(
+        "--b1\r\nContent-Type: text/plain\r\n\r\nwhat is in this picture?\r\n--b1\r\nContent-Type: image/png\r\n\
+         Content-Disposition: attachment; filename=\"x.png\"\r\nContent-Transfer-Encoding: base64\r\n\r\n{b64}\r\n--b1--"
+    );
+    let raw = String::from_utf8(mail(ALICE, true, "p1@example.com", "Photo", "", &body)).unwrap().replace(
+        "Content-Type: text/plain; charset=utf-8\r\n\r\n--b1",
+        "MIME-Version: 1.0\r\nContent-Type: multipart/mixed; boundary=\"b1\"\r\n\r\n--b1",
+    );
+    rig.deliver(raw.as_bytes()).await;
+    rig.smtp.wait(20, "the answer", |m| m.iter().any(|m| m.data.contains("a gradient"))).await;
+    assert_eq!(rig.llm.last_request().unwrap().images().len(), 1, "the photo was given to the model");
+    rig.app.stop().await;
+}

@@ -78,3 +78,44 @@ async fn a_whatsapp_delivery_acknowledged_by_a_killed_replica_is_answered_once()
         assert_eq!(sent.iter().filter(|m| m.text() == want).count(), 1, "{want} once: {sent:#?}");
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_replica_reads_the_mailbox_and_another_takes_over_when_it_is_killed() {
+    use crate::support::dovecot::Dovecot;
+    use crate::support::smtp_sink::SmtpSink;
+    const BUTLER: &str = "butler@example.test";
+    const ALICE: &str = "alice@example.com";
+    let imap = Dovecot::start(&[(BUTLER, "pw-1")]).await;
+    let smtp = SmtpSink::start().await;
+    let llm = FakeLlm::start().await;
+    let extra = format!(
+        "{}\n[channels.email]\naddress = \"{BUTLER}\"\nallowed = [{{ address = \"{ALICE}\", proof = \"none\" }}]\n\
+         imap = {{ host = \"127.0.0.1\", port = {}, tls = \"none\", user = \"{BUTLER}\", password = \"pw-1\" }}\n\
+         smtp = {{ host = \"127.0.0.1\", port = {}, tls = \"none\" }}\n\n[access]\nowners = [\"email:{ALICE}\"]\n",
+        llm_section(&llm.openai_url()),
+        imap.port,
+        smtp.port
+    );
+    let mut set = Replicas::new(3, 1000, &extra).await;
+    set.start_all().await;
+    let mail = |id: &str, body: &str| {
+        format!("From: <{ALICE}>\r\nTo: {BUTLER}\r\nSubject: {body}\r\nMessage-ID: <{id}>\r\n\r\n{body}\r\n")
+            .into_bytes()
+    };
+    wait_for("a reader", 20, || set.logs(), async || set.holder("receiver:email").await.is_some()).await;
+    let leader = set.holder("receiver:email").await.unwrap();
+    imap.deliver(BUTLER, "pw-1", &mail("k1@example.com", "before the kill")).await;
+    smtp.wait(20, "the first answer", |m| m.iter().any(|m| m.data.contains("echo: before the kill"))).await;
+
+    // The reader dies; another replica reads within the lease time and nothing is lost.
+    set.kill(leader);
+    imap.deliver(BUTLER, "pw-1", &mail("k2@example.com", "after the kill")).await;
+    smtp.wait(30, "the answer after the takeover", |m| m.iter().any(|m| m.data.contains("echo: after the kill"))).await;
+    let new_leader = set.holder("receiver:email").await.expect("a new leader");
+    assert_ne!(new_leader, leader);
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let mails = smtp.mails();
+    for text in ["echo: before the kill", "echo: after the kill"] {
+        assert_eq!(mails.iter().filter(|m| m.data.contains(text)).count(), 1, "{text} once: {mails:#?}");
+    }
+}

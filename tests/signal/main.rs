@@ -14,7 +14,7 @@ mod turns;
 
 use butler::channels::SignalConfig;
 use std::time::Duration;
-use support::app::{config, TestApp};
+use support::app::{config_in, TestApp};
 use support::fake_llm::FakeLlm;
 use support::fake_signal::{FakeSignal, ACCOUNT};
 
@@ -60,9 +60,7 @@ impl Sg {
         dir: Option<tempfile::TempDir>,
         tools: Vec<std::sync::Arc<dyn butler::tools::Tool>>,
     ) -> TestApp {
-        let (mut cfg, fresh) = config(Some(&llm.openai_url()));
-        let dir = dir.unwrap_or(fresh);
-        cfg.database.url = butler::config::Secret::new(format!("sqlite://{}", dir.path().join("butler.db").display()));
+        let (mut cfg, dir) = config_in(Some(&llm.openai_url()), dir);
         cfg.channels.set("signal", signal(fake).to_table());
         cfg.access.owners = vec![format!("signal:{OWNER}").parse().unwrap()];
         cfg.access.allow =

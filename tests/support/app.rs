@@ -35,6 +35,14 @@ pub fn config(llm_url: Option<&str>) -> (Config, tempfile::TempDir) {
     (cfg, dir)
 }
 
+/// [`config`] on `dir`'s database (a fresh folder when `None`), for a restart on the same data.
+pub fn config_in(llm_url: Option<&str>, dir: Option<tempfile::TempDir>) -> (Config, tempfile::TempDir) {
+    let (mut cfg, fresh) = config(llm_url);
+    let dir = dir.unwrap_or(fresh);
+    cfg.database.url = butler::config::Secret::new(format!("sqlite://{}", dir.path().join("butler.db").display()));
+    (cfg, dir)
+}
+
 impl TestApp {
     pub async fn start(cfg: Config, dir: Option<tempfile::TempDir>) -> Self {
         Self::start_with(cfg, dir, vec![]).await

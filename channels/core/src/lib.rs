@@ -9,6 +9,7 @@
 //! vocabulary shared by adapters that must not know each other.
 
 mod answer;
+mod backoff;
 mod channel;
 mod chunk;
 mod clock;
@@ -23,6 +24,7 @@ mod storable;
 mod unreadable;
 
 pub use answer::{reaction_answer, ANSWER_NO, ANSWER_YES};
+pub use backoff::Backoff;
 pub use channel::{Accepted, Caps, Channel, ChannelError, Ingress, IngressError, TextFormat};
 pub use chunk::{chunk_text, ChunkLimit};
 pub use clock::now_ms;

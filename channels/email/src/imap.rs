@@ -12,7 +12,7 @@
 use crate::parse;
 use crate::{EmailChannel, Server, Tls};
 use async_imap::Session;
-use butler_channel::{Accepted, ChannelError, Ingress, IngressError};
+use butler_channel::{Accepted, Backoff, ChannelError, Ingress, IngressError};
 use futures_util::StreamExt;
 use std::sync::Arc;
 use std::time::Duration;
@@ -127,17 +127,22 @@ impl EmailChannel {
         ingress: Arc<dyn Ingress>,
         cancel: CancellationToken,
     ) -> Result<(), ChannelError> {
-        let mut backoff = FIRST_BACKOFF;
+        let mut backoff = Backoff::new(FIRST_BACKOFF, MAX_BACKOFF);
         while !cancel.is_cancelled() {
             match self.session(&*ingress, &cancel).await {
-                Ok(()) => backoff = FIRST_BACKOFF,
-                Err(e) => tracing::warn!(channel = "email", error = %e, ?backoff, "IMAP session ended; reconnecting"),
+                Ok(()) => backoff.reset(),
+                Err(e @ ChannelError::Unauthorized(_)) => {
+                    tracing::error!(channel = "email", error = %e, "the IMAP server refused the login; retrying slowly");
+                    backoff.slow();
+                }
+                Err(e) => {
+                    let wait = backoff.current();
+                    tracing::warn!(channel = "email", error = %e, ?wait, "IMAP session ended; reconnecting")
+                }
             }
-            tokio::select! {
-                _ = cancel.cancelled() => break,
-                _ = tokio::time::sleep(backoff) => {}
+            if !backoff.wait(&cancel).await {
+                break;
             }
-            backoff = (backoff * 2).min(MAX_BACKOFF);
         }
         Ok(())
     }

@@ -6,17 +6,20 @@
 //!   in the mailbox: nothing twice, nothing missed across restarts and replicas). Only senders
 //!   on the allowed list whose mail the receiving server authenticated (DKIM or SPF, per
 //!   sender) become events (`parse`).
+//! - Files people attach: fetched from the mailbox ([`EmailFiles`]).
 //! - Output (`send`): a reply in the thread, plain text plus HTML (`html`), files attached, a
 //!   `Message-ID` derived from the outbox key.
 //!
 //! This crate knows mail and nothing else: it must never use SQL, Redis, an LLM or the root
 //! crate, and it never decides what to say.
 
+mod files;
 mod html;
 mod imap;
 pub mod parse;
 pub mod send;
 
+pub use files::EmailFiles;
 pub use imap::HANDLED;
 pub use parse::{Proof, Sender, CHANNEL};
 
@@ -113,6 +116,11 @@ impl EmailChannel {
         let smtp = send::transport(&settings.smtp)
             .map_err(|error| ConnectError::Smtp { host: settings.smtp.host.clone(), error })?;
         Ok(Arc::new(Self { settings, smtp, threads: Mutex::new(HashMap::new()) }))
+    }
+
+    /// How the files people mail are fetched (for `Built.files`).
+    pub fn files(&self) -> Arc<EmailFiles> {
+        Arc::new(EmailFiles::new(self.settings.clone()))
     }
 
     pub(crate) fn rules(&self) -> parse::Rules {

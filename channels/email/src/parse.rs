@@ -12,13 +12,16 @@
 //!   replies ("On … wrote:" and `>` lines) and the signature (after "-- ") cut off. A first
 //!   line `APPROVE` or `DENY` in a reply to a request is that answer (`#yes` / `#no` on the
 //!   replied-to message); a first line that is a number stays text, with `reply_to` set.
+//! - Attachments are named `<uidvalidity>:<uid>:<n>` (the n-th attachment of that mail), which
+//!   [`crate::EmailFiles`] fetches from the mailbox.
 //!
 //! Pure: it must never touch the network or the ingress.
 
 use butler_channel::{
     Actor, ConversationKind, ConversationRef, EventBody, EventId, Identity, InboundEvent, ANSWER_NO, ANSWER_YES,
 };
-use mail_parser::{Address, HeaderValue, MessageParser};
+use butler_channel::{Attachment, MediaKind};
+use mail_parser::{Address, HeaderValue, MessageParser, MimeHeaders};
 
 /// The channel name in identities and conversations.
 pub const CHANNEL: &str = "email";
@@ -166,7 +169,25 @@ pub fn mail(raw: &[u8], uidvalidity: u32, uid: u32, rules: &Rules) -> Result<Mai
         (Some("DENY"), Some(_)) => Some(ANSWER_NO),
         _ => None,
     };
-    if text.is_empty() && answer.is_none() {
+    let mut files = Vec::new();
+    for (n, part) in msg.attachments().enumerate() {
+        let mime = part.content_type().map(|c| match c.subtype() {
+            Some(sub) => format!("{}/{sub}", c.ctype()),
+            None => c.ctype().to_string(),
+        });
+        let kind = match mime.as_deref().unwrap_or_default() {
+            m if m.starts_with("image/") => MediaKind::Image,
+            m if m.starts_with("audio/") => MediaKind::Audio,
+            m if m.starts_with("video/") => MediaKind::Video,
+            _ => MediaKind::Document,
+        };
+        let mut file = Attachment::new(kind, format!("{uidvalidity}:{uid}:{n}"));
+        file.mime = mime;
+        file.name = part.attachment_name().map(str::to_string);
+        file.size = Some(part.len() as u64);
+        files.push(file);
+    }
+    if text.is_empty() && answer.is_none() && files.is_empty() {
         return Err("no text".into());
     }
     let body = match answer {
@@ -188,7 +209,7 @@ pub fn mail(raw: &[u8], uidvalidity: u32, uid: u32, rules: &Rules) -> Result<Mai
         message_id: own,
         body,
         at_ms,
-        attachments: Vec::new(),
+        attachments: files,
     };
     Ok(Mail { event, subject: msg.subject().unwrap_or_default().to_string() })
 }

@@ -7,7 +7,7 @@
 //! bytes beyond [`MAX_FRAME`], nor log a message's text.
 
 use crate::{normalize, SignalChannel};
-use butler_channel::{Accepted, ChannelError, InboundEvent, Ingress, IngressError};
+use butler_channel::{Accepted, Backoff, ChannelError, InboundEvent, Ingress, IngressError};
 use futures_util::StreamExt;
 use serde_json::{json, Value};
 use std::sync::Arc;
@@ -56,23 +56,24 @@ impl SignalChannel {
         ingress: Arc<dyn Ingress>,
         cancel: CancellationToken,
     ) -> Result<(), ChannelError> {
-        let mut backoff = FIRST_BACKOFF;
+        let mut backoff = Backoff::new(FIRST_BACKOFF, MAX_BACKOFF);
         while !cancel.is_cancelled() {
             self.learn_uuid().await;
             match self.stream_once(&*ingress, &cancel).await {
-                Ok(true) => backoff = FIRST_BACKOFF,
+                Ok(true) => backoff.reset(),
                 Ok(false) => {}
                 Err(e @ ChannelError::Unauthorized(_)) => {
                     tracing::error!(channel = "signal", error = %e, "the daemon refused the account; retrying slowly");
-                    backoff = MAX_BACKOFF;
+                    backoff.slow();
                 }
-                Err(e) => tracing::warn!(channel = "signal", error = %e, ?backoff, "event stream ended; reconnecting"),
+                Err(e) => {
+                    let wait = backoff.current();
+                    tracing::warn!(channel = "signal", error = %e, ?wait, "event stream ended; reconnecting")
+                }
             }
-            tokio::select! {
-                _ = cancel.cancelled() => break,
-                _ = tokio::time::sleep(backoff) => {}
+            if !backoff.wait(&cancel).await {
+                break;
             }
-            backoff = (backoff * 2).min(MAX_BACKOFF);
         }
         Ok(())
     }

@@ -164,6 +164,26 @@ fn full_config() -> Config {
         crate::channels::SignalConfig { url: "http://127.0.0.1:8080".into(), account: "+15551234567".into() }
             .to_table(),
     );
+    #[cfg(feature = "email")]
+    c.channels.set("email", {
+        let server = |host: &str, port: u16| crate::channels::MailServer {
+            host: host.into(),
+            port,
+            tls: crate::channels::MailTls::Implicit,
+            user: "butler@example.com".into(),
+            password: Secret::new("p"),
+        };
+        crate::channels::EmailConfig {
+            address: "butler@example.com".into(),
+            imap: server("imap.example.com", 993),
+            smtp: server("smtp.example.com", 465),
+            folder: "INBOX".into(),
+            allowed: vec![crate::channels::AllowedSender::Address("you@example.com".into())],
+            authserv_id: Some("mx.example.com".into()),
+            since_days: 3,
+        }
+        .to_table()
+    });
     c.media.transcription = Some(crate::config::TranscriptionConfig {
         base_url: "https://api.openai.com/v1".into(),
         api_key: Some(Secret::new("k5")),
