@@ -207,3 +207,23 @@ async fn a_photo_attached_to_a_mail_reaches_the_model() {
     assert_eq!(rig.llm.last_request().unwrap().images().len(), 1, "the photo was given to the model");
     rig.app.stop().await;
 }
+
+/// Allowed to mail, but not yet in `[access]`: the pairing answer comes back by mail, no turn.
+#[tokio::test]
+async fn an_allowed_sender_not_yet_in_access_gets_the_pairing_answer_by_mail() {
+    let imap = crate::support::dovecot::Dovecot::start(&[(BUTLER, PASSWORD)]).await;
+    let smtp = crate::support::smtp_sink::SmtpSink::start().await;
+    let llm = crate::support::fake_llm::FakeLlm::start().await;
+    let (mut cfg, dir) = crate::support::app::config_in(Some(&llm.openai_url()), None);
+    let mut section = crate::email(&imap, &smtp);
+    section.allowed.push(butler::channels::AllowedSender::Address("carol@example.com".into()));
+    cfg.channels.set("email", section.to_table());
+    cfg.access.owners = vec![format!("email:{ALICE}").parse().unwrap()];
+    let app = crate::support::app::TestApp::start(cfg, Some(dir)).await;
+    imap.deliver(BUTLER, PASSWORD, &mail("carol@example.com", true, "c1@example.com", "Hello", "", "Hi Butler")).await;
+    let sent = smtp.wait(20, "the pairing answer", |m| !m.is_empty()).await;
+    assert_eq!(sent[0].to, ["carol@example.com"]);
+    assert!(sent[0].data.to_lowercase().contains("pair"), "{}", sent[0].data);
+    assert!(llm.requests().is_empty(), "no turn before the owner approves");
+    app.stop().await;
+}
