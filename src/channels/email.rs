@@ -34,6 +34,10 @@ pub struct MailServer {
     pub user: String,
     #[serde(default = "no_password")]
     pub password: Secret,
+    /// Instead of a password: a command that prints an OAuth2 access token (XOAUTH2), e.g.
+    /// `["gcloud", "auth", "print-access-token"]`; run at each login.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token_command: Option<Vec<String>>,
 }
 
 /// What an allowed sender's mail must prove.
@@ -108,7 +112,14 @@ fn server(s: &MailServer) -> Server {
         MailTls::Starttls => Tls::StartTls,
         MailTls::None => Tls::None,
     };
-    Server { host: s.host.trim().into(), port: s.port, tls, user: s.user.clone(), password: s.password.expose().into() }
+    Server {
+        host: s.host.trim().into(),
+        port: s.port,
+        tls,
+        user: s.user.clone(),
+        password: s.password.expose().into(),
+        token_command: s.token_command.clone(),
+    }
 }
 
 fn settings(cfg: &EmailConfig) -> Settings {
@@ -143,7 +154,7 @@ fn settings(cfg: &EmailConfig) -> Settings {
 fn explain(e: &ConnectError) -> (String, String) {
     let fix = match e {
         ConnectError::ImapLogin { .. } => {
-            "check [channels.email.imap] user and password (an app password if the account has two factors)"
+            "check [channels.email.imap] user and password or token_command (an app password if the account has two factors)"
         }
         ConnectError::ImapUnreachable { .. } => {
             "check [channels.email.imap] host, port and tls, and that this machine can reach it"
@@ -196,6 +207,21 @@ impl Platform for Email {
             if s.port == 0 {
                 p.add(format!("channels.email.{name}.port"), "must be a port (IMAP 993, SMTP 465 or 587)");
             }
+            let password = !s.password.expose().is_empty();
+            match (&s.token_command, password) {
+                (Some(c), _) if c.is_empty() || c[0].trim().is_empty() => {
+                    p.add(format!("channels.email.{name}.token_command"), "is empty: the program and its arguments")
+                }
+                (Some(_), true) => p.add(
+                    format!("channels.email.{name}.password"),
+                    "and token_command are both set: keep one (token_command logs in with XOAUTH2)",
+                ),
+                (None, false) if !s.user.is_empty() => p.add(
+                    format!("channels.email.{name}.password"),
+                    "is empty: set it (or token_command for an OAuth2 account)",
+                ),
+                _ => {}
+            }
             let local = host == "localhost" || host.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback());
             if s.tls == MailTls::None && !local {
                 p.add(
@@ -203,6 +229,9 @@ impl Platform for Email {
                     "\"none\" sends the password in the clear: only for a server on this machine",
                 );
             }
+        }
+        if e.imap.user.trim().is_empty() {
+            p.add("channels.email.imap.user", "is empty: the mailbox's login (often the address)");
         }
         if e.imap.tls == MailTls::Starttls {
             p.add("channels.email.imap.tls", "IMAP takes \"implicit\" (port 993) here, not STARTTLS");
@@ -235,6 +264,82 @@ impl Platform for Email {
                 (what, Ok(format!("IMAP {} (IDLE) and SMTP {} accepted the logins", cfg.imap.host, cfg.smtp.host)))
             }
             Err(e) => (what, Err(explain(&e))),
+        }
+    }
+}
+
+#[cfg(test)]
+mod check_tests {
+    use super::*;
+    use crate::config::{Config, ConfigError};
+
+    fn keys(e: &EmailConfig) -> Vec<String> {
+        let mut c = Config::default();
+        c.channels.set("email", e.to_table());
+        match crate::app::check_config(&c) {
+            Ok(()) => vec![],
+            Err(ConfigError::Invalid { problems, .. }) => problems.into_iter().map(|p| p.key).collect(),
+            Err(e) => panic!("{e}"),
+        }
+    }
+
+    #[test]
+    fn email_settings_and_targets_are_checked() {
+        let server = |host: &str, port| MailServer {
+            host: host.into(),
+            port,
+            tls: MailTls::Implicit,
+            user: "butler@example.com".into(),
+            password: Secret::new("pw"),
+            token_command: None,
+        };
+        let good = EmailConfig {
+            address: "butler@example.com".into(),
+            imap: server("imap.example.com", 993),
+            smtp: server("smtp.example.com", 465),
+            folder: "INBOX".into(),
+            allowed: vec![
+                AllowedSender::Address("you@example.com".into()),
+                AllowedSender::With { address: "@example.org".into(), proof: MailProof::Dkim },
+            ],
+            authserv_id: None,
+            since_days: 3,
+        };
+        let mut clear = good.clone();
+        clear.imap.tls = MailTls::None;
+        let mut both = good.clone();
+        both.smtp.token_command = Some(vec!["print-token".into()]);
+        let mut neither = good.clone();
+        neither.imap.password = Secret::new("");
+        let mut local = good.clone();
+        local.imap = MailServer { host: "127.0.0.1".into(), tls: MailTls::None, ..good.imap.clone() };
+        let mut oauth = good.clone();
+        oauth.imap.password = Secret::new("");
+        oauth.imap.token_command = Some(vec!["gcloud".into(), "auth".into(), "print-access-token".into()]);
+        let cases: Vec<(EmailConfig, Vec<&str>)> = vec![
+            (good.clone(), vec![]),
+            (local, vec![]),
+            (oauth, vec![]),
+            (
+                EmailConfig { address: "butler".into(), allowed: vec![], since_days: 0, ..good.clone() },
+                vec!["channels.email.address", "channels.email.allowed", "channels.email.since_days"],
+            ),
+            (
+                EmailConfig { allowed: vec![AllowedSender::Address("not an address".into())], ..good.clone() },
+                vec!["channels.email.allowed[0]"],
+            ),
+            (clear, vec!["channels.email.imap.tls"]),
+            (both, vec!["channels.email.smtp.password"]),
+            (neither, vec!["channels.email.imap.password"]),
+        ];
+        for (cfg, want) in cases {
+            assert_eq!(keys(&cfg), want, "{cfg:?}");
+        }
+        let targets =
+            [("email:alice@example.com", true), ("email:alice@example.com/t1@x.y", true), ("email:alice", false)];
+        for (target, ok) in targets {
+            let c: ConversationRef = target.parse().unwrap();
+            assert_eq!(Email.refuse_target(&good, &c).is_none(), ok, "{target}");
         }
     }
 }

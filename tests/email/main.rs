@@ -29,6 +29,7 @@ pub fn email(imap: &Dovecot, smtp: &SmtpSink) -> EmailConfig {
         tls: MailTls::None,
         user: user.into(),
         password: Secret::new(password),
+        token_command: None,
     };
     EmailConfig {
         address: BUTLER.into(),

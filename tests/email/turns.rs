@@ -159,8 +159,14 @@ async fn a_resend_of_the_same_outbox_row_is_the_same_mail() {
     use butler::channel::{Channel, ConversationRef, Outbound};
     use butler_email::{EmailChannel, Server, Settings, Tls};
     let smtp = crate::support::smtp_sink::SmtpSink::start().await;
-    let server =
-        |port| Server { host: "127.0.0.1".into(), port, tls: Tls::None, user: String::new(), password: String::new() };
+    let server = |port| Server {
+        host: "127.0.0.1".into(),
+        port,
+        tls: Tls::None,
+        user: String::new(),
+        password: String::new(),
+        token_command: None,
+    };
     let channel = EmailChannel::new(Settings {
         address: BUTLER.into(),
         imap: server(1),
@@ -226,4 +232,52 @@ async fn an_allowed_sender_not_yet_in_access_gets_the_pairing_answer_by_mail() {
     assert!(sent[0].data.to_lowercase().contains("pair"), "{}", sent[0].data);
     assert!(llm.requests().is_empty(), "no turn before the owner approves");
     app.stop().await;
+}
+
+/// An OAuth2 account: `token_command` prints an access token, and both logins use XOAUTH2 with
+/// it (Dovecot checks it at a token endpoint, the SMTP sink against the user and token).
+#[tokio::test]
+async fn an_oauth2_account_logs_in_with_the_token_command() {
+    use axum::extract::Query;
+    use std::collections::HashMap;
+    const TOKEN: &str = "ya29.token-7f";
+    let tokeninfo = axum::Router::new().route(
+        "/tokeninfo",
+        axum::routing::get(|Query(q): Query<HashMap<String, String>>| async move {
+            if q.get("access_token").map(String::as_str) == Some(TOKEN) {
+                (axum::http::StatusCode::OK, axum::Json(json!({"email": BUTLER, "expires_in": 3599})))
+            } else {
+                (axum::http::StatusCode::UNAUTHORIZED, axum::Json(json!({"error": "invalid_token"})))
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/tokeninfo", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, tokeninfo).await });
+    let imap = crate::support::dovecot::Dovecot::start_oauth(&[(BUTLER, PASSWORD)], &url).await;
+    let smtp = crate::support::smtp_sink::SmtpSink::start_with(Some((BUTLER, TOKEN))).await;
+    let llm = crate::support::fake_llm::FakeLlm::start().await;
+    let mut section = crate::email(&imap, &smtp);
+    let command = Some(vec!["sh".to_string(), "-c".to_string(), format!("echo {TOKEN}")]);
+    for server in [&mut section.imap, &mut section.smtp] {
+        server.user = BUTLER.into();
+        server.password = butler::config::Secret::new("");
+        server.token_command = command.clone();
+    }
+    let ok = crate::support::app::doctor_channel("email", section.to_table()).await.unwrap();
+    assert!(ok.contains("IDLE"), "{ok}");
+    let (mut cfg, dir) = crate::support::app::config_in(Some(&llm.openai_url()), None);
+    cfg.channels.set("email", section.to_table());
+    cfg.access.owners = vec![format!("email:{ALICE}").parse().unwrap()];
+    let app = crate::support::app::TestApp::start(cfg, Some(dir)).await;
+    llm.on("oauth", Reply::text("signed in"));
+    imap.deliver(BUTLER, PASSWORD, &mail(ALICE, true, "o1@example.com", "Hi", "", "oauth works?")).await;
+    smtp.wait(20, "the answer", |m| m.iter().any(|m| m.data.contains("signed in"))).await;
+    app.stop().await;
+    // A token command that fails is named, and its output never shown.
+    let mut bad = section.clone();
+    bad.imap.token_command = Some(vec!["sh".into(), "-c".into(), "echo secret-out; exit 3".into()]);
+    let (problem, fix) = crate::support::app::doctor_channel("email", bad.to_table()).await.unwrap_err();
+    assert!(problem.contains("token command failed") && fix.contains("token_command"), "{problem} / {fix}");
+    assert!(!problem.contains("secret-out"), "{problem}");
 }

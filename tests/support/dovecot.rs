@@ -39,6 +39,16 @@ fn mail_ids() -> (u32, u32) {
 impl Dovecot {
     /// Starts Dovecot with `users` ((address, password)).
     pub async fn start(users: &[(&str, &str)]) -> Self {
+        Self::start_with(users, None).await
+    }
+
+    /// Starts Dovecot taking OAuth2 access tokens (XOAUTH2) checked at `tokeninfo_url` (its
+    /// answer's `email` is the user), beside the password `users`.
+    pub async fn start_oauth(users: &[(&str, &str)], tokeninfo_url: &str) -> Self {
+        Self::start_with(users, Some(tokeninfo_url)).await
+    }
+
+    async fn start_with(users: &[(&str, &str)], tokeninfo: Option<&str>) -> Self {
         let binary = ["/usr/sbin/dovecot", "/usr/local/sbin/dovecot"]
             .into_iter()
             .map(PathBuf::from)
@@ -64,10 +74,24 @@ impl Dovecot {
             (me.clone(), me)
         };
         let r = root.display();
+        let (mechanisms, oauth) = match tokeninfo {
+            Some(url) => {
+                std::fs::write(
+                    root.join("oauth2.conf.ext"),
+                    format!("tokeninfo_url = {url}?access_token=\nusername_attribute = email\n"),
+                )
+                .unwrap();
+                (
+                    "plain login xoauth2",
+                    format!("passdb {{\n  driver = oauth2\n  mechanisms = xoauth2\n  args = {r}/oauth2.conf.ext\n}}\n"),
+                )
+            }
+            None => ("plain login", String::new()),
+        };
         let conf = format!(
             "base_dir = {r}/run\nstate_dir = {r}/state\nlog_path = {r}/dovecot.log\nprotocols = imap\nlisten = 127.0.0.1\n\
-             ssl = no\ndisable_plaintext_auth = no\nauth_mechanisms = plain login\ndefault_login_user = {login}\n\
-             default_internal_user = {internal}\nfirst_valid_uid = 1\nfirst_valid_gid = 1\n\
+             ssl = no\ndisable_plaintext_auth = no\nauth_mechanisms = {mechanisms}\ndefault_login_user = {login}\n\
+             default_internal_user = {internal}\nfirst_valid_uid = 1\nfirst_valid_gid = 1\n{oauth}\
              passdb {{\n  driver = passwd-file\n  args = scheme=PLAIN username_format=%u {r}/passwd\n}}\n\
              userdb {{\n  driver = static\n  args = uid={uid} gid={gid} home={r}/home/%u\n}}\n\
              mail_location = maildir:~/Maildir\n\

@@ -1,5 +1,5 @@
 //! An SMTP sink for the email tests: a small server on 127.0.0.1 that speaks enough of SMTP
-//! (RFC 5321: EHLO, AUTH PLAIN, MAIL, RCPT, DATA with dot-unstuffing, RSET, NOOP, QUIT) for a
+//! (RFC 5321: EHLO, AUTH PLAIN and XOAUTH2, MAIL, RCPT, DATA with dot-unstuffing, RSET, NOOP, QUIT) for a
 //! real client (lettre) and records every mail it accepts, instead of relaying it.
 //!
 //! It must never relay or resolve anything: it stands in for the outgoing server.
@@ -102,6 +102,24 @@ fn plain_login(b64: &str) -> Option<(String, String)> {
     Some((parts.next()?, parts.next()?))
 }
 
+/// (user, token) of an XOAUTH2 answer (`user=…^Aauth=Bearer …^A^A`).
+fn xoauth2(b64: &str) -> Option<(String, String)> {
+    use base64::Engine;
+    let bytes = base64::engine::general_purpose::STANDARD.decode(b64.trim()).ok()?;
+    let text = String::from_utf8(bytes).ok()?;
+    let mut user = None;
+    let mut token = None;
+    for field in text.split('\x01') {
+        if let Some(u) = field.strip_prefix("user=") {
+            user = Some(u.to_string());
+        }
+        if let Some(t) = field.strip_prefix("auth=Bearer ") {
+            token = Some(t.to_string());
+        }
+    }
+    Some((user?, token?))
+}
+
 async fn session(tcp: tokio::net::TcpStream, state: Arc<Mutex<State>>) {
     let (read, mut write) = tcp.into_split();
     let mut lines = BufReader::new(read).lines();
@@ -112,7 +130,11 @@ async fn session(tcp: tokio::net::TcpStream, state: Arc<Mutex<State>>) {
     while let Ok(Some(line)) = lines.next_line().await {
         let upper = line.to_ascii_uppercase();
         let reply: String = if upper.starts_with("EHLO") || upper.starts_with("HELO") {
-            "250-sink.test\r\n250-AUTH PLAIN\r\n250 SIZE 50000000\r\n".into()
+            "250-sink.test\r\n250-AUTH PLAIN XOAUTH2\r\n250 SIZE 50000000\r\n".into()
+        } else if let Some(b64) = line.strip_prefix("AUTH XOAUTH2 ") {
+            let ok = needs_login.as_ref().is_none_or(|want| xoauth2(b64).as_ref() == Some(want));
+            authed |= ok;
+            if ok { "235 2.7.0 Authentication successful\r\n" } else { "535 5.7.8 Authentication failed\r\n" }.into()
         } else if let Some(b64) = line.strip_prefix("AUTH PLAIN ") {
             let ok = needs_login.as_ref().is_none_or(|want| plain_login(b64).as_ref() == Some(want));
             authed |= ok;

@@ -35,6 +35,20 @@ impl Backoff {
         self.next = self.max;
     }
 
+    /// Counts how a connection ended (`Ok(true)`: it worked, `Ok(false)`: it ended quietly) and
+    /// logs why it ended: a good one starts the waits again, a refused login waits the longest.
+    pub fn after(&mut self, channel: &str, ended: &Result<bool, crate::ChannelError>) {
+        match ended {
+            Ok(true) => self.reset(),
+            Ok(false) => {}
+            Err(e @ crate::ChannelError::Unauthorized(_)) => {
+                tracing::error!(channel, error = %e, "the login was refused; retrying slowly");
+                self.slow();
+            }
+            Err(e) => tracing::warn!(channel, error = %e, wait = ?self.next, "the connection ended; reconnecting"),
+        }
+    }
+
     /// Waits the current time, then doubles it; `false` when `cancel` fired first.
     pub async fn wait(&mut self, cancel: &CancellationToken) -> bool {
         let wait = self.next;
@@ -61,10 +75,13 @@ mod tests {
         }
         let ms: Vec<u128> = seen.iter().map(Duration::as_millis).collect();
         assert_eq!(ms, [500, 1000, 2000, 2000]);
+        b.after("test", &Ok(true));
+        assert_eq!(b.current(), Duration::from_millis(500), "a good connection starts again");
+        b.after("test", &Err(crate::ChannelError::Unauthorized("no".into())));
+        assert_eq!(b.current(), Duration::from_secs(2), "a refused login waits the longest");
         b.reset();
-        assert_eq!(b.current(), Duration::from_millis(500));
-        b.slow();
-        assert_eq!(b.current(), Duration::from_secs(2));
+        b.after("test", &Err(crate::ChannelError::Transient("gone".into())));
+        assert_eq!(b.current(), Duration::from_millis(500), "another end keeps the wait");
         cancel.cancel();
         assert!(!b.wait(&cancel).await, "a stopped receiver does not wait");
     }

@@ -84,6 +84,20 @@ fn transient(what: &str, e: impl std::fmt::Display) -> ChannelError {
     ChannelError::Transient(format!("IMAP {what}: {e}"))
 }
 
+/// The XOAUTH2 answer (`user=…^Aauth=Bearer …^A^A`, base64 by the client library).
+struct XOAuth2 {
+    user: String,
+    token: String,
+}
+
+impl async_imap::Authenticator for XOAuth2 {
+    type Response = String;
+
+    fn process(&mut self, _challenge: &[u8]) -> String {
+        format!("user={}\x01auth=Bearer {}\x01\x01", self.user, self.token)
+    }
+}
+
 /// A logged-in session on `server`.
 pub(crate) async fn login(server: &Server) -> Result<Session<Conn>, ChannelError> {
     let tcp = tokio::time::timeout(Duration::from_secs(20), TcpStream::connect((server.host.as_str(), server.port)))
@@ -112,6 +126,16 @@ pub(crate) async fn login(server: &Server) -> Result<Session<Conn>, ChannelError
     let mut client = async_imap::Client::new(conn);
     // The server's greeting comes first.
     client.read_response().await.map_err(|e| transient("greeting", e))?;
+    let refused = |e: async_imap::error::Error| match e {
+        async_imap::error::Error::No(_) | async_imap::error::Error::Bad(_) => {
+            ChannelError::Unauthorized("the IMAP server refused the login".into())
+        }
+        other => transient("login", other),
+    };
+    if let Some(token) = server.token().await? {
+        let auth = XOAuth2 { user: server.user.clone(), token };
+        return client.authenticate("XOAUTH2", auth).await.map_err(|(e, _)| refused(e));
+    }
     let password = server.password.clone();
     client.login(&server.user, &password).await.map_err(|(e, _)| match e {
         async_imap::error::Error::No(_) | async_imap::error::Error::Bad(_) => {
@@ -129,17 +153,8 @@ impl EmailChannel {
     ) -> Result<(), ChannelError> {
         let mut backoff = Backoff::new(FIRST_BACKOFF, MAX_BACKOFF);
         while !cancel.is_cancelled() {
-            match self.session(&*ingress, &cancel).await {
-                Ok(()) => backoff.reset(),
-                Err(e @ ChannelError::Unauthorized(_)) => {
-                    tracing::error!(channel = "email", error = %e, "the IMAP server refused the login; retrying slowly");
-                    backoff.slow();
-                }
-                Err(e) => {
-                    let wait = backoff.current();
-                    tracing::warn!(channel = "email", error = %e, ?wait, "IMAP session ended; reconnecting")
-                }
-            }
+            let ended = self.session(&*ingress, &cancel).await.map(|()| true);
+            backoff.after("email", &ended);
             if !backoff.wait(&cancel).await {
                 break;
             }

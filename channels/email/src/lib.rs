@@ -41,7 +41,9 @@ pub enum Tls {
     None,
 }
 
-/// An IMAP or SMTP server and the login for it. Debug masks the password.
+/// An IMAP or SMTP server and the login for it: a password, or an OAuth2 access token printed by
+/// `token_command` (XOAUTH2; run at each login, so the command's own cache decides how often a
+/// token is fetched). Debug masks the password.
 #[derive(Clone)]
 pub struct Server {
     pub host: String,
@@ -49,6 +51,27 @@ pub struct Server {
     pub tls: Tls,
     pub user: String,
     pub password: String,
+    pub token_command: Option<Vec<String>>,
+}
+
+impl Server {
+    /// A fresh access token from `token_command`; `None` when the login is a password.
+    pub(crate) async fn token(&self) -> Result<Option<String>, ChannelError> {
+        let Some(command) = self.token_command.as_ref().filter(|c| !c.is_empty()) else { return Ok(None) };
+        let run = tokio::process::Command::new(&command[0]).args(&command[1..]).kill_on_drop(true).output();
+        let out = tokio::time::timeout(Duration::from_secs(30), run)
+            .await
+            .map_err(|_| ChannelError::Unauthorized("the token command took over 30 seconds".into()))?
+            .map_err(|e| ChannelError::Unauthorized(format!("the token command cannot run: {}", e.kind())))?;
+        let token = String::from_utf8_lossy(&out.stdout).trim().to_string();
+        if !out.status.success() || token.is_empty() {
+            return Err(ChannelError::Unauthorized(format!(
+                "the token command failed ({}) or printed nothing",
+                out.status
+            )));
+        }
+        Ok(Some(token))
+    }
 }
 
 impl std::fmt::Debug for Server {
@@ -59,6 +82,7 @@ impl std::fmt::Debug for Server {
             .field("tls", &self.tls)
             .field("user", &self.user)
             .field("password", &"********")
+            .field("token_command", &self.token_command)
             .finish()
     }
 }
@@ -83,8 +107,8 @@ pub struct Settings {
 /// Why the channel could not start (or `butler doctor`'s check failed).
 #[derive(Debug, thiserror::Error)]
 pub enum ConnectError {
-    #[error("the IMAP server at {host} refused the login")]
-    ImapLogin { host: String },
+    #[error("the IMAP server at {host} refused the login: {why}")]
+    ImapLogin { host: String, why: String },
     #[error("cannot reach the IMAP server at {host}: {error}")]
     ImapUnreachable { host: String, error: String },
     #[error("the IMAP server at {0} has no IDLE: new mail would only be seen at each reconnect")]
@@ -104,7 +128,9 @@ pub(crate) struct Thread {
 /// The email channel.
 pub struct EmailChannel {
     settings: Settings,
-    smtp: AsyncSmtpTransport<Tokio1Executor>,
+    /// The SMTP transport, when its login is a password (with a token command one is built
+    /// per mail, with a fresh token).
+    smtp: Option<AsyncSmtpTransport<Tokio1Executor>>,
     /// Per thread root `Message-ID`, seen at intake: its subject and the newest mail in it (a
     /// bounded cache: the subject is looked up in the mailbox when missing, and an answer
     /// replies to the root then).
@@ -113,8 +139,13 @@ pub struct EmailChannel {
 
 impl EmailChannel {
     pub fn new(settings: Settings) -> Result<Arc<Self>, ConnectError> {
-        let smtp = send::transport(&settings.smtp)
-            .map_err(|error| ConnectError::Smtp { host: settings.smtp.host.clone(), error })?;
+        let smtp = match settings.smtp.token_command {
+            Some(_) => None,
+            None => Some(
+                send::transport(&settings.smtp, None)
+                    .map_err(|error| ConnectError::Smtp { host: settings.smtp.host.clone(), error })?,
+            ),
+        };
         Ok(Arc::new(Self { settings, smtp, threads: Mutex::new(HashMap::new()) }))
     }
 
@@ -154,12 +185,17 @@ pub async fn check(settings: &Settings) -> Result<(), ConnectError> {
     match imap::has_idle(&settings.imap).await {
         Ok(true) => {}
         Ok(false) => return Err(ConnectError::NoIdle(host)),
-        Err(ChannelError::Unauthorized(_)) => return Err(ConnectError::ImapLogin { host }),
+        Err(ChannelError::Unauthorized(why)) => return Err(ConnectError::ImapLogin { host, why }),
         Err(e) => return Err(ConnectError::ImapUnreachable { host, error: e.to_string() }),
     }
     let smtp_host = settings.smtp.host.clone();
-    let smtp =
-        send::transport(&settings.smtp).map_err(|error| ConnectError::Smtp { host: smtp_host.clone(), error })?;
+    let token = settings
+        .smtp
+        .token()
+        .await
+        .map_err(|e| ConnectError::Smtp { host: smtp_host.clone(), error: e.to_string() })?;
+    let smtp = send::transport(&settings.smtp, token)
+        .map_err(|error| ConnectError::Smtp { host: smtp_host.clone(), error })?;
     match smtp.test_connection().await {
         Ok(true) => Ok(()),
         Ok(false) => Err(ConnectError::Smtp { host: smtp_host, error: "it did not answer".into() }),

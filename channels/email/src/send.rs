@@ -10,7 +10,7 @@ use crate::{EmailChannel, Tls};
 use butler_channel::{Button, ButtonStyle, ChannelError, Outbound};
 use lettre::message::header::ContentType;
 use lettre::message::{Attachment, Mailbox, MultiPart, SinglePart};
-use lettre::transport::smtp::authentication::Credentials;
+use lettre::transport::smtp::authentication::{Credentials, Mechanism};
 use lettre::{AsyncSmtpTransport, AsyncTransport, Message, Tokio1Executor};
 use sha2::{Digest, Sha256};
 use std::time::Duration;
@@ -65,16 +65,26 @@ fn smtp_error(e: lettre::transport::smtp::Error) -> ChannelError {
     }
 }
 
-/// The SMTP transport for the configured server.
-pub(crate) fn transport(s: &crate::Server) -> Result<AsyncSmtpTransport<Tokio1Executor>, String> {
+/// The SMTP transport for the configured server (with `token`, an XOAUTH2 login).
+pub(crate) fn transport(
+    s: &crate::Server,
+    token: Option<String>,
+) -> Result<AsyncSmtpTransport<Tokio1Executor>, String> {
     let builder = match s.tls {
         Tls::None => AsyncSmtpTransport::<Tokio1Executor>::builder_dangerous(&s.host),
         Tls::Implicit => AsyncSmtpTransport::<Tokio1Executor>::relay(&s.host).map_err(|e| e.to_string())?,
         Tls::StartTls => AsyncSmtpTransport::<Tokio1Executor>::starttls_relay(&s.host).map_err(|e| e.to_string())?,
     };
     let mut builder = builder.port(s.port).timeout(Some(Duration::from_secs(30)));
-    if !s.user.is_empty() {
-        builder = builder.credentials(Credentials::new(s.user.clone(), s.password.clone()));
+    match token {
+        Some(token) => {
+            builder =
+                builder.credentials(Credentials::new(s.user.clone(), token)).authentication(vec![Mechanism::Xoauth2])
+        }
+        None if !s.user.is_empty() => {
+            builder = builder.credentials(Credentials::new(s.user.clone(), s.password.clone()))
+        }
+        None => {}
     }
     Ok(builder.build())
 }
@@ -134,7 +144,14 @@ impl EmailChannel {
         };
         let mail =
             builder.multipart(body).map_err(|e| ChannelError::Rejected(format!("the mail cannot be built: {e}")))?;
-        self.smtp.send(mail).await.map_err(smtp_error)?;
+        match &self.smtp {
+            Some(smtp) => smtp.send(mail).await.map_err(smtp_error)?,
+            None => {
+                let token = self.settings.smtp.token().await?;
+                let smtp = transport(&self.settings.smtp, token).map_err(ChannelError::Transient)?;
+                smtp.send(mail).await.map_err(smtp_error)?
+            }
+        };
         Ok(id)
     }
 

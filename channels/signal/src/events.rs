@@ -59,18 +59,8 @@ impl SignalChannel {
         let mut backoff = Backoff::new(FIRST_BACKOFF, MAX_BACKOFF);
         while !cancel.is_cancelled() {
             self.learn_uuid().await;
-            match self.stream_once(&*ingress, &cancel).await {
-                Ok(true) => backoff.reset(),
-                Ok(false) => {}
-                Err(e @ ChannelError::Unauthorized(_)) => {
-                    tracing::error!(channel = "signal", error = %e, "the daemon refused the account; retrying slowly");
-                    backoff.slow();
-                }
-                Err(e) => {
-                    let wait = backoff.current();
-                    tracing::warn!(channel = "signal", error = %e, ?wait, "event stream ended; reconnecting")
-                }
-            }
+            let ended = self.stream_once(&*ingress, &cancel).await;
+            backoff.after("signal", &ended);
             if !backoff.wait(&cancel).await {
                 break;
             }

@@ -172,6 +172,7 @@ fn full_config() -> Config {
             tls: crate::channels::MailTls::Implicit,
             user: "butler@example.com".into(),
             password: Secret::new("p"),
+            token_command: None,
         };
         crate::channels::EmailConfig {
             address: "butler@example.com".into(),
