@@ -5,6 +5,7 @@
 use crate::config::WebConfig;
 use crate::http::ApiError;
 use axum::http::{header, HeaderMap, StatusCode};
+use butler_channel::signature::ct_eq;
 
 /// The identity a tokenless local page speaks as.
 pub(crate) const LOCAL_USER: &str = "local";
@@ -13,13 +14,6 @@ pub(crate) const LOCAL_USER: &str = "local";
 pub(crate) struct WebAuth {
     /// (token, web user name). Empty: local mode.
     tokens: Vec<(String, String)>,
-}
-
-fn ct_eq(a: &[u8], b: &[u8]) -> bool {
-    if a.len() != b.len() {
-        return false;
-    }
-    a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
 impl WebAuth {

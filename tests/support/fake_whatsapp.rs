@@ -360,30 +360,30 @@ pub fn fixture(name: &str) -> Value {
 
 /// The documented text message delivery, from `from` with message id `id`.
 pub fn text(from: &str, id: &str, body: &str) -> Value {
-    let mut v = fixture("webhook_text.json");
+    let mut v = delivery("webhook_text.json", from, id);
+    v["entry"][0]["changes"][0]["value"]["messages"][0]["text"]["body"] = json!(body);
+    v
+}
+
+/// A fixture delivery to our number, its first message from `from` with id `id`, sent now.
+fn delivery(fixture_name: &str, from: &str, id: &str) -> Value {
+    let mut v = fixture(fixture_name);
     let value = &mut v["entry"][0]["changes"][0]["value"];
     value["metadata"]["phone_number_id"] = json!(PHONE_NUMBER_ID);
     value["contacts"][0]["wa_id"] = json!(from);
     let m = &mut value["messages"][0];
     m["from"] = json!(from);
     m["id"] = json!(id);
-    m["text"]["body"] = json!(body);
     m["timestamp"] = json!((butler_now_secs()).to_string());
     v
 }
 
 /// The documented reply-button click: `from` pressed the button `action` on message `on`.
 pub fn button_reply(from: &str, id: &str, on: &str, action: &str, title: &str) -> Value {
-    let mut v = fixture("webhook_button_reply.json");
-    let value = &mut v["entry"][0]["changes"][0]["value"];
-    value["metadata"]["phone_number_id"] = json!(PHONE_NUMBER_ID);
-    value["contacts"][0]["wa_id"] = json!(from);
-    let m = &mut value["messages"][0];
-    m["from"] = json!(from);
-    m["id"] = json!(id);
+    let mut v = delivery("webhook_button_reply.json", from, id);
+    let m = &mut v["entry"][0]["changes"][0]["value"]["messages"][0];
     m["context"]["id"] = json!(on);
     m["interactive"]["button_reply"] = json!({"id": action, "title": title});
-    m["timestamp"] = json!((butler_now_secs()).to_string());
     v
 }
 

@@ -56,6 +56,16 @@ pub fn timestamp(value: Option<&str>) -> Result<i64, Rejection> {
     value.ok_or(Rejection::MissingTimestamp)?.trim().parse().map_err(|_| Rejection::MalformedTimestamp)
 }
 
+/// Compares two byte strings (a shared secret with what a request carries) in time that depends
+/// only on their lengths.
+pub fn ct_eq(a: &[u8], b: &[u8]) -> bool {
+    let mut diff = a.len() ^ b.len();
+    for (i, y) in b.iter().enumerate() {
+        diff |= usize::from(a.get(i).copied().unwrap_or(0) ^ y);
+    }
+    diff == 0
+}
+
 /// Checks `expected` against HMAC-SHA256(`secret`, the concatenated `parts`) in constant time.
 pub fn check(secret: &[u8], parts: &[&[u8]], expected: &[u8]) -> Result<(), Rejection> {
     let mut mac = Hmac::<Sha256>::new_from_slice(secret).map_err(|_| Rejection::BadSignature)?;
@@ -86,6 +96,20 @@ pub fn sign_hex(secret: &[u8], parts: &[&[u8]]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn constant_time_comparison() {
+        let cases: &[(&[u8], &[u8], bool)] = &[
+            (b"s3cret", b"s3cret", true),
+            (b"s3cres", b"s3cret", false),
+            (b"s3cre", b"s3cret", false),
+            (b"s3cret-and-more", b"s3cret", false),
+            (b"", b"s3cret", false),
+        ];
+        for (a, b, want) in cases {
+            assert_eq!(super::ct_eq(a, b), *want, "{a:?} {b:?}");
+        }
+    }
 
     #[test]
     fn digests_timestamps_and_windows() {

@@ -16,8 +16,8 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use axum::{Extension, Json, Router};
 use butler_channel::limit::{self, Refusals};
+use butler_channel::signature::ct_eq;
 use butler_channel::{Ingress, IngressError};
-use constant_time::ct_eq;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
@@ -109,31 +109,5 @@ async fn receive(
             tracing::warn!(update = update.id.0, error = %e, "could not store a webhook update; Telegram will redeliver");
             error(StatusCode::SERVICE_UNAVAILABLE, "unavailable", "could not store the update; try again")
         }
-    }
-}
-
-mod constant_time {
-    /// Compares two byte strings in time that depends only on their lengths.
-    pub fn ct_eq(a: &[u8], b: &[u8]) -> bool {
-        let mut diff = a.len() ^ b.len();
-        for (i, y) in b.iter().enumerate() {
-            let x = a.get(i).copied().unwrap_or(0);
-            diff |= usize::from(x ^ y);
-        }
-        diff == 0
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::constant_time::ct_eq;
-
-    #[test]
-    fn constant_time_comparison() {
-        assert!(ct_eq(b"s3cret", b"s3cret"));
-        assert!(!ct_eq(b"s3cres", b"s3cret"));
-        assert!(!ct_eq(b"s3cre", b"s3cret"));
-        assert!(!ct_eq(b"s3cret-and-more", b"s3cret"));
-        assert!(!ct_eq(b"", b"s3cret"));
     }
 }

@@ -117,9 +117,19 @@ pub struct WhatsAppChannel {
     http: reqwest::Client,
     /// For uploads and downloads of files (long overall limit, a limit on silence).
     transfer: reqwest::Client,
-    /// The newest inbound message id per person, for the read receipt + typing indicator.
-    last_inbound: Mutex<HashMap<String, String>>,
+    /// The newest inbound message per person, for the read receipt + typing indicator.
+    last_inbound: Mutex<HashMap<String, Inbound>>,
 }
+
+/// A person's newest message and when its read receipt + typing indicator last went out.
+struct Inbound {
+    id: String,
+    shown: Option<std::time::Instant>,
+}
+
+/// How long a typing indicator is left to WhatsApp before it is shown again (it shows one for
+/// up to 25 seconds).
+const TYPING_SHOWN_FOR: Duration = Duration::from_secs(20);
 
 /// Longest a file upload or download may take as a whole.
 const TRANSFER_TIMEOUT: Duration = Duration::from_secs(600);
@@ -160,11 +170,23 @@ impl WhatsAppChannel {
         if last.len() > 10_000 {
             last.clear();
         }
-        last.insert(wa_id.to_string(), message_id.to_string());
+        last.insert(wa_id.to_string(), Inbound { id: message_id.to_string(), shown: None });
     }
 
-    fn last_seen(&self, wa_id: &str) -> Option<String> {
-        self.last_inbound.lock().unwrap_or_else(|e| e.into_inner()).get(wa_id).cloned()
+    /// Notes that the read receipt + typing indicator for `message_id` just went out.
+    pub(crate) fn shown(&self, wa_id: &str, message_id: &str) {
+        let mut last = self.last_inbound.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(m) = last.get_mut(wa_id).filter(|m| m.id == message_id) {
+            m.shown = Some(std::time::Instant::now());
+        }
+    }
+
+    /// The newest message of `wa_id` whose indicator is due again (none shown in the last
+    /// [`TYPING_SHOWN_FOR`]).
+    fn due_for_typing(&self, wa_id: &str) -> Option<String> {
+        let last = self.last_inbound.lock().unwrap_or_else(|e| e.into_inner());
+        let m = last.get(wa_id)?;
+        m.shown.is_none_or(|at| at.elapsed() >= TYPING_SHOWN_FOR).then(|| m.id.clone())
     }
 }
 
@@ -201,10 +223,13 @@ impl Channel for WhatsAppChannel {
     }
 
     /// Marks the person's newest message read and shows the typing indicator (WhatsApp shows
-    /// it for up to 25 seconds or until the answer arrives).
+    /// it for up to 25 seconds or until the answer arrives), unless it went out moments ago
+    /// (at intake, or by an earlier call).
     async fn typing(&self, conversation: &ConversationRef) -> Result<(), ChannelError> {
-        let Some(message_id) = self.last_seen(&conversation.id) else { return Ok(()) };
-        self.read_and_typing(&message_id).await
+        let Some(message_id) = self.due_for_typing(&conversation.id) else { return Ok(()) };
+        self.read_and_typing(&message_id).await?;
+        self.shown(&conversation.id, &message_id);
+        Ok(())
     }
 }
 

@@ -20,7 +20,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Extension, Json, Router};
 use butler_channel::limit::{self, Gate, Refusals};
-use butler_channel::signature;
+use butler_channel::signature::{self, ct_eq};
 use butler_channel::{Accepted, EventBody, Ingress, IngressError};
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -47,15 +47,6 @@ pub fn routes(channel: Arc<WhatsAppChannel>, ingress: Arc<dyn Ingress>, gate: Ga
 /// An error in the shape of the rest of Butler's API: `{"error": {"code", "message"}}`.
 fn error(status: StatusCode, code: &str, message: &str) -> Response {
     (status, Json(serde_json::json!({"error": {"code": code, "message": message}}))).into_response()
-}
-
-/// Compares two byte strings in time that depends only on their lengths.
-fn ct_eq(a: &[u8], b: &[u8]) -> bool {
-    let mut diff = a.len() ^ b.len();
-    for (i, y) in b.iter().enumerate() {
-        diff |= usize::from(a.get(i).copied().unwrap_or(0) ^ y);
-    }
-    diff == 0
 }
 
 /// A refused request: `status` with `code`, or 429 once its address sent too many.
@@ -139,6 +130,7 @@ async fn receive(
     let mut read = Vec::new();
     for ev in d.events {
         let id = ev.id.0.clone();
+        let conversation = ev.conversation.id.clone();
         let message = match (&ev.message_id, &ev.body) {
             (Some(m), EventBody::Message { .. }) => Some(m.clone()),
             _ => None,
@@ -147,7 +139,7 @@ async fn receive(
             hook.channel.seen(&ev.conversation.id, m);
         }
         match hook.ingress.accept(ev).await {
-            Ok(Accepted::New) => read.extend(message),
+            Ok(Accepted::New) => read.extend(message.map(|m| (conversation, m))),
             Ok(Accepted::Duplicate) => {}
             Err(IngressError::Invalid(why)) => {
                 tracing::warn!(event = %id, why, "a WhatsApp message the ingress will never take; acknowledged");
@@ -160,9 +152,9 @@ async fn receive(
     }
     // Read and typing at once, from the replica that took the delivery (the turn may run on
     // another, which has not seen the message id); bounded, so Meta gets its 200 quickly.
-    for m in read {
+    for (wa_id, m) in read {
         match tokio::time::timeout(READ_RECEIPT_WAIT, hook.channel.read_and_typing(&m)).await {
-            Ok(Ok(())) => {}
+            Ok(Ok(())) => hook.channel.shown(&wa_id, &m),
             Ok(Err(e)) => tracing::debug!(error = %e, "read receipt not sent"),
             Err(_) => tracing::debug!("read receipt timed out"),
         }
@@ -172,17 +164,3 @@ async fn receive(
 
 /// The longest the webhook waits for a read receipt before it answers Meta.
 const READ_RECEIPT_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
-
-#[cfg(test)]
-mod tests {
-    use super::ct_eq;
-
-    #[test]
-    fn constant_time_comparison() {
-        let cases: &[(&[u8], &[u8], bool)] =
-            &[(b"tok", b"tok", true), (b"tok", b"tak", false), (b"to", b"tok", false), (b"", b"tok", false)];
-        for (a, b, want) in cases {
-            assert_eq!(ct_eq(a, b), *want, "{a:?} {b:?}");
-        }
-    }
-}
