@@ -153,7 +153,8 @@ impl App {
         let tiers = Tiers::new(&cfg.llm, llm.clone());
 
         let wake = Arc::new(Notify::new());
-        let inbox = Arc::new(InboxIngress::new(store.clone(), wake.clone()).with_held(store.clone()));
+        let ingress_of = InboxIngress::new(store.clone(), wake.clone());
+        let inbox = Arc::new(ingress_of.with_held(store.clone()).with_cursors(store.clone()));
         let ingress: Arc<dyn Ingress> = inbox.clone();
         // Where rate limits, holds and lockouts are kept: shared by the replicas with Redis.
         let gate = cluster.link().map_or_else(Gate::local, |link| Gate::shared(Arc::new(RedisGate::for_link(link))));

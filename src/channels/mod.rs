@@ -1,6 +1,6 @@
 //! The glue between Butler's config and the platform channel crates (`channels/*`): the
 //! channel registry ([`Registry`], `registry.rs`) with one entry per platform, each defined in
-//! its one glue file (`telegram.rs`, `slack.rs`, `discord.rs`, `whatsapp.rs`, `signal.rs`, `email.rs`: its section type, checks, build,
+//! its one glue file (`telegram.rs`, `slack.rs`, `discord.rs`, `whatsapp.rs`, `signal.rs`, `email.rs`, `matrix.rs`: its section type, checks, build,
 //! `butler doctor` check and `init` section), and the webhook triggers' routes (`webhook.rs`).
 //! This is the only module that names a channel crate, each behind the cargo feature of the
 //! same name.
@@ -12,6 +12,8 @@ mod built;
 mod discord;
 #[cfg(feature = "email")]
 mod email;
+#[cfg(feature = "matrix")]
+mod matrix;
 mod registry;
 #[cfg(feature = "signal")]
 mod signal;
@@ -28,6 +30,8 @@ pub use built::{section_table, BuildError, Built, Check};
 pub use discord::DiscordConfig;
 #[cfg(feature = "email")]
 pub use email::{AllowedSender, EmailConfig, MailProof, MailServer, MailTls};
+#[cfg(feature = "matrix")]
+pub use matrix::MatrixConfig;
 pub use registry::{Context, Platform, Registry};
 #[cfg(feature = "signal")]
 pub use signal::SignalConfig;
@@ -63,7 +67,8 @@ pub fn builtin() -> Registry {
     let r = platform!(r, "discord" => discord::DiscordPlatform);
     let r = platform!(r, "whatsapp" => whatsapp::WhatsApp);
     let r = platform!(r, "signal" => signal::Signal);
-    platform!(r, "email" => email::Email)
+    let r = platform!(r, "email" => email::Email);
+    platform!(r, "matrix" => matrix::Matrix)
 }
 
 /// The built-in registry as config's channel checks, for `app::CONFIG_CHECKS` (a constant).

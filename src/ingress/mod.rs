@@ -15,7 +15,7 @@ pub use crate::store::failed_key;
 pub use dispatch::{DispatchStores, Dispatcher};
 
 use crate::metrics::METRICS;
-use crate::store::{HeldStore, InboxStore};
+use crate::store::{CursorStore, HeldStore, InboxStore};
 use async_trait::async_trait;
 use butler_channel::{Accepted, InboundEvent, Ingress, IngressError};
 use std::sync::{Arc, OnceLock};
@@ -28,16 +28,24 @@ pub struct InboxIngress {
     held: Option<Arc<dyn HeldStore>>,
     /// The channels with a reply window (`Caps::reply_window`), known once they are built.
     windowed: OnceLock<Vec<String>>,
+    /// Where receivers keep their read positions (sync tokens).
+    cursors: Option<Arc<dyn CursorStore>>,
 }
 
 impl InboxIngress {
     pub fn new(store: Arc<dyn InboxStore>, wake: Arc<Notify>) -> Self {
-        Self { store, wake, held: None, windowed: OnceLock::new() }
+        Self { store, wake, held: None, windowed: OnceLock::new(), cursors: None }
     }
 
     /// This ingress releasing held replies (`outbox::held`) of a conversation that writes.
     pub fn with_held(mut self, held: Arc<dyn HeldStore>) -> Self {
         self.held = Some(held);
+        self
+    }
+
+    /// This ingress keeping receivers' read positions in `cursors`.
+    pub fn with_cursors(mut self, cursors: Arc<dyn CursorStore>) -> Self {
+        self.cursors = Some(cursors);
         self
     }
 
@@ -80,5 +88,17 @@ impl Ingress for InboxIngress {
             }
             Err(e) => Err(IngressError::Unavailable(e.to_string())),
         }
+    }
+
+    async fn cursor(&self, name: &str) -> Result<Option<String>, IngressError> {
+        let Some(cursors) = &self.cursors else { return Ok(None) };
+        cursors.cursor_get(name).await.map_err(|e| IngressError::Unavailable(e.to_string()))
+    }
+
+    async fn save_cursor(&self, name: &str, cursor: &str) -> Result<(), IngressError> {
+        let Some(cursors) = &self.cursors else {
+            return Err(IngressError::Unavailable("no store for read positions".into()));
+        };
+        cursors.cursor_set(name, cursor).await.map_err(|e| IngressError::Unavailable(e.to_string()))
     }
 }

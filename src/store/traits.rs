@@ -422,6 +422,15 @@ pub trait HeldStore: Send + Sync {
 }
 
 /// Whether the database answers: readiness and `doctor`.
+/// Where a channel has read up to on its platform (a Matrix sync token), under a name of the
+/// channel's choosing; shared by the replicas.
+#[async_trait]
+pub trait CursorStore: Send + Sync {
+    async fn cursor_get(&self, name: &str) -> Result<Option<String>>;
+    /// Replaces the cursor (call it only once everything before it is stored).
+    async fn cursor_set(&self, name: &str, cursor: &str) -> Result<()>;
+}
+
 #[async_trait]
 pub trait PingStore: Send + Sync {
     /// A cheap round trip.
@@ -456,6 +465,7 @@ pub trait Store:
     + VectorStore
     + TranscriptStore
     + PingStore
+    + CursorStore
     + Send
     + Sync
 {

@@ -17,14 +17,16 @@ use crate::permissions::approval::{decide, Answer, Answerer};
 use crate::session::{Job, JobKind};
 use crate::store::{now_ms, ApprovalKind, ApprovalRow, StoreError, Waiting};
 use butler_channel::{
-    Actor, ButtonStyle, ConversationKind, ConversationRef, EventBody, Identity, InboundEvent, ANSWER_NO, ANSWER_YES,
+    Actor, ButtonStyle, ConversationKind, ConversationRef, EventBody, Identity, InboundEvent, ANSWER_ALWAYS, ANSWER_NO,
+    ANSWER_YES,
 };
 use std::sync::Arc;
 
 /// What an answer to a request's message picked.
 enum Pick {
-    /// 👍 (true) or 👎.
-    React(bool),
+    /// A reaction: the choice of this style (👍/✅ the primary one, 🔁 the plain one, 👎/❌ the
+    /// danger one).
+    React(ButtonStyle),
     /// The n-th choice, from 1.
     Number(usize),
 }
@@ -91,9 +93,12 @@ impl Approvals {
     /// pending request (a numbered reply is then an ordinary message).
     pub(super) async fn message_answer(&self, event: &InboundEvent) -> Result<Option<Verdict>, StoreError> {
         let (message, pick) = match &event.body {
-            EventBody::Action { action, message: Some(m), .. } if action == ANSWER_YES || action == ANSWER_NO => {
-                (m.as_str(), Pick::React(action == ANSWER_YES))
-            }
+            EventBody::Action { action, message: Some(m), .. } => match action.as_str() {
+                ANSWER_YES => (m.as_str(), Pick::React(ButtonStyle::Primary)),
+                ANSWER_ALWAYS => (m.as_str(), Pick::React(ButtonStyle::Default)),
+                ANSWER_NO => (m.as_str(), Pick::React(ButtonStyle::Danger)),
+                _ => return Ok(None),
+            },
             EventBody::Message { text } => match (&event.reply_to, text.trim().parse::<usize>()) {
                 (Some(m), Ok(n)) if (1..=20).contains(&n) => (m.as_str(), Pick::Number(n)),
                 _ => return Ok(None),
@@ -121,10 +126,7 @@ impl Approvals {
         };
         let button = match pick {
             Pick::Number(n) => buttons.get(n - 1),
-            Pick::React(yes) => {
-                let style = if yes { ButtonStyle::Primary } else { ButtonStyle::Danger };
-                buttons.iter().find(|b| b.style == style)
-            }
+            Pick::React(style) => buttons.iter().find(|b| b.style == style),
         };
         let Some(rest) = button.and_then(|b| b.action.strip_prefix("ap:")) else {
             return Ok(Some(refused("That is not one of the choices.", "an answer outside the request's choices")));

@@ -2,6 +2,10 @@
 //! the embedded default, `doctor`, `config check`, `migrate`, the terminal chat, and the deploy/ files
 //! (checked statically and run with the Dockerfile runtime environment).
 
+/// The Matrix tests' people (only the binaries that need matrix-sdk's client compile it).
+#[cfg(feature = "matrix")]
+#[path = "../support/matrix_person.rs"]
+pub mod matrix_person;
 #[path = "../support/mod.rs"]
 mod support;
 
@@ -16,6 +20,8 @@ mod first_run;
 mod inbox;
 mod init;
 mod lifecycle;
+#[cfg(feature = "matrix")]
+mod matrix;
 mod mcp;
 mod phones;
 mod private;

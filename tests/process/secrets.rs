@@ -201,7 +201,8 @@ signature = "butler"
         let log = self.server.log.clone();
         self.server.terminate(Duration::from_secs(20)).await;
         let out = std::fs::read_to_string(&self.out_log).unwrap_or_default();
-        out + &std::fs::read_to_string(&log).unwrap_or_default()
+        let rest = std::fs::read_to_string(&log).unwrap_or_default();
+        format!("{out}{rest}")
     }
 }
 
@@ -275,7 +276,7 @@ async fn no_secret_reaches_the_log_config_check_metrics_or_info() {
         .arg(&rig.config)
         .output()
         .expect("butler config check");
-    let check_text = String::from_utf8_lossy(&check.stdout).to_string() + &String::from_utf8_lossy(&check.stderr);
+    let check_text = format!("{}{}", String::from_utf8_lossy(&check.stdout), String::from_utf8_lossy(&check.stderr));
     assert!(check.status.success() && check_text.contains("[channels.telegram]"), "{check_text}");
     found.extend(leaks("`butler config check`", &check_text));
 

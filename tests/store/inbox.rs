@@ -126,3 +126,20 @@ pub async fn finish_retry_recover(store: Arc<dyn Store>) {
     let reclaimed = store.inbox_claim(&web, "w4", 10).await.unwrap();
     assert_eq!(reclaimed.iter().map(|r| (r.event.id.0.as_str(), r.attempts)).collect::<Vec<_>>(), [("c", 2)]);
 }
+
+/// Receivers' read positions (a Matrix sync token) through the ingress: none before the first
+/// save, then the last one saved, per name; without a cursor store the ingress refuses to save.
+pub async fn read_positions_are_kept_per_name(store: Arc<dyn Store>) {
+    use butler::channel::Ingress;
+    let ingress = butler::ingress::InboxIngress::new(store.clone(), Arc::new(tokio::sync::Notify::new()))
+        .with_cursors(store.clone());
+    assert_eq!(ingress.cursor("matrix:@b:x").await.unwrap(), None);
+    for (name, cursor) in [("matrix:@b:x", "s1"), ("matrix:@b:x", "s2_with'quote"), ("matrix:@c:x", "t1")] {
+        ingress.save_cursor(name, cursor).await.unwrap();
+    }
+    assert_eq!(ingress.cursor("matrix:@b:x").await.unwrap().as_deref(), Some("s2_with'quote"));
+    assert_eq!(ingress.cursor("matrix:@c:x").await.unwrap().as_deref(), Some("t1"));
+    let bare = butler::ingress::InboxIngress::new(store.clone(), Arc::new(tokio::sync::Notify::new()));
+    assert!(bare.save_cursor("matrix:@b:x", "s3").await.is_err(), "no store: nothing claims to be saved");
+    assert_eq!(store.cursor_get("matrix:@b:x").await.unwrap().as_deref(), Some("s2_with'quote"));
+}

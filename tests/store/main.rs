@@ -109,6 +109,7 @@ contract! {
     outbox_revision_during_delivery_stays_pending => crate::outbox::revision_during_delivery_stays_pending,
     outbox_held_replies_are_released_per_conversation => crate::outbox::held_replies_are_released_per_conversation,
     ingress_releases_held_replies_only_on_windowed_channels => crate::outbox::ingress_releases_only_on_windowed_channels,
+    ingress_read_positions_are_kept_per_name => crate::inbox::read_positions_are_kept_per_name,
     memory_search_or_semantics_and_ranking => crate::memory::or_semantics_and_ranking,
     memory_search_is_per_user => crate::memory::per_user,
     memory_search_survives_hostile_input => crate::memory::hostile_input,

@@ -21,4 +21,5 @@ pub mod payloads;
 pub mod proc;
 pub mod smtp_sink;
 pub mod sse;
+pub mod synapse;
 pub mod touch;

@@ -1,6 +1,7 @@
-//! Answers to a request on platforms without buttons (Signal) or where people may also react
-//! (WhatsApp): a reaction to the request message arrives as [`crate::EventBody::Action`] with
-//! the action [`ANSWER_YES`] or [`ANSWER_NO`] and the reacted message's platform id, and Butler
+//! Answers to a request on platforms without buttons (Signal, Matrix) or where people may also
+//! react (WhatsApp): a reaction to the request message arrives as [`crate::EventBody::Action`]
+//! with the action [`ANSWER_YES`], [`ANSWER_ALWAYS`] or [`ANSWER_NO`] and the reacted message's
+//! platform id, and Butler
 //! finds the request delivered as that message. A numbered reply quoting the request is an
 //! ordinary message with `reply_to` set; Butler reads the number.
 //!
@@ -10,15 +11,24 @@
 pub const ANSWER_YES: &str = "#yes";
 /// A thumbs-down on a request: deny.
 pub const ANSWER_NO: &str = "#no";
+/// 🔁 on a request: approve it from now on (the request's option that is neither the first
+/// approval nor the denial).
+pub const ANSWER_ALWAYS: &str = "#always";
 
-/// What a reaction with `emoji` answers, if anything: 👍 (any skin tone) yes, 👎 no.
+/// The reactions Butler puts under a request on platforms where people answer by reacting
+/// (Matrix): once, always, deny.
+pub const ANSWER_REACTIONS: [&str; 3] = ["✅", "🔁", "❌"];
+
+/// What a reaction with `emoji` answers, if anything: 👍 (any skin tone) or ✅ yes, 🔁 always,
+/// 👎 or ❌ no.
 pub fn reaction_answer(emoji: &str) -> Option<&'static str> {
     // Skin tones (U+1F3FB..U+1F3FF) and the variation selector do not change the meaning.
     let base: String =
         emoji.chars().filter(|c| !matches!(*c, '\u{1F3FB}'..='\u{1F3FF}' | '\u{FE0F}' | '\u{FE0E}')).collect();
     match base.as_str() {
-        "👍" => Some(ANSWER_YES),
-        "👎" => Some(ANSWER_NO),
+        "👍" | "✅" | "✔" => Some(ANSWER_YES),
+        "🔁" => Some(ANSWER_ALWAYS),
+        "👎" | "❌" => Some(ANSWER_NO),
         _ => None,
     }
 }
@@ -32,6 +42,10 @@ mod tests {
             ("👍🏽", Some("#yes")),
             ("👎🏿", Some("#no")),
             ("👎", Some("#no")),
+            ("✅", Some("#yes")),
+            ("✔️", Some("#yes")),
+            ("🔁", Some("#always")),
+            ("❌", Some("#no")),
             ("❤️", None),
             ("😂", None),
             ("", None),

@@ -99,6 +99,17 @@ pub enum IngressError {
 #[async_trait::async_trait]
 pub trait Ingress: Send + Sync {
     async fn accept(&self, event: InboundEvent) -> Result<Accepted, IngressError>;
+
+    /// The read position `name` saved last (a sync token), shared by the replicas: where a
+    /// receiver resumes after a restart or a takeover. `None` before the first save.
+    async fn cursor(&self, _name: &str) -> Result<Option<String>, IngressError> {
+        Ok(None)
+    }
+
+    /// Saves a read position; call it only after every event before it was accepted.
+    async fn save_cursor(&self, _name: &str, _cursor: &str) -> Result<(), IngressError> {
+        Err(IngressError::Unavailable("this ingress keeps no read positions".into()))
+    }
 }
 
 /// One chat platform. Adapters know their platform and nothing else.

@@ -7,14 +7,13 @@
 //!   on the allowed list whose mail the receiving server authenticated (DKIM or SPF, per
 //!   sender) become events (`parse`).
 //! - Files people attach: fetched from the mailbox ([`EmailFiles`]).
-//! - Output (`send`): a reply in the thread, plain text plus HTML (`html`), files attached, a
+//! - Output (`send`): a reply in the thread, plain text plus HTML (`butler_channel::markdown_html`), files attached, a
 //!   `Message-ID` derived from the outbox key.
 //!
 //! This crate knows mail and nothing else: it must never use SQL, Redis, an LLM or the root
 //! crate, and it never decides what to say.
 
 mod files;
-mod html;
 mod imap;
 pub mod parse;
 pub mod send;

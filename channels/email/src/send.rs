@@ -127,9 +127,11 @@ impl EmailChannel {
             }
             builder = builder.references(refs.join(" "));
         }
-        let alternative = MultiPart::alternative()
-            .singlepart(SinglePart::plain(text.clone()))
-            .singlepart(SinglePart::html(crate::html::render(&text)));
+        let alternative =
+            MultiPart::alternative().singlepart(SinglePart::plain(text.clone())).singlepart(SinglePart::html(format!(
+                "<!DOCTYPE html><html><body>{}</body></html>",
+                butler_channel::markdown_html(&text)
+            )));
         let body = match &msg.file {
             None => MultiPart::mixed().multipart(alternative),
             Some(file) => {

@@ -7,7 +7,7 @@
 //! bytes beyond [`MAX_FRAME`], nor log a message's text.
 
 use crate::{normalize, SignalChannel};
-use butler_channel::{Accepted, Backoff, ChannelError, InboundEvent, Ingress, IngressError};
+use butler_channel::{accept_until_stored, Accepted, Backoff, ChannelError, InboundEvent, Ingress};
 use futures_util::StreamExt;
 use serde_json::{json, Value};
 use std::sync::Arc;
@@ -141,30 +141,8 @@ impl SignalChannel {
                 return;
             }
         };
-        let mut wait = Duration::from_millis(200);
-        loop {
-            match ingress.accept(event.clone()).await {
-                Ok(Accepted::New) => return self.mark_read(&event).await,
-                Ok(Accepted::Duplicate) => {
-                    tracing::debug!(channel = "signal", event = %event.id, "redelivered; already stored");
-                    return;
-                }
-                Err(IngressError::Invalid(why)) => {
-                    tracing::warn!(channel = "signal", event = %event.id, why, "invalid event dropped");
-                    return;
-                }
-                Err(IngressError::Unavailable(why)) => {
-                    tracing::warn!(channel = "signal", event = %event.id, why, "cannot store the event yet; retrying");
-                }
-            }
-            tokio::select! {
-                _ = cancel.cancelled() => {
-                    tracing::error!(channel = "signal", event = %event.id, "stopping before the event was stored");
-                    return;
-                }
-                _ = tokio::time::sleep(wait) => {}
-            }
-            wait = (wait * 2).min(Duration::from_secs(10));
+        if accept_until_stored("signal", ingress, &event, cancel).await == Some(Accepted::New) {
+            self.mark_read(&event).await;
         }
     }
 

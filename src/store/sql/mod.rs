@@ -25,6 +25,7 @@
 mod access;
 mod approvals;
 mod audit;
+mod cursors;
 mod dead_letter;
 mod delegations;
 mod error;

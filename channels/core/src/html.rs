@@ -1,4 +1,5 @@
-//! Markdown as the agent writes it -> the HTML part of a mail: paragraphs, line breaks,
+//! Markdown as the agent writes it -> HTML for the platforms that take it (a mail's HTML part,
+//! Matrix's `formatted_body`): paragraphs, line breaks,
 //! headings, `**bold**`, `*italic*`, `` `code` ``, fenced blocks as `<pre>`, `[text](url)` links
 //! (http, https and mailto only), everything else escaped.
 //!
@@ -66,9 +67,9 @@ fn inline(line: &str) -> String {
     links(&s)
 }
 
-/// `markdown` as the body of an HTML mail.
-pub fn render(markdown: &str) -> String {
-    let mut out = String::from("<!DOCTYPE html><html><body>");
+/// `markdown` as an HTML fragment (no document around it).
+pub fn markdown_html(markdown: &str) -> String {
+    let mut out = String::new();
     let mut para: Vec<String> = Vec::new();
     let mut code: Option<Vec<String>> = None;
     let flush = |para: &mut Vec<String>, out: &mut String| {
@@ -110,7 +111,6 @@ pub fn render(markdown: &str) -> String {
         out.push_str(&format!("<pre><code>{}</code></pre>", escape(&block.join("\n"))));
     }
     flush(&mut para, &mut out);
-    out.push_str("</body></html>");
     out
 }
 
@@ -131,9 +131,7 @@ mod tests {
             ("run `ls *` now", "<p>run <code>ls *</code> now</p>"),
         ];
         for (md, want) in cases {
-            let got = super::render(md);
-            let body = got.trim_start_matches("<!DOCTYPE html><html><body>").trim_end_matches("</body></html>");
-            assert_eq!(body, want, "{md}");
+            assert_eq!(super::markdown_html(md), want, "{md}");
         }
     }
 }

@@ -1,0 +1,109 @@
+//! Point 5 and 6 in rooms: an encrypted DM from an allowed person is joined and answered in
+//! kind (encrypted, Markdown as HTML, the message marked read); invites from others are
+//! declined; group rooms need a mention and get replies to the message; a thread is answered
+//! in the thread.
+
+use crate::support::fake_llm::Reply;
+use crate::{settle, Mx, Person};
+use serde_json::json;
+
+#[tokio::test]
+async fn an_encrypted_dm_from_an_allowed_person_is_answered_encrypted_as_a_reply() {
+    let mx = Mx::start().await;
+    mx.llm.on("hello", Reply::text("**Hi** Alice, *welcome*."));
+    let room = mx.alice_dm().await;
+    let asked = mx.alice.say(&room, "hello there", json!({})).await;
+    let seen = mx
+        .alice
+        .wait(&room, 60, "Butler's answer", |s| {
+            s.iter().any(|e| e.sender() == mx.butler && e.kind() == "m.room.message")
+        })
+        .await;
+    let answer = seen.iter().find(|e| e.sender() == mx.butler && e.kind() == "m.room.message").unwrap();
+    assert!(answer.encrypted, "the answer was end-to-end encrypted: {answer:?}");
+    assert_eq!(answer.body(), "**Hi** Alice, *welcome*.");
+    assert_eq!(answer.json["content"]["format"], "org.matrix.custom.html");
+    assert_eq!(answer.json["content"]["formatted_body"], "<p><strong>Hi</strong> Alice, <em>welcome</em>.</p>");
+    assert!(answer.relates().is_null(), "in a DM the answer simply follows: {:?}", answer.relates());
+    let request = mx.llm.last_request().expect("the model was asked");
+    assert!(request.last_user_text().contains("hello there"), "the model read the decrypted text");
+
+    // Butler marked Alice's message read.
+    let r = mx.alice.client.get_room(&room).unwrap();
+    let butler = matrix_sdk::ruma::OwnedUserId::try_from(mx.butler.as_str()).unwrap();
+    let mut read = None;
+    for _ in 0..40 {
+        read = r
+            .load_user_receipt(
+                matrix_sdk::ruma::events::receipt::ReceiptType::Read,
+                matrix_sdk::ruma::events::receipt::ReceiptThread::Unthreaded,
+                &butler,
+            )
+            .await
+            .unwrap();
+        if read.is_some() {
+            break;
+        }
+        mx.alice.sync().await;
+    }
+    let (event, _) = read.expect("a read receipt from Butler");
+    assert_eq!(event.as_str(), asked, "the receipt is on Alice's message");
+    assert_eq!(mx.app.inbox_count().await, 1);
+    mx.stop().await;
+}
+
+#[tokio::test]
+async fn invites_from_people_not_allowed_are_declined() {
+    let mx = Mx::start().await;
+    let mallory = Person::register(&mx.hs, "mallory").await;
+    let room = mallory.create_room(&[&mx.butler], false, true).await;
+    mallory.wait_member(&room, &mx.butler, false, 30).await;
+    // Bob may talk to Butler but not invite it (only Alice is in `allowed`).
+    let room = mx.bob.create_room(&[&mx.butler], false, true).await;
+    mx.bob.wait_member(&room, &mx.butler, false, 30).await;
+    assert_eq!(mx.app.inbox_count().await, 0, "an invite is never a turn");
+    assert_eq!(mx.llm.request_count(), 0);
+    mx.stop().await;
+}
+
+#[tokio::test]
+async fn in_a_group_room_butler_answers_only_when_mentioned() {
+    let mx = Mx::start().await;
+    mx.llm.on_every("weather", Reply::text("Sunny."));
+    let room = mx.alice.create_room(&[&mx.butler, &mx.bob.user_id], true, false).await;
+    mx.bob.sync().await;
+    mx.bob.client.join_room_by_id(&room).await.unwrap();
+    mx.alice.wait_member(&room, &mx.butler, true, 30).await;
+    mx.alice.wait_member(&room, &mx.bob.user_id, true, 30).await;
+
+    mx.alice.say(&room, "what is the weather, Bob?", json!({})).await;
+    settle().await;
+    settle().await;
+    assert_eq!(mx.llm.request_count(), 0, "not addressed to Butler");
+
+    let mention = json!({"m.mentions": {"user_ids": [mx.butler]}});
+    let asked = mx.bob.say(&room, "weather today?", mention).await;
+    let seen = mx
+        .bob
+        .wait(&room, 60, "the answer", |s| s.iter().any(|e| e.sender() == mx.butler && e.body() == "Sunny."))
+        .await;
+    let answer = seen.iter().find(|e| e.body() == "Sunny.").unwrap();
+    assert!(answer.encrypted);
+    assert_eq!(answer.relates()["m.in_reply_to"]["event_id"], asked.as_str());
+    assert_eq!(mx.llm.request_count(), 1);
+
+    // A thread under Alice's message is answered in the thread.
+    let root = mx.alice.say(&room, "a thread about the weather", json!({})).await;
+    let in_thread = json!({"m.mentions": {"user_ids": [mx.butler]},
+        "m.relates_to": {"rel_type": "m.thread", "event_id": root, "is_falling_back": true, "m.in_reply_to": {"event_id": root}}});
+    mx.alice.say(&room, "weather tomorrow?", in_thread).await;
+    let seen = mx
+        .alice
+        .wait(&room, 60, "the answer in the thread", |s| {
+            s.iter().any(|e| e.sender() == mx.butler && e.relates()["rel_type"] == "m.thread")
+        })
+        .await;
+    let threaded = seen.iter().find(|e| e.sender() == mx.butler && e.relates()["rel_type"] == "m.thread").unwrap();
+    assert_eq!(threaded.relates()["event_id"], root.as_str());
+    mx.stop().await;
+}
