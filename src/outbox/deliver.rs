@@ -311,6 +311,7 @@ impl Deliverer {
                 key: Some(chunk_key(&row.key, i)),
                 private_to: row.private_to.clone(),
                 file: if i == 0 { row.file.clone() } else { None },
+                title: row.title.clone(),
             };
             match ids.get(i) {
                 // The streamed draft (or a first chunk of an earlier attempt): make it final.

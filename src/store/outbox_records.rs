@@ -4,7 +4,7 @@
 //!
 //! Plain data: nothing here reads the database or sends anything.
 
-use butler_channel::{Button, InboundEvent, OutFile, PrivateTo};
+use butler_channel::{Button, EventBody, InboundEvent, OutFile, PrivateTo};
 use serde::{Deserialize, Serialize};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -51,14 +51,23 @@ pub struct NewOutbox {
     pub reply_to: Option<String>,
     /// A file to send with the text as its caption (`send_file`).
     pub file: Option<OutFile>,
+    /// A heading shown apart from the text where the platform has one (a mail's subject).
+    pub title: Option<String>,
 }
 
 impl NewOutbox {
     /// The reply to `event`: under its reply key (so a re-run upserts it), in its conversation,
     /// quoting it where the platform shows quotes.
+    /// A scheduled job's reply (its briefing) is titled with the job's name.
     pub fn reply(event: &InboundEvent, text: impl Into<String>) -> Self {
-        Self::message(crate::ids::reply_key(&event.id.0), event.conversation.to_string(), text)
-            .quoting(event.quote_target())
+        let mut reply = Self::message(crate::ids::reply_key(&event.id.0), event.conversation.to_string(), text)
+            .quoting(event.quote_target());
+        if let EventBody::Trigger { source, payload, .. } = &event.body {
+            if source == crate::ids::SCHEDULE_SOURCE {
+                reply.title = payload["name"].as_str().filter(|n| !n.trim().is_empty()).map(str::to_string);
+            }
+        }
+        reply
     }
 
     /// The one notice telling `event`'s sender that it was given up on.
@@ -78,6 +87,7 @@ impl NewOutbox {
             buttons: Vec::new(),
             reply_to: None,
             file: None,
+            title: None,
         }
     }
 
@@ -124,6 +134,7 @@ pub struct OutboxRow {
     pub created_ms: i64,
     pub updated_ms: i64,
     pub file: Option<OutFile>,
+    pub title: Option<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -281,3 +281,19 @@ async fn an_oauth2_account_logs_in_with_the_token_command() {
     assert!(problem.contains("token command failed") && fix.contains("token_command"), "{problem} / {fix}");
     assert!(!problem.contains("secret-out"), "{problem}");
 }
+
+#[tokio::test]
+async fn a_briefing_goes_out_as_a_mail_titled_with_the_schedules_name() {
+    let rig = Rig::start(vec![]).await;
+    rig.llm.on("brief-mail", Reply::text("**Today**: rain, then sun."));
+    let (target, owner) = (format!("email:{ALICE}"), format!("email:{ALICE}"));
+    crate::support::app::briefing_due(&rig.app.app.store, "Morning briefing", "brief-mail: the day", &target, &owner)
+        .await;
+    let sent = rig.smtp.wait(30, "the briefing", |m| !m.is_empty()).await;
+    let m = &sent[0];
+    assert_eq!(m.to, vec![ALICE.to_string()]);
+    assert_eq!(m.header("Subject").as_deref(), Some("Morning briefing"), "the schedule's name, not the first line");
+    assert_eq!(m.header("In-Reply-To"), None, "a briefing starts a thread");
+    assert!(m.data.contains("**Today**: rain, then sun."), "{}", m.data);
+    rig.app.stop().await;
+}

@@ -3,7 +3,7 @@
 //! the people are second matrix-sdk clients with encryption of their own (`Person`); the fake
 //! LLM is the model. `rooms.rs`: encrypted DMs, invites, groups and mentions, formatting,
 //! replies, receipts; `more.rs`: streaming edits, approvals by reaction and by number, files
-//! both ways, a restart, `butler doctor`.
+//! both ways, `butler doctor`.
 
 /// Only the Matrix binaries compile the people's client (matrix-sdk is heavy to build).
 #[path = "../support/matrix_person.rs"]

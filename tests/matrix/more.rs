@@ -1,7 +1,9 @@
 //! Points 5-7 beyond plain rooms: streaming by editing one message (`m.replace`); approvals by
 //! Butler's preset reactions (only the approver's counts) and by a numbered reply; files both
-//! ways (an encrypted photo reaches the model, Butler's file arrives encrypted); a restart
-//! neither replays nor misses (the sync position is the ingress's); `butler doctor`.
+//! ways (an encrypted photo reaches the model, Butler's file arrives encrypted); `butler doctor`.
+//! Restarts are tested with real processes (tests/process/matrix.rs): matrix-sdk's client keeps
+//! tasks and its store open for the life of the process, so a second Butler in the same process
+//! on the same store is not what a restart is.
 
 use crate::support::fake_llm::Reply;
 use crate::support::payloads::{out_file, pdf, png};
@@ -165,30 +167,6 @@ async fn files_go_both_ways_encrypted() {
     let bytes = mx.alice.client.media().get_media_content(&request, false).await.unwrap();
     assert_eq!(bytes, report, "Alice decrypts the same bytes");
     mx.stop().await;
-}
-
-#[tokio::test]
-async fn a_restart_neither_replays_nor_misses_messages() {
-    let mx = Mx::start().await;
-    mx.llm.on_every("note", Reply::text("noted"));
-    let room = mx.alice_dm().await;
-    mx.alice.say(&room, "note one", json!({})).await;
-    mx.alice.wait(&room, 60, "the first answer", |s| s.iter().filter(|e| e.body() == "noted").count() == 1).await;
-    let Mx { mut app, hs, llm, alice, bob, butler } = mx;
-    let dir = app._dir.take();
-    app.stop().await;
-    // While Butler is away: two messages.
-    alice.say(&room, "note two", json!({})).await;
-    alice.say(&room, "note three", json!({})).await;
-    let app = Mx::app(&hs, &llm, &alice, &bob, dir, vec![]).await;
-    alice.wait(&room, 90, "both new answers", |s| s.iter().filter(|e| e.body() == "noted").count() >= 3).await;
-    settle().await;
-    settle().await;
-    let answers = alice.in_room(&room).into_iter().filter(|e| e.sender() == butler && e.body() == "noted").count();
-    assert_eq!(answers, 3, "each message answered once");
-    assert_eq!(app.inbox_count().await, 3, "no event stored twice");
-    assert_eq!(llm.request_count(), 3);
-    app.stop().await;
 }
 
 #[tokio::test]

@@ -107,3 +107,49 @@ async fn in_a_group_room_butler_answers_only_when_mentioned() {
     assert_eq!(threaded.relates()["event_id"], root.as_str());
     mx.stop().await;
 }
+
+#[tokio::test]
+async fn a_message_butler_cannot_decrypt_gets_a_notice_and_is_counted() {
+    let mx = Mx::start().await;
+    let room = mx.alice.create_room(&[&mx.butler], false, true).await;
+    mx.alice.wait_member(&room, &mx.butler, true, 30).await;
+    // What a client sends when its keys never reached Butler's device: a Megolm message of a
+    // session Butler does not have.
+    let bogus = json!({"algorithm": "m.megolm.v1.aes-sha2", "ciphertext": "AwgAEnB4om1u", "session_id": "unknown-session",
+                       "sender_key": "Kt0e7ogjfKa0Mt9GlMlAHpGQx0Co7XHeR1Ndqe1YEGo", "device_id": "ALICEDEV"});
+    let event_id = {
+        let r = mx.alice.client.get_room(&room).unwrap();
+        r.send_raw("m.room.encrypted", bogus).await.unwrap().response.event_id.to_string()
+    };
+    let seen = mx
+        .alice
+        .wait(&room, 60, "the notice", |s| {
+            s.iter().any(|e| e.sender() == mx.butler && e.body().contains("could not decrypt"))
+        })
+        .await;
+    let notice = seen.iter().find(|e| e.sender() == mx.butler && e.body().contains("could not decrypt")).unwrap();
+    assert_eq!(notice.json["content"]["msgtype"], "m.notice");
+    assert_eq!(notice.relates()["m.in_reply_to"]["event_id"], event_id.as_str());
+    assert_eq!(mx.app.inbox_count().await, 0, "nothing to answer");
+    assert_eq!(mx.llm.request_count(), 0);
+    let metrics = mx.app.http.get(mx.app.url("/metrics")).send().await.unwrap().text().await.unwrap();
+    // The counter is the process's (the tests of this binary share it): at least this one.
+    let line = metrics.lines().find(|l| l.starts_with("butler_channel_unreadable_updates_total{channel=\"matrix\"}"));
+    let n: u64 = line.and_then(|l| l.rsplit(' ').next()).and_then(|n| n.parse().ok()).unwrap_or(0);
+    assert!(n >= 1, "{metrics}");
+    mx.stop().await;
+}
+
+#[tokio::test]
+async fn a_briefing_targeting_a_room_is_delivered_there() {
+    let mx = Mx::start().await;
+    mx.llm.on("brief-matrix", Reply::text("**Today**: rain"));
+    let room = mx.alice_dm().await;
+    let (target, owner) = (format!("matrix:{room}"), format!("matrix:{}", mx.alice.user_id));
+    crate::support::app::briefing_due(&mx.app.app.store, "morning", "brief-matrix: the day", &target, &owner).await;
+    let seen = mx.alice.wait(&room, 60, "the briefing", |s| s.iter().any(|e| e.body() == "**Today**: rain")).await;
+    let brief = seen.iter().find(|e| e.body() == "**Today**: rain").unwrap();
+    assert!(brief.encrypted && brief.sender() == mx.butler);
+    assert_eq!(brief.json["content"]["formatted_body"], "<p><strong>Today</strong>: rain</p>");
+    mx.stop().await;
+}

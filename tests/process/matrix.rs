@@ -1,6 +1,7 @@
 //! Matrix with real `butler serve` processes and a real Synapse: a process SIGKILLed while it
 //! answers an encrypted message answers it once after the restart (the sync position and the
-//! outbox survive, the transaction id makes a resent answer the same event); and with two
+//! outbox survive, the transaction id makes a resent answer the same event), and what was sent
+//! while it was down is answered once, nothing before it again; and with two
 //! replicas on Postgres and Redis, one reads the sync at a time (a leader lease) and the other
 //! takes over when it is killed, catching up on what arrived in between, each message answered
 //! once.
@@ -60,11 +61,27 @@ async fn a_process_killed_while_answering_answers_once_after_the_restart() {
     alice
         .wait(&room, 90, "the answer after the restart", |_| answers(&alice, &room, &butler, "slow answer") >= 1)
         .await;
+
+    // Down again: what Alice writes meanwhile is answered once when Butler is back, and
+    // nothing before it again (the sync position is in Butler's database).
+    server.kill();
+    alice.say(&room, "note two", json!({})).await;
+    alice.say(&room, "note three", json!({})).await;
+    let server = dep.serve().await;
+    let both =
+        || answers(&alice, &room, &butler, "echo: note two") + answers(&alice, &room, &butler, "echo: note three");
+    let deadline = Instant::now() + Duration::from_secs(90);
+    while both() < 2 {
+        assert!(Instant::now() < deadline, "not both answered after the restart\n{}", server.log_text());
+        alice.sync().await;
+    }
     tokio::time::sleep(Duration::from_secs(3)).await;
     alice.sync().await;
-    assert_eq!(answers(&alice, &room, &butler, "slow answer"), 1, "answered once\n{}", server.log_text());
+    for text in ["slow answer", "echo: note two", "echo: note three"] {
+        assert_eq!(answers(&alice, &room, &butler, text), 1, "{text} once\n{}", server.log_text());
+    }
     let stored = super::query(&dep.db_url(), "SELECT COUNT(*) FROM inbox").await;
-    assert_eq!(stored[0][0], "1", "the message is one event");
+    assert_eq!(stored[0][0], "3", "each message is one event");
     server.kill();
 }
 

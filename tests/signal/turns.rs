@@ -178,9 +178,6 @@ async fn numbered_replies_and_a_thumbs_down_answer_the_request_they_quote() {
 
 #[tokio::test]
 async fn commands_access_rules_and_a_briefing_to_a_group_apply_on_signal() {
-    use butler::config::{Missed, ScheduleMode};
-    use butler::schedule::{JobOwner, JobSpec};
-    use butler::store::{ScheduleChange, ScheduleFilter, ScheduleSource};
     let sg = Sg::start().await;
     listening(&sg.fake).await;
     sg.fake.push(direct(OWNER, &uuid_for(OWNER), T, "/help"));
@@ -197,25 +194,9 @@ async fn commands_access_rules_and_a_briefing_to_a_group_apply_on_signal() {
 
     // A briefing whose target is the group: delivered there, by the group's real id.
     sg.llm.on("brief-signal", Reply::text("**Today**: rain"));
-    let spec = JobSpec {
-        name: Some("morning".into()),
-        cron: Some("0 7 * * *".into()),
-        at: None,
-        tz: "UTC".into(),
-        prompt: "brief-signal: the day".into(),
-        target: format!("signal:{GROUP_CONVERSATION}"),
-        mode: ScheduleMode::Always,
-        missed: Missed::RunOnce,
-        grace_secs: 3600,
-    };
-    let owner = JobOwner { identity: format!("signal:{OWNER}").parse().unwrap(), user_id: None };
-    let store = sg.app.app.store.clone();
-    let new = butler::schedule::jobs::build(&spec, &owner, ScheduleSource::Cli, butler::store::now_ms()).unwrap();
-    let job = store.schedule_put(&new).await.unwrap();
-    let row = store.schedules_list(&ScheduleFilter::Id(job.id)).await.unwrap().pop().unwrap();
-    let due = butler::store::now_ms() + 200;
-    let change = ScheduleChange::Advance { from: row.next_fire_ms.unwrap(), to: Some(due) };
-    assert!(store.schedule_set(job.id, &change).await.unwrap());
+    let target = format!("signal:{GROUP_CONVERSATION}");
+    let owner = format!("signal:{OWNER}");
+    crate::support::app::briefing_due(&sg.app.app.store, "morning", "brief-signal: the day", &target, &owner).await;
     let sent = sg.fake.wait_sent(30, "the briefing", |s| s.iter().any(|m| m.text == "Today: rain")).await;
     let brief = sent.iter().find(|m| m.text == "Today: rain").unwrap();
     assert_eq!(

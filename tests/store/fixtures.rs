@@ -41,6 +41,7 @@ pub fn reply(key: &str, conversation: &str, text: &str) -> NewOutbox {
         buttons: vec![],
         reply_to: None,
         file: None,
+        title: None,
     }
 }
 

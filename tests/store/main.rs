@@ -107,6 +107,7 @@ contract! {
     outbox_draft_and_enqueue => crate::outbox::draft_and_enqueue,
     outbox_due_mark_retry => crate::outbox::due_mark_retry,
     outbox_revision_during_delivery_stays_pending => crate::outbox::revision_during_delivery_stays_pending,
+    outbox_a_scheduled_jobs_reply_is_titled_with_its_name => crate::outbox::a_scheduled_jobs_reply_is_titled_with_its_name,
     outbox_held_replies_are_released_per_conversation => crate::outbox::held_replies_are_released_per_conversation,
     ingress_releases_held_replies_only_on_windowed_channels => crate::outbox::ingress_releases_only_on_windowed_channels,
     ingress_read_positions_are_kept_per_name => crate::inbox::read_positions_are_kept_per_name,

@@ -226,3 +226,38 @@ pub async fn ingress_releases_only_on_windowed_channels(store: Arc<dyn Store>) {
     assert!(!held("w1").await, "a whatsapp message releases its conversation's held reply");
     assert!(held("t1").await, "the telegram row was never held by a window and stays as it was");
 }
+
+/// A briefing's title (the schedule's name, a mail's subject): kept from the draft to the
+/// final row, and set by the reply to a scheduled job's event only.
+pub async fn a_scheduled_jobs_reply_is_titled_with_its_name(store: Arc<dyn Store>) {
+    use butler::channel::{Actor, ConversationKind, ConversationRef, EventBody, EventId, Identity, InboundEvent};
+    let event = |n: usize, source: &str, name: &str| InboundEvent {
+        id: EventId(format!("{source}:{n}:1700000000000")),
+        actor: Actor::new(Identity::new("email", "alice@example.com")),
+        conversation: ConversationRef::new("email", "alice@example.com"),
+        kind: ConversationKind::Direct,
+        addressed: true,
+        reply_to: None,
+        message_id: None,
+        body: EventBody::Trigger {
+            source: source.into(),
+            text: "brief me".into(),
+            payload: serde_json::json!({"name": name}),
+        },
+        at_ms: 1_700_000_000_000,
+        attachments: vec![],
+    };
+    // (event source, job name, expected title)
+    let cases =
+        [("schedule", "Morning briefing", Some("Morning briefing")), ("schedule", " ", None), ("hook", "deploy", None)];
+    for (n, (source, name, want)) in cases.into_iter().enumerate() {
+        let e = event(n, source, name);
+        let draft = butler::store::NewOutbox::reply(&e, "Rai");
+        assert_eq!(draft.title.as_deref(), want, "{source} {name:?}");
+        store.outbox_draft(&draft).await.unwrap();
+        let mut last = butler::store::NewOutbox::reply(&e, "Rain today.");
+        last.title = None;
+        let row = store.outbox_enqueue(&last).await.unwrap();
+        assert_eq!((row.text.as_str(), row.title.as_deref()), ("Rain today.", want), "the draft's title stays");
+    }
+}

@@ -155,6 +155,12 @@ const SEEDS: &[Seed] = &[
             ("embed_models", "model, queued_ms"),
         ],
     },
+    // A receiver's read position (a Matrix sync token) survives later upgrades.
+    Seed {
+        after: "channel cursors",
+        sql: &["INSERT INTO channel_cursors (name, token, updated_ms) VALUES ('matrix:@b:x', '{\"token\":\"s1\"}', 1000)"],
+        check: &[("channel_cursors", "name, token, updated_ms")],
+    },
 ];
 
 /// A row as text, whatever the column types.

@@ -224,3 +224,29 @@ pub async fn doctor_channel(name: &str, section: toml::Table) -> Result<String, 
     assert_eq!(what, name);
     result
 }
+
+/// Puts a daily job `name` (run as `owner`, delivered to `target`) into `store` and makes it due
+/// in 200 ms, as if its time had come: the briefing path of any channel.
+pub async fn briefing_due(store: &Arc<dyn butler::store::Store>, name: &str, prompt: &str, target: &str, owner: &str) {
+    use butler::config::{Missed, ScheduleMode};
+    use butler::schedule::{JobOwner, JobSpec};
+    use butler::store::{ScheduleChange, ScheduleFilter, ScheduleSource};
+    let spec = JobSpec {
+        name: Some(name.into()),
+        cron: Some("0 7 * * *".into()),
+        at: None,
+        tz: "UTC".into(),
+        prompt: prompt.into(),
+        target: target.into(),
+        mode: ScheduleMode::Always,
+        missed: Missed::RunOnce,
+        grace_secs: 3600,
+    };
+    let owner = JobOwner { identity: owner.parse().unwrap(), user_id: None };
+    let new = butler::schedule::jobs::build(&spec, &owner, ScheduleSource::Cli, butler::store::now_ms()).unwrap();
+    let job = store.schedule_put(&new).await.unwrap();
+    let row = store.schedules_list(&ScheduleFilter::Id(job.id)).await.unwrap().pop().unwrap();
+    let due = butler::store::now_ms() + 200;
+    let change = ScheduleChange::Advance { from: row.next_fire_ms.unwrap(), to: Some(due) };
+    assert!(store.schedule_set(job.id, &change).await.unwrap());
+}

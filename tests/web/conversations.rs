@@ -129,6 +129,7 @@ async fn a_delivered_briefing_marks_its_conversation() {
         buttons: vec![],
         reply_to: None,
         file: None,
+        title: None,
     };
     app.app.store.outbox_enqueue(&briefing).await.unwrap();
     let shown = app.wait_replies("brief", 2, 30).await;

@@ -19,6 +19,13 @@ pub const ANSWER_ALWAYS: &str = "#always";
 /// (Matrix): once, always, deny.
 pub const ANSWER_REACTIONS: [&str; 3] = ["✅", "🔁", "❌"];
 
+/// The choices of a request as a line people answer by number ("Reply to this message with a
+/// number: 1 Approve once · 2 Deny"), for platforms without buttons; each adds how else to answer.
+pub fn numbered_choices(buttons: &[crate::Button]) -> String {
+    let numbered: Vec<String> = buttons.iter().enumerate().map(|(n, b)| format!("{} {}", n + 1, b.label)).collect();
+    format!("Reply to this message with a number: {}", numbered.join(" · "))
+}
+
 /// What a reaction with `emoji` answers, if anything: 👍 (any skin tone) or ✅ yes, 🔁 always,
 /// 👎 or ❌ no.
 pub fn reaction_answer(emoji: &str) -> Option<&'static str> {

@@ -49,6 +49,22 @@ impl Backoff {
         }
     }
 
+    /// Runs `connect` (one connection, until it ends) again and again with these waits between,
+    /// until `cancel` fires: a receiver's whole life.
+    pub async fn repeat<F, Fut>(&mut self, channel: &str, cancel: &CancellationToken, mut connect: F)
+    where
+        F: FnMut() -> Fut,
+        Fut: std::future::Future<Output = Result<bool, crate::ChannelError>>,
+    {
+        while !cancel.is_cancelled() {
+            let ended = connect().await;
+            self.after(channel, &ended);
+            if !self.wait(cancel).await {
+                break;
+            }
+        }
+    }
+
     /// Waits the current time, then doubles it; `false` when `cancel` fired first.
     pub async fn wait(&mut self, cancel: &CancellationToken) -> bool {
         let wait = self.next;

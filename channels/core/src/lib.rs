@@ -25,7 +25,7 @@ mod storable;
 mod stored;
 mod unreadable;
 
-pub use answer::{reaction_answer, ANSWER_ALWAYS, ANSWER_NO, ANSWER_REACTIONS, ANSWER_YES};
+pub use answer::{numbered_choices, reaction_answer, ANSWER_ALWAYS, ANSWER_NO, ANSWER_REACTIONS, ANSWER_YES};
 pub use backoff::Backoff;
 pub use channel::{Accepted, Caps, Channel, ChannelError, Ingress, IngressError, TextFormat};
 pub use chunk::{chunk_text, ChunkLimit};

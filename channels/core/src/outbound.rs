@@ -53,6 +53,10 @@ pub struct Outbound {
     /// A file to send with this message (the text becomes its caption).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub file: Option<crate::OutFile>,
+    /// A heading for platforms that show one apart from the text (a mail's subject): a scheduled
+    /// job's name on its briefing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
 }
 
 /// The person a private reply is for, and the click it answers.
@@ -75,6 +79,7 @@ impl Outbound {
             key: None,
             private_to: None,
             file: None,
+            title: None,
         }
     }
 }

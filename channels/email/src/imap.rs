@@ -152,13 +152,7 @@ impl EmailChannel {
         cancel: CancellationToken,
     ) -> Result<(), ChannelError> {
         let mut backoff = Backoff::new(FIRST_BACKOFF, MAX_BACKOFF);
-        while !cancel.is_cancelled() {
-            let ended = self.session(&*ingress, &cancel).await.map(|()| true);
-            backoff.after("email", &ended);
-            if !backoff.wait(&cancel).await {
-                break;
-            }
-        }
+        backoff.repeat("email", &cancel, || async { self.session(&*ingress, &cancel).await.map(|()| true) }).await;
         Ok(())
     }
 

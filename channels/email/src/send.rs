@@ -110,7 +110,10 @@ impl EmailChannel {
         let subject = match (&root, &seen) {
             (_, Some(t)) => reply_subject(&t.subject),
             (Some(root), None) => reply_subject(&self.subject(root).await.unwrap_or_else(|| "your message".into())),
-            (None, None) => first_line_subject(&msg.text),
+            (None, None) => match msg.title.as_deref().map(str::trim).filter(|t| !t.is_empty()) {
+                Some(title) => title.chars().filter(|c| !c.is_control()).collect(),
+                None => first_line_subject(&msg.text),
+            },
         };
         let mut text = msg.text.trim_end().to_string();
         if !msg.buttons.is_empty() {

@@ -29,9 +29,8 @@ pub const MAX_FILE: u64 = 50 * 1024 * 1024;
 /// Matrix has no buttons: the choices as a numbered line under the text (a reply with the
 /// number picks one), and for an approval the reactions that answer it.
 pub fn choices(buttons: &[Button]) -> String {
-    let numbered: Vec<String> = buttons.iter().enumerate().map(|(n, b)| format!("{} {}", n + 1, b.label)).collect();
     let tail = if approval(buttons) { ", or react ✅ once · 🔁 always · ❌ deny" } else { "" };
-    format!("Reply to this message with a number: {}{tail}.", numbered.join(" · "))
+    format!("{}{tail}.", butler_channel::numbered_choices(buttons))
 }
 
 /// An approval request: a primary and a danger choice (a question has neither).

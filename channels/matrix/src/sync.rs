@@ -10,7 +10,7 @@
 //!
 //! A sync token also carries the device's place in its stream of to-device messages (the room
 //! keys), so it is only ever used by the device that made it. Another replica taking over (its
-//! own device) syncs from its own place and catches up on rooms by their history back to the
+//! own device) starts with a full sync and catches up on each room by its history back to the
 //! newest event the last reader handled (`catchup`); so does any room whose timeline a sync
 //! cut short (more happened while Butler was away than one sync carries). The very first sync (no position at all)
 //! takes no timeline events: that is history from before Butler. A message Butler cannot
@@ -22,7 +22,7 @@
 use crate::normalize::{self, Me, RoomInfo};
 use crate::{errors, MatrixChannel};
 use butler_channel::{accept_until_stored, Accepted, Backoff, ChannelError, EventBody, Ingress, IngressError};
-use matrix_sdk::config::SyncSettings;
+use matrix_sdk::config::{SyncSettings, SyncToken};
 use matrix_sdk::ruma::api::client::filter::FilterDefinition;
 use matrix_sdk::ruma::api::client::receipt::create_receipt::v3::ReceiptType;
 use matrix_sdk::ruma::api::client::sync::sync_events::v3::Filter;
@@ -54,13 +54,7 @@ impl MatrixChannel {
         cancel: CancellationToken,
     ) -> Result<(), ChannelError> {
         let mut backoff = Backoff::new(FIRST_BACKOFF, MAX_BACKOFF);
-        while !cancel.is_cancelled() {
-            let ended = self.sync_until_stopped(&*ingress, &cancel).await;
-            backoff.after("matrix", &ended);
-            if !backoff.wait(&cancel).await {
-                break;
-            }
-        }
+        backoff.repeat("matrix", &cancel, || self.sync_until_stopped(&*ingress, &cancel)).await;
         Ok(())
     }
 
@@ -78,7 +72,7 @@ impl MatrixChannel {
         let device = client.device_id().map(|d| d.to_string()).unwrap_or_default();
         let name = cursor_name(&self.settings.user_id);
         let saved = ingress.cursor(&name).await.map_err(unavailable)?.and_then(|s| Position::parse(&s));
-        // Our own token (a restart), else the SDK's own for this device (a takeover), else none.
+        // Our own token (a restart), else a full sync (a takeover, or the very first start).
         let (mut token, mut mode) = match &saved {
             Some(p) if p.device == device => (Some(p.token.clone()), Mode::Live),
             Some(_) => (None, Mode::CatchUp),
@@ -90,9 +84,13 @@ impl MatrixChannel {
         loop {
             let wait = if mode == Mode::Live { LONG_POLL } else { Duration::ZERO };
             let mut settings = SyncSettings::default().timeout(wait).filter(filter());
-            if let Some(token) = &token {
-                settings = settings.token(token.clone());
-            }
+            // Our own position, else a full sync: every room with its newest events (the history
+            // before them is read where needed), never the SDK's own place, which a send may
+            // have moved past events nobody handled.
+            settings = settings.token(match &token {
+                Some(token) => SyncToken::Specific(token.clone()),
+                None => SyncToken::NoToken,
+            });
             let response = tokio::select! {
                 _ = cancel.cancelled() => return Ok(synced),
                 r = client.sync_once(settings) => r.map_err(errors::sdk)?,
@@ -202,6 +200,8 @@ impl MatrixChannel {
     /// A recent message Butler cannot read gets a notice (once: the notice's transaction id is
     /// the event's).
     async fn undecryptable(&self, room: &Room, raw: &Value) {
+        // Counted with the updates no channel could read (`/metrics`).
+        butler_channel::count_unreadable(crate::CHANNEL);
         let age = butler_channel::now_ms() - raw["origin_server_ts"].as_i64().unwrap_or(0);
         let Some(event_id) = raw["event_id"].as_str().filter(|_| age < UTD_NOTICE_AGE_MS) else { return };
         tracing::warn!(channel = "matrix", room = %room.room_id(), event = event_id, "a message Butler cannot decrypt");

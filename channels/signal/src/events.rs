@@ -57,14 +57,12 @@ impl SignalChannel {
         cancel: CancellationToken,
     ) -> Result<(), ChannelError> {
         let mut backoff = Backoff::new(FIRST_BACKOFF, MAX_BACKOFF);
-        while !cancel.is_cancelled() {
-            self.learn_uuid().await;
-            let ended = self.stream_once(&*ingress, &cancel).await;
-            backoff.after("signal", &ended);
-            if !backoff.wait(&cancel).await {
-                break;
-            }
-        }
+        backoff
+            .repeat("signal", &cancel, || async {
+                self.learn_uuid().await;
+                self.stream_once(&*ingress, &cancel).await
+            })
+            .await;
         Ok(())
     }
 

@@ -31,11 +31,10 @@ fn data_uri(file: &OutFile, bytes: &[u8]) -> String {
 /// Signal has no buttons: the choices as a line under the text, numbered in the buttons' order
 /// (Butler reads a numbered reply quoting the message, or a 👍 / 👎 reaction, as a click).
 pub fn choices(buttons: &[Button]) -> String {
-    let numbered: Vec<String> = buttons.iter().enumerate().map(|(n, b)| format!("{} {}", n + 1, b.label)).collect();
     let react = buttons.iter().any(|b| b.style == ButtonStyle::Primary)
         && buttons.iter().any(|b| b.style == ButtonStyle::Danger);
     let tail = if react { ", or react 👍 / 👎" } else { "" };
-    format!("Reply to this message with a number: {}{tail}.", numbered.join(" · "))
+    format!("{}{tail}.", butler_channel::numbered_choices(buttons))
 }
 
 impl SignalChannel {

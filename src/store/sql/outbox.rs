@@ -26,9 +26,10 @@ macro_rules! impl_outbox {
                     now,
                     concat!(
                         "INSERT INTO outbox (key, channel, conversation, text, buttons, reply_to, status, platform_ids, \
-                         attempts, next_attempt_ms, created_ms, updated_ms, private_to, file) \
-                         VALUES ($1, $2, $3, $4, $5, $6, 'pending', '[]', 0, 0, $7, $7, $8, $9) \
+                         attempts, next_attempt_ms, created_ms, updated_ms, private_to, file, title) \
+                         VALUES ($1, $2, $3, $4, $5, $6, 'pending', '[]', 0, 0, $7, $7, $8, $9, $10) \
                          ON CONFLICT (key) DO UPDATE SET status = 'pending', text = excluded.text, \
+                         title = COALESCE(excluded.title, outbox.title), \
                          buttons = excluded.buttons, reply_to = COALESCE(excluded.reply_to, outbox.reply_to), \
                          updated_ms = excluded.updated_ms WHERE outbox.status = 'draft' RETURNING ",
                         $crate::store::sql::rows::cols!(outbox)
@@ -37,7 +38,7 @@ macro_rules! impl_outbox {
                 .await
             }
 
-            /// Runs an outbox INSERT (`sql`, binding `new` as $1..$9) and returns the inserted or
+            /// Runs an outbox INSERT (`sql`, binding `new` as $1..$10) and returns the inserted or
             /// updated row, or the existing row when the statement changed nothing.
             async fn outbox_insert_on(
                 conn: &mut <$db as sqlx::Database>::Connection,
@@ -60,6 +61,7 @@ macro_rules! impl_outbox {
                             .transpose()?,
                     )
                     .bind(new.file.as_ref().map(|f| $crate::store::sql::rows::to_json("file", f)).transpose()?)
+                    .bind(new.title.as_deref())
                     .fetch_optional(&mut *conn)
                     .await
                     .map_err($crate::store::sql::error::db_err)?;
@@ -95,8 +97,8 @@ macro_rules! impl_outbox {
                     $crate::store::now_ms(),
                     concat!(
                         "INSERT INTO outbox (key, channel, conversation, text, buttons, reply_to, status, platform_ids, \
-                         attempts, next_attempt_ms, created_ms, updated_ms, private_to, file) \
-                         VALUES ($1, $2, $3, $4, $5, $6, 'draft', '[]', 0, 0, $7, $7, $8, $9) \
+                         attempts, next_attempt_ms, created_ms, updated_ms, private_to, file, title) \
+                         VALUES ($1, $2, $3, $4, $5, $6, 'draft', '[]', 0, 0, $7, $7, $8, $9, $10) \
                          ON CONFLICT (key) DO NOTHING RETURNING ",
                         $crate::store::sql::rows::cols!(outbox)
                     ),

@@ -25,7 +25,7 @@ macro_rules! cols {
     };
     (outbox) => {
         "id, key, channel, conversation, text, buttons, reply_to, status, platform_ids, attempts, \
-         next_attempt_ms, last_error, created_ms, updated_ms, private_to, file"
+         next_attempt_ms, last_error, created_ms, updated_ms, private_to, file, title"
     };
     (memory) => {
         "id, user_id, scope, text, source, created_ms"
@@ -212,6 +212,7 @@ pub(crate) struct OutboxRaw {
     updated_ms: i64,
     private_to: Option<String>,
     file: Option<String>,
+    title: Option<String>,
 }
 
 impl TryFrom<OutboxRaw> for OutboxRow {
@@ -234,6 +235,7 @@ impl TryFrom<OutboxRaw> for OutboxRow {
             updated_ms: r.updated_ms,
             private_to: r.private_to.as_deref().map(|p| from_json("outbox.private_to", p)).transpose()?,
             file: r.file.as_deref().map(|f| from_json("outbox.file", f)).transpose()?,
+            title: r.title,
         })
     }
 }
