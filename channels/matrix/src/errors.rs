@@ -16,7 +16,7 @@ pub(crate) fn sdk(e: matrix_sdk::Error) -> ChannelError {
     }
 }
 
-pub(crate) fn http_error(e: &matrix_sdk::HttpError) -> ChannelError {
+fn http_error(e: &matrix_sdk::HttpError) -> ChannelError {
     let Some(api) = e.as_client_api_error() else {
         return ChannelError::Transient(e.to_string());
     };

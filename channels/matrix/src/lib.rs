@@ -124,10 +124,6 @@ impl MatrixChannel {
         Ok(Arc::new(Self { settings, client: OnceCell::new(), syncing: false.into(), caught_up: Default::default() }))
     }
 
-    pub fn settings(&self) -> &Settings {
-        &self.settings
-    }
-
     /// How the files people send are fetched (for `Built.files`).
     pub fn files(self: &Arc<Self>) -> Arc<MatrixFiles> {
         Arc::new(MatrixFiles::new(self.clone()))

@@ -38,6 +38,16 @@ fn approval(buttons: &[Button]) -> bool {
     buttons.iter().any(|b| b.style == ButtonStyle::Primary) && buttons.iter().any(|b| b.style == ButtonStyle::Danger)
 }
 
+/// The text people see: the message and, for a request, its numbered choices. A streaming
+/// draft's button (stop) has no numbered form: `/stop` does it.
+fn shown_text(msg: &Outbound) -> String {
+    if msg.buttons.is_empty() || msg.draft {
+        msg.text.clone()
+    } else {
+        format!("{}\n\n{}", msg.text.trim_end(), choices(&msg.buttons))
+    }
+}
+
 /// A transaction id from an outbox key and a part number (`None`: the SDK makes a random one).
 pub(crate) fn txn_id(key: Option<&str>, part: &str) -> Option<OwnedTransactionId> {
     let key = key?;
@@ -83,12 +93,7 @@ impl MatrixChannel {
             return Ok(String::new());
         }
         let room = self.room(&msg.conversation.id).await?;
-        // A streaming draft's button (stop) has no numbered form: `/stop` does it.
-        let text = if msg.buttons.is_empty() || msg.draft {
-            msg.text.clone()
-        } else {
-            format!("{}\n\n{}", msg.text.trim_end(), choices(&msg.buttons))
-        };
+        let text = shown_text(msg);
         let mut parts =
             if text.chars().count() > MAX_LEN { chunk_text(&text, ChunkLimit::Chars(MAX_LEN)) } else { vec![text] };
         if parts.is_empty() {
@@ -150,12 +155,7 @@ impl MatrixChannel {
             return Err(ChannelError::NotFound("no message to edit".into()));
         }
         let room = self.room(&target.conversation.id).await?;
-        let text = if msg.buttons.is_empty() || msg.draft {
-            msg.text.clone()
-        } else {
-            format!("{}\n\n{}", msg.text.trim_end(), choices(&msg.buttons))
-        };
-        let text: String = text.chars().take(MAX_LEN).collect();
+        let text: String = shown_text(msg).chars().take(MAX_LEN).collect();
         let new = text_content(&text);
         let mut content = text_content(&format!("* {text}"));
         content["m.new_content"] = new;
