@@ -36,6 +36,7 @@ pub mod hooks;
 pub mod http;
 pub mod ids;
 pub mod ingress;
+pub mod links;
 pub mod llm;
 pub mod mcp;
 pub mod media;

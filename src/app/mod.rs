@@ -136,9 +136,8 @@ pub struct App {
 
 impl App {
     /// Builds everything along the path of one message and starts it: the store, the channels
-    /// and the ingress they hand events to, the deliverer, the agent and the sessions that run
-    /// it, triage; then delivery, intake (dispatcher, approval reaper, scheduler, receivers) and
-    /// last the HTTP server. Ready once all of it runs.
+    /// and their ingress, the deliverer, the agent and the sessions that run it, triage; then
+    /// delivery, intake (dispatcher, approval reaper, scheduler, receivers), last HTTP.
     pub async fn start(opts: AppOptions) -> Result<Self, AppError> {
         let cfg = opts.config;
         let hooks = check_isolation(&cfg)?;
@@ -312,7 +311,8 @@ async fn build_channels(
     relay: Option<tokio::sync::mpsc::Sender<String>>,
     gate: &Gate,
 ) -> Result<ChannelSet, AppError> {
-    let cx = crate::channels::Context { ingress: ingress.clone(), gate };
+    let links = crate::links::Links::load(&cfg.server, &**store, store.clone()).await?;
+    let cx = crate::channels::Context { ingress: ingress.clone(), gate, links };
     let platforms = registry.build(&cfg.channels, &cx, http).await?;
     let shared = relay.is_some();
     let hub = (http && cfg.channels.web.enabled).then(|| {
@@ -336,9 +336,8 @@ async fn build_channels(
         // Trigger events arrive on the `hook` channel (POST /hooks/{name}); it sends nothing.
         names.push(crate::ids::HOOK_CHANNEL.into());
     }
-    // Without Redis this is the only process for these channels: whatever a dead process
-    // left half-done is ours to redo. With Redis, the reaper takes back only what replicas
-    // whose heartbeat expired held.
+    // Without Redis whatever a dead process left half-done on these channels is ours to redo;
+    // with Redis, the reaper takes back only what replicas whose heartbeat expired held.
     if !shared {
         let recovered = store.inbox_recover(&names).await?;
         if recovered > 0 {
@@ -592,7 +591,7 @@ async fn serve_http(
     let health = Health::new((store.clone(), store.clone(), store.clone()), cluster.clone(), ready.clone());
     // Without a web token the API trusts `user`: only this machine's own names are served.
     let local = cfg.channels.web.enabled && web::WebAuth::from_config(&cfg.channels.web).is_local();
-    let hosts = local.then(|| addr.map(|a| http::HostRule::local(a, &cfg.server.allowed_hosts))).flatten();
+    let hosts = local.then(|| addr.map(|a| http::HostRule::local(a, &cfg.server))).flatten();
     let router = http::router(health, extra, streamed, &cfg.server, hosts);
     let limits = http::ServeLimits::from_config(&cfg.server);
     intake.tracker.spawn(http::serve(listener, router, limits, intake.cancel.clone()));

@@ -247,11 +247,14 @@ impl Platform for Email {
             .then(|| format!("`{conversation}`: an email target is email:<address>, e.g. email:alice@example.com"))
     }
 
-    async fn build(&self, cfg: EmailConfig, _cx: &Context<'_>, built: &mut Built) -> Result<(), BuildError> {
+    async fn build(&self, cfg: EmailConfig, cx: &Context<'_>, built: &mut Built) -> Result<(), BuildError> {
         let channel = EmailChannel::new(settings(&cfg)).map_err(|e| {
             let (problem, fix) = explain(&e);
             BuildError { channel: "email", message: format!("{problem}; {fix} (`butler doctor` checks it)") }
         })?;
+        if let Some(links) = &cx.links {
+            channel.set_links(links.clone());
+        }
         built.files.insert(butler_email::CHANNEL.to_string(), channel.files());
         built.channels.push(channel);
         Ok(())

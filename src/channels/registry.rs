@@ -21,6 +21,8 @@ pub struct Context<'a> {
     pub ingress: Arc<dyn Ingress>,
     /// This process's rate gate, or the replicas' shared one.
     pub gate: &'a Gate,
+    /// Answer links (`[server] public_url` set), for channels without buttons.
+    pub links: Option<Arc<crate::links::Links>>,
 }
 
 /// One platform channel as Butler knows it, behind its `[channels.NAME]` section.
@@ -194,6 +196,10 @@ impl Registry {
         }
         for entry in self.configured(channels) {
             entry.build(channels, cx, &mut built).await?;
+        }
+        if let Some(links) = &cx.links {
+            built.routes =
+                std::mem::take(&mut built.routes).merge(crate::links::routes(links.clone(), cx.ingress.clone()));
         }
         Ok(built)
     }

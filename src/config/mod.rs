@@ -42,7 +42,7 @@ pub use load::{
 pub use log::{LogConfig, LogFormat};
 pub use mcp::{McpConfig, McpServerConfig};
 pub use media::{AudioConvert, MediaConfig, TranscriptionConfig};
-pub use net::{HostName, IpRange};
+pub use net::{public_host, HostName, IpRange};
 pub use permissions::{ContextKind, Mode, PermissionContext, PermissionsConfig};
 pub use roles::UserRole;
 pub use root::{Config, OwnerChecks, ScheduleCheck, SectionCheck};

@@ -90,9 +90,40 @@ impl HostName {
     }
 }
 
+/// The host of `[server] public_url` (`https://name[:port][/path]`): what a browser sends in
+/// `Host` for it (any port unless one is written). None when it is empty or not such an address.
+pub fn public_host(url: &str) -> Option<HostName> {
+    let url = url.trim();
+    let rest = url.strip_prefix("https://").or_else(|| url.strip_prefix("http://"))?;
+    let authority = rest.split('/').next().unwrap_or_default();
+    if rest.contains(['?', '#', ' ']) || authority.contains('@') {
+        return None;
+    }
+    HostName::parse(authority)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn public_urls() {
+        let name = |n: &str, p: Option<u16>| Some(HostName { name: n.into(), port: p });
+        let cases = [
+            ("https://Butler.example.com", name("butler.example.com", None)),
+            ("https://butler.example.com/", name("butler.example.com", None)),
+            ("http://10.0.0.5:8080/butler", name("10.0.0.5", Some(8080))),
+            ("", None),
+            ("butler.example.com", None),
+            ("ftp://butler.example.com", None),
+            ("https://user@butler.example.com", None),
+            ("https://butler.example.com/?x=1", None),
+            ("https://", None),
+        ];
+        for (url, want) in cases {
+            assert_eq!(public_host(url), want, "{url}");
+        }
+    }
 
     #[test]
     fn ranges_parse_and_match() {

@@ -37,6 +37,9 @@ pub struct ServerConfig {
     /// Proxies (IP addresses or CIDR ranges) whose `X-Forwarded-For` names the client for the
     /// per-client cap; anyone else's forwarded address is ignored.
     pub trusted_proxies: Vec<String>,
+    /// Where people reach Butler from outside (`https://butler.example.com`, behind a reverse
+    /// proxy): turns on answer links in mail. Empty: none.
+    pub public_url: String,
 }
 
 impl Default for ServerConfig {
@@ -51,6 +54,7 @@ impl Default for ServerConfig {
             max_connections_per_client: 256,
             allowed_hosts: Vec::new(),
             trusted_proxies: Vec::new(),
+            public_url: String::new(),
         }
     }
 }

@@ -31,9 +31,10 @@ pub(crate) struct HostRule {
 }
 
 impl HostRule {
-    /// The names of this machine on `listen`'s port, plus `extra` (`[server] allowed_hosts`;
-    /// entries that do not parse were refused by the config check and are skipped here).
-    pub(crate) fn local(listen: SocketAddr, extra: &[String]) -> Self {
+    /// The names of this machine on `listen`'s port, plus `[server] allowed_hosts` and the host
+    /// of `public_url` (entries that do not parse were refused by the config check and are
+    /// skipped here).
+    pub(crate) fn local(listen: SocketAddr, server: &crate::config::ServerConfig) -> Self {
         let port = listen.port();
         let own = match listen.ip() {
             std::net::IpAddr::V6(v6) => format!("[{v6}]"),
@@ -43,7 +44,9 @@ impl HostRule {
             .into_iter()
             .map(|n| (n, Some(port)))
             .collect();
-        allowed.extend(extra.iter().filter_map(|h| HostName::parse(h)).map(|h| (h.name, h.port)));
+        let public = crate::config::public_host(&server.public_url);
+        let extra = server.allowed_hosts.iter().filter_map(|h| HostName::parse(h)).chain(public);
+        allowed.extend(extra.map(|h| (h.name, h.port)));
         allowed.dedup();
         Self { allowed: Arc::new(allowed), home: format!("http://127.0.0.1:{port}") }
     }
@@ -113,8 +116,17 @@ pub(crate) async fn guard(State(rule): State<HostRule>, req: Request, next: Next
 mod tests {
     use super::*;
 
+    fn server(hosts: &[&str], public_url: &str) -> crate::config::ServerConfig {
+        crate::config::ServerConfig {
+            allowed_hosts: hosts.iter().map(|h| h.to_string()).collect(),
+            public_url: public_url.into(),
+            ..Default::default()
+        }
+    }
+
     fn rule() -> HostRule {
-        HostRule::local("127.0.0.1:8080".parse().unwrap(), &["butler.example.com".into(), "chat.local:8443".into()])
+        let server = server(&["butler.example.com", "chat.local:8443"], "https://links.example.org:8443/b");
+        HostRule::local("127.0.0.1:8080".parse().unwrap(), &server)
     }
 
     #[test]
@@ -128,6 +140,8 @@ mod tests {
             ("butler.example.com", true),
             ("butler.example.com:443", true),
             ("chat.local:8443", true),
+            ("links.example.org:8443", true),
+            ("links.example.org", false),
             ("chat.local", false),
             ("127.0.0.1:8081", false),
             ("127.0.0.1", false),
@@ -168,7 +182,7 @@ mod tests {
 
     #[test]
     fn a_port_80_listener_takes_a_host_without_port() {
-        let r = HostRule::local("127.0.0.1:80".parse().unwrap(), &[]);
+        let r = HostRule::local("127.0.0.1:80".parse().unwrap(), &server(&[], ""));
         assert!(r.allows_host("localhost", 80));
         assert!(r.allows_origin("http://127.0.0.1"));
         assert!(!r.allows_origin("https://127.0.0.1"));
@@ -176,9 +190,9 @@ mod tests {
 
     #[test]
     fn the_listen_address_itself_is_served() {
-        let r = HostRule::local("127.0.0.5:9000".parse().unwrap(), &[]);
+        let r = HostRule::local("127.0.0.5:9000".parse().unwrap(), &server(&[], ""));
         assert!(r.allows_host("127.0.0.5:9000", 80));
-        let v6 = HostRule::local("[::1]:9000".parse().unwrap(), &[]);
+        let v6 = HostRule::local("[::1]:9000".parse().unwrap(), &server(&[], ""));
         assert!(v6.allows_host("[::1]:9000", 80));
     }
 }

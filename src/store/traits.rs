@@ -421,7 +421,6 @@ pub trait HeldStore: Send + Sync {
     async fn outbox_release(&self, conversation: &str, notice: &str) -> Result<u64>;
 }
 
-/// Whether the database answers: readiness and `doctor`.
 /// Where a channel has read up to on its platform (a Matrix sync token), under a name of the
 /// channel's choosing; shared by the replicas.
 #[async_trait]
@@ -431,6 +430,15 @@ pub trait CursorStore: Send + Sync {
     async fn cursor_set(&self, name: &str, cursor: &str) -> Result<()>;
 }
 
+/// Secrets Butler makes for itself and the replicas share (the key that signs answer links).
+#[async_trait]
+pub trait KeyStore: Send + Sync {
+    /// The secret named `name`; `fresh` becomes it when there is none yet (of several replicas
+    /// asking at once, one wins and all read its secret).
+    async fn key_get_or_insert(&self, name: &str, fresh: &str) -> Result<String>;
+}
+
+/// Whether the database answers: readiness and `doctor`.
 #[async_trait]
 pub trait PingStore: Send + Sync {
     /// A cheap round trip.
@@ -466,6 +474,7 @@ pub trait Store:
     + TranscriptStore
     + PingStore
     + CursorStore
+    + KeyStore
     + Send
     + Sync
 {

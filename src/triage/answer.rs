@@ -81,7 +81,12 @@ impl Answers {
     async fn stop(&self, event: &InboundEvent, key: &str) -> Result<Verdict, StoreError> {
         let halted = self.tasks.halt_session(key);
         if self.sessions.stop(key, None) {
-            return Ok(Verdict::plain(Decision::Done));
+            // The turn says "Stopped" as it ends, unless it was already finishing its answer:
+            // halted background tasks are confirmed here either way.
+            return Ok(match halted {
+                0 => Verdict::plain(Decision::Done),
+                _ => reply("⏹ Stopped the background tasks of this conversation."),
+            });
         }
         Ok(match self.approvals.cancel_waiting(event, key).await? {
             Some(verdict) => verdict,

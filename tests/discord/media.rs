@@ -20,7 +20,7 @@ use std::time::Duration;
 /// Discord's file source as Butler's glue builds and registers it.
 async fn file_source(rig: &Rig) -> Arc<dyn FileSource> {
     let gate = Gate::local();
-    let cx = butler::channels::Context { ingress: rig.app.app.ingress.clone(), gate: &gate };
+    let cx = butler::channels::Context { ingress: rig.app.app.ingress.clone(), gate: &gate, links: None };
     let built = butler::channels::builtin()
         .build(&rig.app.config.channels, &cx, true)
         .await

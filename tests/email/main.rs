@@ -2,11 +2,13 @@
 //! (tests/support/dovecot.rs, mail put in as a receiving server delivers it, with its
 //! `Authentication-Results`) and an SMTP sink that records what Butler sends
 //! (tests/support/smtp_sink.rs); the fake LLM is the model. `turns.rs`: answers in the thread,
-//! trust, restarts, sessions per thread, approvals by reply, doctor.
+//! trust, restarts, sessions per thread, approvals by reply, doctor; `links.rs`: approvals by
+//! the signed links in the request.
 
 #[path = "../support/mod.rs"]
 mod support;
 
+mod links;
 mod turns;
 
 use butler::channels::{AllowedSender, EmailConfig, MailServer, MailTls};
@@ -72,7 +74,20 @@ pub async fn app(
     dir: Option<tempfile::TempDir>,
     tools: Vec<std::sync::Arc<dyn butler::tools::Tool>>,
 ) -> TestApp {
+    app_tuned(imap, smtp, llm, dir, tools, |_| {}).await
+}
+
+/// [`app`] with `tune` applied to its config first.
+pub async fn app_tuned(
+    imap: &Dovecot,
+    smtp: &SmtpSink,
+    llm: &FakeLlm,
+    dir: Option<tempfile::TempDir>,
+    tools: Vec<std::sync::Arc<dyn butler::tools::Tool>>,
+    tune: impl FnOnce(&mut butler::config::Config),
+) -> TestApp {
     let (mut cfg, dir) = config_in(Some(&llm.openai_url()), dir);
+    tune(&mut cfg);
     cfg.channels.set("email", email(imap, smtp).to_table());
     cfg.access.owners = vec![format!("email:{ALICE}").parse().unwrap()];
     cfg.access.allow = vec![format!("email:{BOB}").parse().unwrap()];

@@ -75,6 +75,7 @@ pub const LAYERS: &[(&str, u8, &str)] = &[
     ("status", 10, "the owner's status page: the running parts' facts, read only"),
     ("http", 11, "the router, health, JSON errors"),
     ("web", 11, "the web chat channel and its API"),
+    ("links", 11, "answer links: signed one-time links to a request's choices, and their page"),
     ("channels", 11, "config glue to the channel crates"),
     ("app", 12, "composition root"),
     ("cli", 13, "the butler commands"),

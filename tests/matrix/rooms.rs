@@ -153,3 +153,45 @@ async fn a_briefing_targeting_a_room_is_delivered_there() {
     assert_eq!(brief.json["content"]["formatted_body"], "<p><strong>Today</strong>: rain</p>");
     mx.stop().await;
 }
+
+/// The SDK drops a sync response that ends where it has been before. Butler's Matrix client
+/// syncs on its own too (at start, and before a send on a replica that does not read), and a
+/// crash can fall between the SDK's save and Butler's: then Butler's read position is behind
+/// the SDK's, and what Alice wrote in between must still be answered, once.
+#[tokio::test]
+async fn a_message_the_matrix_client_took_in_before_butler_read_it_is_answered_once() {
+    let mx = Mx::start().await;
+    let room = mx.alice_dm().await;
+    mx.alice.say(&room, "first", json!({})).await;
+    mx.alice.wait(&room, 60, "the first answer", |s| s.iter().any(|e| e.body() == "echo: first")).await;
+    let Mx { mut app, hs, llm, alice, bob, butler } = mx;
+    let dir = app._dir.take();
+    app.stop().await;
+
+    alice.say(&room, "while away", json!({})).await;
+    // Butler's Matrix client (its store, its device) syncs past the message before Butler reads.
+    let store = dir.as_ref().unwrap().path().join("matrix");
+    let settings = butler_matrix::Settings {
+        homeserver: hs.url(),
+        user_id: butler.clone(),
+        login: butler_matrix::Login::Password(crate::BUTLER_PASSWORD.into()),
+        device_id: None,
+        store_path: store,
+        allowed: vec![],
+    };
+    let client = butler_matrix::MatrixChannel::new(settings).unwrap();
+    client.warm(std::time::Duration::from_secs(30)).await;
+    drop(client);
+
+    let app = Mx::app(&hs, &llm, &alice, &bob, dir, vec![]).await;
+    let from_butler =
+        |s: &[crate::Seen], text: &str| s.iter().filter(|e| e.sender() == butler && e.body() == text).count();
+    alice.wait(&room, 60, "the answer after the restart", |s| from_butler(s, "echo: while away") == 1).await;
+    settle().await;
+    alice.sync().await;
+    let seen = alice.in_room(&room);
+    assert_eq!(from_butler(&seen, "echo: while away"), 1, "answered once");
+    assert_eq!(from_butler(&seen, "echo: first"), 1, "nothing before it again");
+    assert_eq!(app.inbox_count().await, 2);
+    app.stop().await;
+}

@@ -17,7 +17,7 @@ use std::sync::Arc;
 /// Slack's file source as Butler's glue builds and registers it.
 async fn file_source(rig: &Rig) -> Arc<dyn FileSource> {
     let gate = Gate::local();
-    let cx = butler::channels::Context { ingress: rig.app.app.ingress.clone(), gate: &gate };
+    let cx = butler::channels::Context { ingress: rig.app.app.ingress.clone(), gate: &gate, links: None };
     let built =
         butler::channels::builtin().build(&rig.app.config.channels, &cx, true).await.expect("the Slack channel builds");
     built.files.get("slack").cloned().expect("the glue registers Slack's file source under \"slack\"")

@@ -161,6 +161,12 @@ const SEEDS: &[Seed] = &[
         sql: &["INSERT INTO channel_cursors (name, token, updated_ms) VALUES ('matrix:@b:x', '{\"token\":\"s1\"}', 1000)"],
         check: &[("channel_cursors", "name, token, updated_ms")],
     },
+    // The answer links' key survives later upgrades (links already mailed keep working).
+    Seed {
+        after: "server keys",
+        sql: &["INSERT INTO server_keys (name, secret, created_ms) VALUES ('answer_links', 'k1', 1000)"],
+        check: &[("server_keys", "name, secret, created_ms")],
+    },
 ];
 
 /// A row as text, whatever the column types.

@@ -19,6 +19,12 @@ pub struct SentMail {
 }
 
 impl SentMail {
+    /// The plain text part, decoded (quoted-printable or base64 undone).
+    pub fn text(&self) -> String {
+        let msg = mail_parser::MessageParser::default().parse(self.data.as_bytes());
+        msg.and_then(|m| m.body_text(0).map(|t| t.to_string())).unwrap_or_default()
+    }
+
     /// A header's value (unfolded), if present.
     pub fn header(&self, name: &str) -> Option<String> {
         let head = self.data.split("\r\n\r\n").next().unwrap_or_default();

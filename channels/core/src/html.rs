@@ -1,11 +1,12 @@
 //! Markdown as the agent writes it -> HTML for the platforms that take it (a mail's HTML part,
 //! Matrix's `formatted_body`): paragraphs, line breaks,
 //! headings, `**bold**`, `*italic*`, `` `code` ``, fenced blocks as `<pre>`, `[text](url)` links
-//! (http, https and mailto only), everything else escaped.
+//! (http, https and mailto only) and `<https://…>` autolinks, everything else escaped.
 //!
 //! Pure text in, text out: it must never emit a tag or attribute from the input as is.
 
-fn escape(s: &str) -> String {
+/// `s` safe as HTML text or a quoted attribute value.
+pub fn escape(s: &str) -> String {
     s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
 }
 
@@ -58,9 +59,42 @@ fn links(s: &str) -> String {
     out
 }
 
+/// The first `<http(s)://…>` autolink in escaped text: what is before it, its address (still
+/// escaped) and what is after it.
+fn next_autolink(s: &str) -> Option<(&str, &str, &str)> {
+    let mut from = 0;
+    while let Some(i) = s[from..].find("&lt;") {
+        let start = from + i;
+        let body = &s[start + 4..];
+        if body.starts_with("https://") || body.starts_with("http://") {
+            if let Some(end) = body.find("&gt;") {
+                let url = &body[..end];
+                if !url.contains(char::is_whitespace) && !url.contains("&lt;") && !url.contains("&quot;") {
+                    return Some((&s[..start], url, &body[end + 4..]));
+                }
+            }
+        }
+        from = start + 4;
+    }
+    None
+}
+
+/// A line: autolinks kept whole (an address may hold `__` or `*`), the rest styled.
 fn inline(line: &str) -> String {
-    let s = escape(line);
-    let s = pairs(&s, "`", "code");
+    let escaped = escape(line);
+    let mut out = String::new();
+    let mut rest = escaped.as_str();
+    while let Some((before, url, after)) = next_autolink(rest) {
+        out.push_str(&styled(before));
+        out.push_str(&format!("<a href=\"{url}\">{url}</a>"));
+        rest = after;
+    }
+    out.push_str(&styled(rest));
+    out
+}
+
+fn styled(s: &str) -> String {
+    let s = pairs(s, "`", "code");
     let s = pairs(&s, "**", "strong");
     let s = pairs(&s, "__", "strong");
     let s = pairs(&s, "*", "em");
@@ -129,6 +163,11 @@ mod tests {
                 "<p><a href=\"https://x.y\">docs</a> [bad](javascript:alert(1))</p>",
             ),
             ("run `ls *` now", "<p>run <code>ls *</code> now</p>"),
+            (
+                "- Deny: <https://b.example/approve/a__b*c.d?x=1&y=2> **now**",
+                "<p>- Deny: <a href=\"https://b.example/approve/a__b*c.d?x=1&amp;y=2\">https://b.example/approve/a__b*c.d?x=1&amp;y=2</a> <strong>now</strong></p>",
+            ),
+            ("<ftp://x> <https://a b>", "<p>&lt;ftp://x&gt; &lt;https://a b&gt;</p>"),
         ];
         for (md, want) in cases {
             assert_eq!(super::markdown_html(md), want, "{md}");

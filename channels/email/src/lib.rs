@@ -134,6 +134,8 @@ pub struct EmailChannel {
     /// bounded cache: the subject is looked up in the mailbox when missing, and an answer
     /// replies to the root then).
     threads: Mutex<HashMap<String, Thread>>,
+    /// Web links answering a request's choices (`[server] public_url` set), beside the reply form.
+    links: std::sync::OnceLock<Arc<dyn butler_channel::AnswerLinks>>,
 }
 
 impl EmailChannel {
@@ -145,7 +147,12 @@ impl EmailChannel {
                     .map_err(|error| ConnectError::Smtp { host: settings.smtp.host.clone(), error })?,
             ),
         };
-        Ok(Arc::new(Self { settings, smtp, threads: Mutex::new(HashMap::new()) }))
+        Ok(Arc::new(Self { settings, smtp, threads: Mutex::new(HashMap::new()), links: Default::default() }))
+    }
+
+    /// Lists a web link per choice under each request (set once, before the first send).
+    pub fn set_links(&self, links: Arc<dyn butler_channel::AnswerLinks>) {
+        let _ = self.links.set(links);
     }
 
     /// How the files people mail are fetched (for `Built.files`).

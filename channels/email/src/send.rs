@@ -3,7 +3,8 @@
 //! rendered from it, a file as an attachment, and a `Message-ID` derived from the outbox key, so
 //! a retry after a crash is the same mail (receiving servers and clients keep one).
 //!
-//! Requests (messages with buttons) list their choices and how to answer by replying. It must
+//! Requests (messages with buttons) list their choices and how to answer by replying, and with
+//! answer links a web link per choice. It must
 //! never log a mail's text or the SMTP password.
 
 use crate::{EmailChannel, Tls};
@@ -30,6 +31,17 @@ pub fn choices(buttons: &[Button]) -> String {
     let head =
         if words { "Reply with APPROVE or DENY as the first line, or with a number" } else { "Reply with a number" };
     format!("{head}: {}.", numbered.join(" · "))
+}
+
+/// The web link answering each choice (`label: <url>`, one per line), under a heading; empty
+/// when no link could be made.
+pub fn link_lines(buttons: &[Button], link: impl Fn(&Button) -> Option<String>) -> String {
+    let lines: Vec<String> =
+        buttons.iter().filter_map(|b| link(b).map(|url| format!("- {}: <{url}>", b.label))).collect();
+    if lines.is_empty() {
+        return String::new();
+    }
+    format!("Or open a link (each works once, and only for you):\n\n{}", lines.join("\n"))
 }
 
 /// The subject of an answer in a thread whose subject is `original`.
@@ -118,6 +130,12 @@ impl EmailChannel {
         let mut text = msg.text.trim_end().to_string();
         if !msg.buttons.is_empty() {
             text = format!("{text}\n\n{}", choices(&msg.buttons));
+            if let Some(links) = self.links.get() {
+                let lines = link_lines(&msg.buttons, |b| links.link(&msg.conversation, &msg.conversation.id, b));
+                if !lines.is_empty() {
+                    text = format!("{text}\n\n{lines}");
+                }
+            }
         }
         let mut builder = Message::builder().from(from).to(to).subject(subject).message_id(Some(format!("<{id}>")));
         // The mail answered: the one quoted, else the person's newest in the thread, else its root.
@@ -190,5 +208,29 @@ mod tests {
             choices(&b),
             "Reply with APPROVE or DENY as the first line, or with a number: 1 Approve once · 2 Deny."
         );
+    }
+
+    #[test]
+    fn a_link_per_choice_that_has_one() {
+        let b = [
+            Button::new("Approve once", "ap:a:once", ButtonStyle::Primary),
+            Button::new("Deny", "ap:a:deny", ButtonStyle::Danger),
+        ];
+        type Link = fn(&Button) -> Option<String>;
+        let cases: [(Link, &str); 3] = [
+            (|_| None, ""),
+            (
+                |b| Some(format!("https://b.example/approve/{}", b.action.replace(':', "."))),
+                "Or open a link (each works once, and only for you):\n\n\
+                 - Approve once: <https://b.example/approve/ap.a.once>\n- Deny: <https://b.example/approve/ap.a.deny>",
+            ),
+            (
+                |b| b.action.ends_with("deny").then(|| "https://b.example/x".to_string()),
+                "Or open a link (each works once, and only for you):\n\n- Deny: <https://b.example/x>",
+            ),
+        ];
+        for (link, want) in cases {
+            assert_eq!(link_lines(&b, link), want);
+        }
     }
 }

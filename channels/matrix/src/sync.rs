@@ -91,12 +91,22 @@ impl MatrixChannel {
                 Some(token) => SyncToken::Specific(token.clone()),
                 None => SyncToken::NoToken,
             });
+            let known = sdk_token(client).await;
             let response = tokio::select! {
                 _ = cancel.cancelled() => return Ok(synced),
                 r = client.sync_once(settings) => r.map_err(errors::sdk)?,
             };
-            self.answer_invites(client, &response).await;
-            match self.deliver(client, &response, ingress, &me, (mode, newest_ms), cancel).await {
+            // The SDK drops a response whose end it has reached before (its own sync at start,
+            // a send's catch-up, or a crash between its save and ours): what it carried is read
+            // from the rooms' history instead.
+            let next = response.next_batch.as_str();
+            let replayed = known.as_deref() == Some(next) && token.as_deref() != Some(next);
+            if replayed {
+                tracing::info!(channel = "matrix", "a sync the SDK had seen; reading the rooms' history");
+            }
+            self.answer_invites(client).await;
+            let rooms = room_events(client, &response, replayed, newest_ms).await;
+            match self.deliver(rooms, ingress, &me, (mode, newest_ms), cancel).await {
                 Some(newest) => newest_ms = newest_ms.max(newest),
                 None => return Ok(synced),
             }
@@ -110,9 +120,11 @@ impl MatrixChannel {
         }
     }
 
-    async fn answer_invites(&self, client: &Client, response: &SyncResponse) {
-        for room_id in response.rooms.invited.keys() {
-            let Some(room) = client.get_room(room_id) else { continue };
+    /// Answers every pending invite (as the SDK knows them: one it took in a sync of its own
+    /// too, and one whose answer failed before).
+    async fn answer_invites(&self, client: &Client) {
+        for room in client.invited_rooms() {
+            let room_id = room.room_id().to_owned();
             let inviter = match room.invite_details().await {
                 Ok(invite) => invite.inviter_id.to_string(),
                 Err(e) => {
@@ -132,14 +144,12 @@ impl MatrixChannel {
         }
     }
 
-    /// Hands the room events of `response` to the ingress: none in `Skip` mode; where a room's
-    /// timeline was cut short (`limited`: more happened than one sync carries), its history back
-    /// to `since_ms`, the newest event handled before; in `CatchUp`, only events from `since_ms`
-    /// on. The newest event's time, or `None` when Butler stopped first.
+    /// Hands each room's events to the ingress: none in `Skip` mode; in `CatchUp`, only events
+    /// from `since_ms` (the newest handled before) on. The newest event's time, or `None` when
+    /// Butler stopped first.
     async fn deliver(
         &self,
-        client: &Client,
-        response: &SyncResponse,
+        rooms: Vec<(Room, Vec<Value>)>,
         ingress: &dyn Ingress,
         me: &Me,
         (mode, since_ms): (Mode, i64),
@@ -150,18 +160,8 @@ impl MatrixChannel {
             return Some(butler_channel::now_ms());
         }
         let mut newest_ms = 0;
-        for (room_id, update) in &response.rooms.joined {
-            let Some(room) = client.get_room(room_id) else { continue };
-            let info = RoomInfo { id: room_id.to_string(), direct: direct(&room).await };
-            let mut events: Vec<Value> = Vec::new();
-            if update.timeline.limited && since_ms > 0 {
-                events = crate::catchup::history(&room, update.timeline.prev_batch.as_deref(), since_ms).await;
-            }
-            events
-                .extend(update.timeline.events.iter().filter_map(|e| serde_json::from_str(e.raw().json().get()).ok()));
-            // History and timeline may overlap: each event once.
-            let mut seen = std::collections::HashSet::new();
-            events.retain(|e| seen.insert(e["event_id"].as_str().unwrap_or_default().to_string()));
+        for (room, mut events) in rooms {
+            let info = RoomInfo { id: room.room_id().to_string(), direct: direct(&room).await };
             if mode == Mode::CatchUp {
                 events.retain(|e| {
                     e["origin_server_ts"].as_i64().unwrap_or(i64::MAX) >= since_ms - crate::catchup::MARGIN_MS
@@ -219,6 +219,54 @@ impl MatrixChannel {
             tracing::debug!(channel = "matrix", error = %e, "notice not sent");
         }
     }
+}
+
+/// Each joined room with the events a sync brought: its timeline, and where the timeline was cut
+/// short (`limited`: more happened than one sync carries) the history before it back to
+/// `since_ms`; when the SDK dropped the sync as `replayed`, every joined room's history back to
+/// `since_ms` instead. Each event once, oldest first.
+async fn room_events(
+    client: &Client,
+    response: &SyncResponse,
+    replayed: bool,
+    since_ms: i64,
+) -> Vec<(Room, Vec<Value>)> {
+    let mut rooms = Vec::new();
+    if replayed {
+        for room in client.joined_rooms() {
+            let events = match since_ms {
+                0 => Vec::new(),
+                _ => crate::catchup::history(&room, Some(&response.next_batch), since_ms).await,
+            };
+            rooms.push((room, events));
+        }
+        return rooms;
+    }
+    for (room_id, update) in &response.rooms.joined {
+        let Some(room) = client.get_room(room_id) else { continue };
+        let mut events: Vec<Value> = Vec::new();
+        if update.timeline.limited && since_ms > 0 {
+            events = crate::catchup::history(&room, update.timeline.prev_batch.as_deref(), since_ms).await;
+        }
+        events.extend(update.timeline.events.iter().filter_map(|e| serde_json::from_str(e.raw().json().get()).ok()));
+        // History and timeline may overlap.
+        let mut seen = std::collections::HashSet::new();
+        events.retain(|e| seen.insert(e["event_id"].as_str().unwrap_or_default().to_string()));
+        rooms.push((room, events));
+    }
+    rooms
+}
+
+/// The sync token the SDK last took in (it drops a response that ends there).
+async fn sdk_token(client: &Client) -> Option<String> {
+    use matrix_sdk::store::StateStoreDataKey;
+    client
+        .state_store()
+        .get_kv_data(StateStoreDataKey::SyncToken)
+        .await
+        .ok()
+        .flatten()
+        .and_then(|v| v.into_sync_token())
 }
 
 /// A room of Butler and one person (joined or invited), by its members as the store knows them

@@ -28,6 +28,8 @@ fn validation_errors_name_the_key() {
         ("[server]\nallowed_hosts = [\"ok.example\", \"a/b\"]", Some("server.allowed_hosts[1]")),
         ("[server]\ntrusted_proxies = [\"10.0.0.0/8\", \"::1\"]", None),
         ("[server]\ntrusted_proxies = [\"proxy.local\"]", Some("server.trusted_proxies[0]")),
+        ("[server]\npublic_url = \"https://butler.example.com/\"", None),
+        ("[server]\npublic_url = \"butler.example.com\"", Some("server.public_url")),
         ("[database]\nurl = \"mysql://u:pw-db@h/db\"", Some("database.url")),
         ("[database]\nurl = \"data/butler.db\"", Some("database.url")),
         ("[database]\nurl = \"postgres://u:p@h/db\"", None),

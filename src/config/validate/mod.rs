@@ -43,6 +43,16 @@ pub(super) fn check_server(server: &ServerConfig, p: &mut Problems) {
             );
         }
     }
+    if !server.public_url.trim().is_empty() && super::public_host(&server.public_url).is_none() {
+        p.add(
+            "server.public_url",
+            format!(
+                "{:?} is not an address people can open; write where Butler is reached from outside, \
+                 such as \"https://butler.example.com\" (scheme and host, optionally a port and a path)",
+                server.public_url
+            ),
+        );
+    }
     for (i, range) in server.trusted_proxies.iter().enumerate() {
         if super::IpRange::parse(range).is_none() {
             p.add(

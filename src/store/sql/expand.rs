@@ -72,6 +72,7 @@ macro_rules! impl_store {
         $crate::store::sql::outcome::impl_outcome!($store, $db);
         $crate::store::sql::profile::impl_profile!($store, $db);
         $crate::store::sql::cursors::impl_cursors!($store, $db);
+        $crate::store::sql::keys::impl_keys!($store, $db);
         $crate::store::sql::vectors::impl_vectors!($store, $db);
         $crate::store::sql::transcripts::impl_transcripts!($store, $db);
 

@@ -31,6 +31,7 @@ mod delegations;
 mod error;
 mod expand;
 mod inbox;
+mod keys;
 mod memory;
 mod outbox;
 mod outcome;
