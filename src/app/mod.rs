@@ -6,6 +6,7 @@ mod embeddings;
 mod error;
 mod panels;
 mod replicas;
+pub(crate) mod shared;
 mod stores;
 mod tasks;
 

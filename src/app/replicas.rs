@@ -33,6 +33,8 @@ pub(super) async fn join(cfg: &Config) -> Result<Arc<Cluster>, AppError> {
         Some(redis) => {
             let cluster = Cluster::connect(redis, worker).await.map_err(AppError::Redis)?;
             tracing::info!(worker = cluster.worker(), lease_ms = redis.lease_ms, "joined the replicas through redis");
+            // The workspace must be the others' (else no start), the config should be.
+            super::shared::check(cfg, &cluster).await?;
             Ok(cluster)
         }
         None => Ok(Cluster::single(worker)),

@@ -151,11 +151,13 @@ async fn redis(r: &mut Report, cfg: &Config) {
         let cluster = crate::cluster::Cluster::connect(redis, "doctor".into()).await?;
         cluster.ping().await?;
         let alive = cluster.alive().await?;
-        Ok::<usize, crate::cluster::ClusterError>(alive.len())
+        let configs = cluster.facts_of_others("config").await?;
+        Ok::<_, crate::cluster::ClusterError>((alive.len(), configs))
     };
     match tokio::time::timeout(Duration::from_secs(8), probe).await {
-        Ok(Ok(replicas)) => {
-            r.ok("redis", format!("{hostport} ({replicas} replica(s) alive, prefix `{}`)", redis.prefix))
+        Ok(Ok((replicas, configs))) => {
+            r.ok("redis", format!("{hostport} ({replicas} replica(s) alive, prefix `{}`)", redis.prefix));
+            same_config(r, cfg, &configs);
         }
         Ok(Err(e)) => r.fail(
             "redis",
@@ -163,6 +165,29 @@ async fn redis(r: &mut Report, cfg: &Config) {
             "start Redis or fix [redis] url (or remove [redis] to run one process)",
         ),
         Err(_) => r.fail("redis", format!("no answer from {hostport} within 8s"), "check [redis] url"),
+    }
+}
+
+/// Whether this config is the one the running replicas stated (by section digests).
+fn same_config(r: &mut Report, cfg: &Config, running: &std::collections::BTreeMap<String, String>) {
+    if running.is_empty() {
+        return;
+    }
+    let mine = cfg.section_digests();
+    let mut differ = std::collections::BTreeSet::new();
+    for theirs in running.values() {
+        let theirs = serde_json::from_str(theirs).unwrap_or_default();
+        differ.extend(crate::app::shared::differing(&mine, &theirs));
+    }
+    if differ.is_empty() {
+        r.ok("replicas' config", format!("the same as the {} running replica(s)", running.len()));
+    } else {
+        let names: Vec<String> = differ.into_iter().collect();
+        r.fail(
+            "replicas' config",
+            format!("differs from the running replicas' in: {}", names.join(", ")),
+            "give every replica the same config (a message may be answered differently by each)",
+        );
     }
 }
 

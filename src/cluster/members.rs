@@ -1,12 +1,17 @@
 //! [`Cluster`]: this replica's view of the others, over Redis or alone. Leases, the bus and
-//! the heartbeat are reached through it; the leader loop and the gate build on it.
+//! the heartbeat are reached through it; the leader loop and the gate build on it. Facts are
+//! what each replica states about itself for the others to compare (the marker it wrote in the
+//! shared workspace, its config's digests): one Redis hash per kind, a field per replica; they
+//! must never hold a secret.
 //!
 //! It must never hold a lock across an await, or read or write the database.
 
 use super::bus::{self, BusMessage, Topic};
+use super::error::unavailable;
 use super::lease::{self, Lease};
 use super::{ClusterError, RedisLink};
 use crate::config::RedisConfig;
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
@@ -154,5 +159,42 @@ impl Cluster {
     /// Gives back every lease at a graceful stop, so others take over at once.
     pub async fn release_all(&self) {
         self.leases.release_all(self.link.as_ref(), &self.worker).await;
+    }
+
+    /// States this replica's `value` for `kind` (nothing without Redis).
+    pub async fn state_fact(&self, kind: &str, value: &str) -> Result<(), ClusterError> {
+        let Some(link) = self.link() else { return Ok(()) };
+        let mut c = link.conn();
+        redis::cmd("HSET")
+            .arg(link.key(&format!("facts:{kind}")))
+            .arg(self.worker())
+            .arg(value)
+            .query_async::<()>(&mut c)
+            .await
+            .map_err(unavailable)
+    }
+
+    /// What every other live replica stated for `kind`, by replica (empty without Redis).
+    /// Fields of replicas no longer alive are removed on the way; while the live replicas are
+    /// not known (Redis lost its data and the heartbeats are coming back), every field counts.
+    pub async fn facts_of_others(&self, kind: &str) -> Result<BTreeMap<String, String>, ClusterError> {
+        let Some(link) = self.link() else { return Ok(BTreeMap::new()) };
+        let alive = self.alive().await.ok();
+        let key = link.key(&format!("facts:{kind}"));
+        let mut c = link.conn();
+        let all: BTreeMap<String, String> =
+            redis::cmd("HGETALL").arg(&key).query_async(&mut c).await.map_err(unavailable)?;
+        let mut out = BTreeMap::new();
+        for (worker, value) in all {
+            if worker == self.worker() {
+                continue;
+            }
+            if alive.as_ref().is_none_or(|a| a.contains(&worker)) {
+                out.insert(worker, value);
+            } else {
+                let _: Result<(), _> = redis::cmd("HDEL").arg(&key).arg(&worker).query_async(&mut c).await;
+            }
+        }
+        Ok(out)
     }
 }

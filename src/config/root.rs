@@ -86,6 +86,24 @@ impl Config {
         let shown = Self { channels: self.channels.masked(), ..self.clone() };
         super::masked::to_masked_toml(&shown, self.database.url.expose(), self.redis.as_ref().map(|r| r.url.expose()))
     }
+
+    /// A digest per top-level section of the effective config, for replicas to compare: secrets
+    /// masked, and the keys that are each replica's own left out (`[server] listen`, a Matrix
+    /// device's `store_path` and `device_id`).
+    pub fn section_digests(&self) -> std::collections::BTreeMap<String, String> {
+        use sha2::{Digest, Sha256};
+        let mut table: toml::Table = self.to_masked_toml().parse().unwrap_or_default();
+        if let Some(server) = table.get_mut("server").and_then(toml::Value::as_table_mut) {
+            server.remove("listen");
+        }
+        let matrix = table.get_mut("channels").and_then(|c| c.get_mut("matrix")).and_then(toml::Value::as_table_mut);
+        if let Some(matrix) = matrix {
+            matrix.remove("store_path");
+            matrix.remove("device_id");
+        }
+        let digest = |v: &toml::Value| hex::encode(Sha256::digest(v.to_string().as_bytes()))[..16].to_string();
+        table.iter().map(|(name, value)| (name.clone(), digest(value))).collect()
+    }
 }
 
 /// A check of one section whose rules a component owns: it adds a problem per bad value.

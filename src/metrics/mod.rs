@@ -102,6 +102,8 @@ pub struct Metrics {
     pub web_streams: Gauge,
     /// Leases this replica holds (sessions, leader roles, its heartbeat).
     pub leases_held: Gauge,
+    /// Config sections in which this replica differs from a running replica (at its start).
+    pub config_differs: Gauge,
     /// Leases another replica took from this one.
     pub leases_lost: Counter,
     /// Leader leases won (a receiver or the reaper started here).
@@ -140,6 +142,7 @@ pub static METRICS: Metrics = Metrics {
     sessions_live: Gauge::new(),
     web_streams: Gauge::new(),
     leases_held: Gauge::new(),
+    config_differs: Gauge::new(),
     leases_lost: Counter::new(),
     leader_acquired: Counter::new(),
     takeovers: Counter::new(),
@@ -202,6 +205,12 @@ impl Metrics {
         }
         render_gauge(&mut out, "butler_sessions_live", "Session actors in memory", Some(self.sessions_live.get()));
         render_gauge(&mut out, "butler_leases_held", "Leases this replica holds", Some(self.leases_held.get()));
+        render_gauge(
+            &mut out,
+            "butler_replica_config_differing_sections",
+            "Config sections in which this replica differs from the running replicas (checked at start)",
+            Some(self.config_differs.get()),
+        );
         let streams = Some(self.web_streams.get());
         render_gauge(
             &mut out,

@@ -14,8 +14,10 @@ use std::time::Duration;
 const PORT: &str = "8080";
 /// `BUTLER_*` variables that are not `BUTLER_<SECTION>__<KEY>` overrides (README, Configuration).
 const PLAIN_VARS: &[&str] = &["BUTLER_CONFIG", "BUTLER_DATA_DIR", "BUTLER_MODEL"];
-/// The k8s manifests applied by the kustomization.
-const K8S_RESOURCES: &[&str] = &["configmap.yaml", "deployment.yaml", "service.yaml", "pdb.yaml"];
+/// The k8s manifests the base kustomization applies.
+const K8S_RESOURCES: &[&str] = &["configmap.yaml", "deployment.yaml", "service.yaml", "workspace.yaml"];
+/// Where every deployment mounts the shared workspace (`[tools] workspace_dir`).
+const WORKSPACE: &str = "/srv/butler-workspace";
 
 fn deploy(rel: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("deploy").join(rel)
@@ -185,7 +187,11 @@ fn every_butler_variable_in_deploy_is_a_config_key() {
             K8S_RESOURCES
                 .iter()
                 .chain(["kustomization.yaml", "secret.example.yaml"].iter())
-                .map(|f| format!("k8s/{f}")),
+                .map(|f| format!("k8s/base/{f}"))
+                .chain(
+                    ["kustomization.yaml", "spread.yaml", "workspace-rwx.yaml", "hpa.yaml", "pdb.yaml"]
+                        .map(|f| format!("k8s/replicas/{f}")),
+                ),
         );
     let mut seen = 0;
     for file in files {
@@ -229,11 +235,12 @@ fn env_example() -> BTreeMap<String, String> {
 }
 
 #[test]
-fn compose_runs_two_replicas_behind_one_port_with_postgres_and_redis() {
+fn compose_runs_three_replicas_on_one_workspace_behind_one_port_with_postgres_and_redis() {
     let compose = yaml("compose.yaml");
     let services = compose["services"].as_object().expect("services");
     let replicas: Vec<&str> = services.keys().filter(|k| k.starts_with("butler-")).map(String::as_str).collect();
-    assert_eq!(replicas, ["butler-1", "butler-2"]);
+    assert_eq!(replicas, ["butler-1", "butler-2", "butler-3"]);
+    let mut data_volumes = BTreeSet::new();
     let example = env_example();
     for name in &replicas {
         let s = &services[*name];
@@ -247,8 +254,18 @@ fn compose_runs_two_replicas_behind_one_port_with_postgres_and_redis() {
         for dep in ["postgres", "redis"] {
             assert_eq!(s["depends_on"][dep]["condition"], "service_healthy", "{name} waits for {dep}");
         }
-        let mount = s["volumes"][0].as_str().unwrap();
-        assert_eq!(mount.split_once(':').unwrap().1, env["BUTLER_DATA_DIR"].as_str().unwrap(), "{name}'s data volume");
+        // Its own data folder; the one shared workspace at workspace_dir, and nothing else.
+        let mounts: BTreeMap<&str, &str> = s["volumes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_str().unwrap().split_once(':').map(|(src, dst)| (dst, src)).unwrap())
+            .collect();
+        assert_eq!(mounts.len(), 2, "{name} mounts its data and the workspace: {mounts:?}");
+        let data = mounts[env["BUTLER_DATA_DIR"].as_str().unwrap()];
+        assert!(data_volumes.insert(data), "{name}'s data volume {data} is its own");
+        assert_eq!(env["BUTLER_TOOLS__WORKSPACE_DIR"], WORKSPACE, "{name}'s workspace_dir");
+        assert_eq!(mounts.get(WORKSPACE), Some(&"workspace"), "{name} mounts the shared workspace at workspace_dir");
         // What a replica gets (the env file, then `environment`) loads and passes the config check.
         let mut vars = example.clone();
         vars.extend(env.iter().map(|(k, v)| (k.clone(), v.as_str().unwrap().to_string())));
@@ -256,7 +273,10 @@ fn compose_runs_two_replicas_behind_one_port_with_postgres_and_redis() {
         butler::app::check_config(&cfg).unwrap_or_else(|e| panic!("{name}'s environment fails the check: {e}"));
         assert!(cfg.database.url.expose().starts_with("postgres://butler:"), "{name} uses the postgres service");
         assert!(cfg.database.url.expose().contains(&format!(":{}@postgres:5432/", example["POSTGRES_PASSWORD"])));
+        assert_eq!(cfg.tools.workspace_dir, WORKSPACE, "{name} runs on the shared workspace");
     }
+    // The runtime image owns the mount point (a new named volume takes its owner from it).
+    assert!(read("Dockerfile").contains(&format!("chown 10001:10001 /var/lib/butler {WORKSPACE}")));
     let proxy =
         services["proxy"]["command"].as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect::<Vec<_>>();
     assert_eq!(proxy[..4], ["caddy", "reverse-proxy", "--from", &format!(":{PORT}")]);
@@ -264,7 +284,7 @@ fn compose_runs_two_replicas_behind_one_port_with_postgres_and_redis() {
     assert_eq!(
         targets,
         replicas.iter().map(|r| format!("{r}:{PORT}")).collect::<Vec<_>>(),
-        "the proxy balances over both"
+        "the proxy balances over all of them"
     );
     assert_eq!(services["proxy"]["ports"][0], format!("{PORT}:{PORT}"), "one web port");
 
@@ -288,17 +308,17 @@ fn compose_runs_two_replicas_behind_one_port_with_postgres_and_redis() {
 
 #[test]
 fn k8s_manifests_reference_each_other_and_probe_health_and_readiness() {
-    let kust = yaml("k8s/kustomization.yaml");
+    let kust = yaml("k8s/base/kustomization.yaml");
     let resources: Vec<&str> = kust["resources"].as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect();
     assert_eq!(resources, K8S_RESOURCES, "secret.example.yaml is not applied");
-    let secret = yaml("k8s/secret.example.yaml");
+    let secret = yaml("k8s/base/secret.example.yaml");
     assert_eq!(secret["kind"], "Secret");
     let secret_name = secret["metadata"]["name"].as_str().unwrap();
     let secret_data = secret["stringData"].as_object().unwrap();
 
-    let dep = yaml("k8s/deployment.yaml");
+    let dep = yaml("k8s/base/deployment.yaml");
     assert_eq!(dep["kind"], "Deployment");
-    assert_eq!(dep["spec"]["replicas"], 2);
+    assert_eq!(dep["spec"]["replicas"], 1, "one in the base, more in the overlay");
     let labels = &dep["spec"]["template"]["metadata"]["labels"];
     assert_eq!(&dep["spec"]["selector"]["matchLabels"], labels);
     let pod = &dep["spec"]["template"]["spec"];
@@ -343,8 +363,15 @@ fn k8s_manifests_reference_each_other_and_probe_health_and_readiness() {
     for path in [env["BUTLER_DATA_DIR"], "/tmp"] {
         assert!(volumes[mounts[path]]["emptyDir"].is_object(), "{path} is a writable emptyDir");
     }
+    // The workspace is the claim every replica mounts, never a per-pod emptyDir.
+    assert_eq!(env["BUTLER_TOOLS__WORKSPACE_DIR"], WORKSPACE);
+    let workspace = volumes[mounts[WORKSPACE]];
+    assert!(workspace["emptyDir"].is_null(), "the workspace is not a per-pod emptyDir");
+    let claim = yaml("k8s/base/workspace.yaml");
+    assert_eq!(claim["kind"], "PersistentVolumeClaim");
+    assert_eq!(workspace["persistentVolumeClaim"]["claimName"], claim["metadata"]["name"], "the workspace claim");
     let cm_volume = volumes[mounts[config_path.parent().unwrap().to_str().unwrap()]];
-    let cm = yaml("k8s/configmap.yaml");
+    let cm = yaml("k8s/base/configmap.yaml");
     assert_eq!(cm_volume["configMap"]["name"], cm["metadata"]["name"], "the config comes from the ConfigMap");
     let file = config_path.file_name().unwrap().to_str().unwrap();
     let toml_text = cm["data"][file].as_str().expect("the ConfigMap holds the config file");
@@ -354,26 +381,67 @@ fn k8s_manifests_reference_each_other_and_probe_health_and_readiness() {
     let mut vars: BTreeMap<String, String> =
         secret_data.iter().map(|(k, v)| (k.clone(), v.as_str().unwrap().to_string())).collect();
     vars.extend(env.iter().map(|(k, v)| (k.to_string(), v.to_string())));
-    let cfg = parse_str(toml_text, "k8s/configmap.yaml", &Env::from_pairs(vars))
+    let cfg = parse_str(toml_text, "k8s/base/configmap.yaml", &Env::from_pairs(vars))
         .unwrap_or_else(|e| panic!("the ConfigMap's butler.toml: {e}"));
     butler::app::check_config(&cfg).unwrap_or_else(|e| panic!("the ConfigMap's butler.toml fails the check: {e}"));
     assert_eq!(port_of(&cfg.server.listen), PORT);
     for var in toml_text.split("${").skip(1).map(|s| s.split('}').next().unwrap()) {
         assert!(secret_data.contains_key(var), "${{{var}}} is not in the Secret");
     }
-    let bare = parse_str(toml_text, "k8s/configmap.yaml", &Env::from_pairs(Vec::<(String, String)>::new()));
+    let bare = parse_str(toml_text, "k8s/base/configmap.yaml", &Env::from_pairs(Vec::<(String, String)>::new()));
     assert!(bare.is_err(), "without the Secret the config does not load");
 
-    let svc = yaml("k8s/service.yaml");
+    let svc = yaml("k8s/base/service.yaml");
     assert_eq!(&svc["spec"]["selector"], labels);
     assert_eq!(svc["spec"]["ports"][0]["targetPort"].to_string(), PORT);
-    let pdb = yaml("k8s/pdb.yaml");
-    assert_eq!(pdb["kind"], "PodDisruptionBudget");
-    assert_eq!(pdb["spec"]["minAvailable"], 1);
-    assert_eq!(&pdb["spec"]["selector"]["matchLabels"], labels);
-    for doc in K8S_RESOURCES.iter().map(|f| yaml(&format!("k8s/{f}"))) {
+    for doc in K8S_RESOURCES.iter().map(|f| yaml(&format!("k8s/base/{f}"))) {
         assert!(doc["apiVersion"].is_string() && doc["metadata"]["name"].is_string(), "{doc}");
     }
+}
+
+#[test]
+fn k8s_replicas_overlay_shares_one_read_write_many_workspace_spreads_and_scales() {
+    let kust = yaml("k8s/replicas/kustomization.yaml");
+    let list = |v: &Value| -> Vec<String> {
+        v.as_array().unwrap().iter().map(|x| x.as_str().map_or_else(|| x["path"].to_string(), str::to_string)).collect()
+    };
+    assert_eq!(list(&kust["resources"]), ["../base", "pdb.yaml", "hpa.yaml"]);
+    let patches: Vec<String> = list(&kust["patches"]).iter().map(|p| p.trim_matches('"').to_string()).collect();
+    assert_eq!(patches, ["spread.yaml", "workspace-rwx.yaml"]);
+    let base = yaml("k8s/base/deployment.yaml");
+    let labels = &base["spec"]["template"]["metadata"]["labels"];
+
+    // Several replicas, each preferably on its own node; nothing per pod at the workspace.
+    let spread = yaml("k8s/replicas/spread.yaml");
+    assert_eq!((&spread["kind"], &spread["metadata"]["name"]), (&base["kind"], &base["metadata"]["name"]));
+    assert!(spread["spec"]["replicas"].as_u64().unwrap() >= 3);
+    let anti = &spread["spec"]["template"]["spec"]["affinity"]["podAntiAffinity"]
+        ["preferredDuringSchedulingIgnoredDuringExecution"][0]["podAffinityTerm"];
+    assert_eq!(anti["topologyKey"], "kubernetes.io/hostname");
+    assert_eq!(&anti["labelSelector"]["matchLabels"], labels);
+    assert!(spread["spec"]["template"]["spec"]["volumes"].is_null(), "the overlay changes no volume");
+
+    // The one workspace claim, made ReadWriteMany, and the README's storage named.
+    let rwx = yaml("k8s/replicas/workspace-rwx.yaml");
+    let claim = yaml("k8s/base/workspace.yaml");
+    assert_eq!((&rwx["kind"], &rwx["metadata"]["name"]), (&claim["kind"], &claim["metadata"]["name"]));
+    assert_eq!(rwx["spec"]["accessModes"], serde_json::json!(["ReadWriteMany"]));
+    let said = format!("{}{}", read("k8s/replicas/kustomization.yaml"), read("../README.md"));
+    for storage in ["NFS", "CephFS", "EFS", "Azure Files", "Filestore"] {
+        assert!(said.contains(storage), "{storage} is named as storage that provides ReadWriteMany");
+    }
+
+    let hpa = yaml("k8s/replicas/hpa.yaml");
+    assert_eq!(hpa["kind"], "HorizontalPodAutoscaler");
+    assert_eq!(hpa["spec"]["scaleTargetRef"]["kind"], "Deployment");
+    assert_eq!(hpa["spec"]["scaleTargetRef"]["name"], base["metadata"]["name"]);
+    assert!(hpa["spec"]["minReplicas"].as_u64().unwrap() >= 2);
+    assert!(hpa["spec"]["maxReplicas"].as_u64() > hpa["spec"]["minReplicas"].as_u64());
+    assert_eq!(hpa["spec"]["metrics"][0]["resource"]["name"], "cpu");
+    let pdb = yaml("k8s/replicas/pdb.yaml");
+    assert_eq!(pdb["kind"], "PodDisruptionBudget");
+    assert!(pdb["spec"]["minAvailable"].as_u64().unwrap() < hpa["spec"]["minReplicas"].as_u64().unwrap());
+    assert_eq!(&pdb["spec"]["selector"]["matchLabels"], labels);
 }
 
 // ---------- systemd ----------

@@ -31,6 +31,7 @@ mod secrets;
 mod skills;
 mod streams;
 mod telemetry;
+mod workspace;
 
 use serde_json::{json, Value};
 use std::time::{Duration, Instant};

@@ -130,3 +130,32 @@ fn secrets_in_channel_sections_are_masked() {
     }
     assert!(!format!("{config:?}").contains("s3cr3t"), "Debug masks them too");
 }
+
+#[test]
+fn replicas_compare_section_digests_without_secrets_or_their_own_keys() {
+    let base = "[llm]\nmodel = \"m1\"\napi_key = \"sk-one\"\n\n[channels.matrix]\nhomeserver = \"https://m.example\"\n\
+                user_id = \"@b:m.example\"\npassword = \"pw1\"\nstore_path = \"/r1\"\nallowed = []\n";
+    let digests = |extra: &str, from: &str, to: &str| {
+        let text = format!("{}{extra}", base.replace(from, to));
+        parse(&text, &[]).unwrap().section_digests()
+    };
+    let mine = digests("", "", "");
+    // (a change, the sections that then differ)
+    let cases: &[(&str, &str, &str, &[&str])] = &[
+        ("", "m1", "m2", &["llm"]),
+        ("[skills]\ndirs = [\"/s\"]\n", "", "", &["skills"]),
+        ("[server]\nlisten = \"127.0.0.1:9999\"\n", "", "", &[]),
+        ("", "/r1", "/r2", &[]),
+        ("", "sk-one", "sk-two", &[]),
+        ("", "pw1", "pw2", &[]),
+        ("", "https://m.example", "https://other.example", &["channels"]),
+    ];
+    for (extra, from, to, want) in cases {
+        let theirs = digests(extra, from, to);
+        let differ: Vec<&String> =
+            mine.keys().chain(theirs.keys()).filter(|k| mine.get(*k) != theirs.get(*k)).collect();
+        let mut differ: Vec<&str> = differ.into_iter().map(String::as_str).collect();
+        differ.dedup();
+        assert_eq!(differ, *want, "{extra}{from}->{to}");
+    }
+}
