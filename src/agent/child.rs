@@ -103,8 +103,7 @@ pub(super) trait ChildHost: Send + Sync {
     fn running(&self) -> &Arc<crate::delegate::Running>;
     /// An owned handle, for background children.
     fn owned(&self) -> Arc<dyn ChildHost>;
-    /// Runs one child turn on `tier` with only `tools` to its end, and stores its
-    /// messages (the final one from `finish`).
+    /// Runs one child turn on `tier` with only `tools` to its end; stores its messages.
     async fn child_turn(
         &self,
         child: (&str, &Tools),
@@ -119,9 +118,9 @@ pub(super) struct Children<'a> {
 }
 
 impl Children<'_> {
-    /// Runs a round's delegate calls: background ones start and answer at once, foreground
-    /// ones run concurrently (at most `max_parallel`), each isolated: one failing (or panicking)
-    /// never stops the others, and every call gets a result or waits for a person.
+    /// Runs a round's delegate calls: background ones start and answer at once, foreground ones
+    /// concurrently (at most `max_parallel`, a failing one never stopping the others), each
+    /// getting a result or waiting for a person.
     pub(super) async fn run(&self, parent: &Parent, calls: Vec<(ToolCall, Value)>) -> Result<ChildRound, StoreError> {
         let max = self.agent.config().delegation.max_parallel.max(1);
         let runs = calls.into_iter().map(|(call, args)| {
@@ -242,6 +241,7 @@ impl Children<'_> {
             finished_ms: None,
             delivered_ms: None,
             origin: parent.tree.chain.origin().to_string(),
+            worker: self.agent.running().worker().to_string(),
         };
         let row = store.delegations.delegation_start(&row).await?;
         tracing::info!(task = %row.id, tier = %row.tier, model = %row.model, depth = row.depth, background = row.background, "child agent started");
@@ -511,7 +511,7 @@ impl Children<'_> {
             return;
         }
         running.chains().report_pending(chain, &ended.id);
-        if let Err(e) = deliver(self.agent.store(), &ended, Some(chain.totals())).await {
+        if let Err(e) = deliver(self.agent.store().reports(), &ended, Some(chain.totals())).await {
             tracing::warn!(task = %ended.id, error = %e, "background result not handed over; it is at next start");
         }
     }

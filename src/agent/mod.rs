@@ -38,7 +38,7 @@ pub(crate) use input::{Start, TurnError, TurnInput, TurnOutcome};
 pub(crate) use progress::{Nudge, NullObserver, TurnObserver};
 pub(crate) use prompt::{profile_section, system_prompt};
 pub use stores::AgentStores;
-pub(crate) use tasks::recover_background;
+pub(crate) use tasks::{recover_background, report_orphans};
 pub use turn::Agent;
 pub(crate) use turn::AgentParts;
 pub(crate) use window::SessionState;

@@ -31,3 +31,13 @@ pub struct AgentStores {
     /// What the tools of a turn get, scoped to its user.
     pub tools: ToolStores,
 }
+
+/// What a background task's report needs: its row, and the parent's inbox.
+pub type Reports<'a> = (&'a dyn DelegationStore, &'a dyn InboxStore);
+
+impl AgentStores {
+    /// [`Reports`] from these stores.
+    pub fn reports(&self) -> Reports<'_> {
+        (&*self.delegations, &*self.inbox)
+    }
+}

@@ -6,7 +6,7 @@
 
 use super::context::INTERRUPTED;
 use super::exec::ToolResult;
-use super::stores::AgentStores;
+use super::stores::{AgentStores, Reports};
 use crate::clock::now_ms;
 use crate::delegate::Totals;
 use crate::ids::TASK_SOURCE;
@@ -106,11 +106,7 @@ pub(super) fn report_of(event: &InboundEvent) -> Option<Report> {
 /// Hands an ended background task's result to the parent's conversation: an inbox event
 /// `task:<id>` (its id makes it once) with its chain's origin and `totals`, then marks the
 /// task delivered.
-pub(crate) async fn deliver(
-    store: &AgentStores,
-    row: &DelegationRow,
-    totals: Option<Totals>,
-) -> Result<(), StoreError> {
+pub(crate) async fn deliver(store: Reports<'_>, row: &DelegationRow, totals: Option<Totals>) -> Result<(), StoreError> {
     let Ok(identity) = row.requester.parse() else {
         return Err(StoreError::Corrupt(format!("delegations.requester `{}`", row.requester)));
     };
@@ -145,8 +141,8 @@ pub(crate) async fn deliver(
         at_ms: now_ms(),
         attachments: Vec::new(),
     };
-    store.inbox.inbox_insert(&event).await?;
-    store.delegations.delegation_delivered(&row.id).await?;
+    store.1.inbox_insert(&event).await?;
+    store.0.delegation_delivered(&row.id).await?;
     Ok(())
 }
 
@@ -168,8 +164,35 @@ pub(crate) async fn recover_background(store: &AgentStores) -> Result<usize, Sto
         } else {
             row
         };
-        deliver(store, &row, None).await?;
+        deliver(store.reports(), &row, None).await?;
         handed += 1;
     }
     Ok(handed)
+}
+
+/// With several replicas (the reaper, on one of them): background tasks of replicas no longer
+/// alive are reported, once each: an open one as interrupted (the compare-and-swap on the open
+/// row decides who), an ended one whose result was not handed over yet as it ended. The
+/// report's event id (`task:<id>`) keeps it once in the inbox.
+pub(crate) async fn report_orphans(reports: Reports<'_>, alive: &[String]) -> Result<usize, StoreError> {
+    let filter = crate::store::DelegationFilter { background_only: true, limit: 1000, ..Default::default() };
+    let mut reported = 0;
+    for row in reports.0.delegations_list(&filter).await? {
+        if row.delivered_ms.is_some() || row.worker.is_empty() || alive.contains(&row.worker) {
+            continue;
+        }
+        let row = if row.status.is_open() {
+            let why = "interrupted: the replica running it stopped";
+            let update = DelegationUpdate::to(DelegationStatus::Interrupted, None, Some(why));
+            match reports.0.delegation_update(&row.id, &update).await? {
+                Some(r) => r,
+                None => continue,
+            }
+        } else {
+            row
+        };
+        deliver(reports, &row, None).await?;
+        reported += 1;
+    }
+    Ok(reported)
 }

@@ -171,7 +171,7 @@ impl App {
         let mcp = McpManager::start(&cfg.mcp);
         // Children run in this process; background ones stop at shutdown and are reported as
         // interrupted at the next start.
-        let running = crate::delegate::Running::new(CancellationToken::new());
+        let running = crate::delegate::Running::new(CancellationToken::new()).on_worker(cluster.worker());
         // With several replicas another one may be running them: see ARCHITECTURE.md.
         let recall = embeddings::recall(&cfg, &store, &background).await?;
         let agent_stores = stores::agent(&store, &recall);
@@ -536,7 +536,7 @@ fn start_intake(
     let intake = Tasks::default();
     let (tasks, stop) = (&intake.tracker, &intake.cancel);
     tasks.spawn(Arc::new(dispatcher).run(stop.clone()));
-    replicas::start_reaper(cluster, (store.clone(), (store.clone(), store.clone())), ingress.clone(), &intake);
+    replicas::start_reaper(cluster, (store.clone(), replicas::leftovers(store)), ingress.clone(), &intake);
     if let Some(schedules) = schedules {
         tasks.spawn(schedules.run(ingress.clone(), stop.clone()));
     }

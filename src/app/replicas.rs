@@ -85,16 +85,28 @@ pub(super) fn start_reaper(
 /// to `pending` (charged like a crash, only to the events that were running), everyone is
 /// woken to claim them, and the reply drafts a dead replica left to events that ended are
 /// settled.
-/// What a dead replica leaves: the events it held, and its reply drafts.
-pub(super) type Leftovers = (Arc<dyn ReplicaStore>, Arc<dyn RecoveryStore>);
+/// What a dead replica leaves: the events it held, its reply drafts, its background tasks
+/// (their rows, and the inbox their reports go to).
+pub(super) type Leftovers = (
+    Arc<dyn ReplicaStore>,
+    Arc<dyn RecoveryStore>,
+    Arc<dyn crate::store::DelegationStore>,
+    Arc<dyn crate::store::InboxStore>,
+);
 
-async fn take_over_dead(cluster: Arc<Cluster>, (events, drafts): Leftovers, cancel: CancellationToken) {
+/// [`Leftovers`] from the store.
+pub(super) fn leftovers(store: &Arc<dyn crate::store::Store>) -> Leftovers {
+    (store.clone(), store.clone(), store.clone(), store.clone())
+}
+
+async fn take_over_dead(cluster: Arc<Cluster>, (events, drafts, tasks, inbox): Leftovers, cancel: CancellationToken) {
     if !cluster.shared() {
         return;
     }
     let mut tick = tokio::time::interval((cluster.lease_ttl() / 3).max(Duration::from_millis(100)));
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut known: Vec<String> = Vec::new();
+    let mut first = true;
     loop {
         tokio::select! {
             _ = tick.tick() => {}
@@ -117,6 +129,21 @@ async fn take_over_dead(cluster: Arc<Cluster>, (events, drafts): Leftovers, canc
                 gone = true;
             }
             Err(e) => tracing::warn!(error = %e, "could not take back a dead replica's events"),
+        }
+        // Background tasks of a replica gone (or, at the first look, gone before this leader).
+        if gone || first {
+            match crate::agent::report_orphans((&*tasks, &*inbox), &alive).await {
+                Ok(0) => first = false,
+                Ok(n) => {
+                    first = false;
+                    tracing::warn!(tasks = n, "reported the background tasks of a replica that stopped");
+                    cluster.publish(Topic::Wake, "*").await;
+                }
+                Err(e) => {
+                    first = true;
+                    tracing::warn!(error = %e, "could not report a dead replica's background tasks");
+                }
+            }
         }
         if gone {
             match crate::outbox::settle_orphan_drafts(&*drafts).await {

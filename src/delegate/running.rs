@@ -24,6 +24,8 @@ pub struct Running {
     days: Arc<Days>,
     tracker: TaskTracker,
     shutdown: CancellationToken,
+    /// This replica's worker id, recorded on the children it runs.
+    worker: std::sync::OnceLock<String>,
 }
 
 /// One of a user's background places, given back when dropped (the task ended, however).
@@ -70,7 +72,19 @@ impl Running {
             days: Arc::new(Days::default()),
             tracker: TaskTracker::new(),
             shutdown,
+            worker: std::sync::OnceLock::new(),
         })
+    }
+
+    /// These children run on replica `worker` (set once, at start).
+    pub fn on_worker(self: Arc<Self>, worker: &str) -> Arc<Self> {
+        let _ = self.worker.set(worker.to_string());
+        self
+    }
+
+    /// The replica the children run on ("" when not told).
+    pub fn worker(&self) -> &str {
+        self.worker.get().map_or("", String::as_str)
     }
 
     fn lock(&self) -> MutexGuard<'_, HashMap<String, CancellationToken>> {

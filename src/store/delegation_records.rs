@@ -96,6 +96,9 @@ pub struct DelegationRow {
     /// tasks and the turns their reports start share one origin (empty for rows made before it
     /// was recorded). `/tasks` shows a chain as one entry.
     pub origin: String,
+    /// The replica running it (its worker id): a background task whose replica is gone is
+    /// reported as interrupted by the others' reaper. Empty on rows made before it was recorded.
+    pub worker: String,
 }
 
 /// How a delegation moves on: its new status and, when it ends, what it returned and spent.

@@ -23,6 +23,7 @@ mod lifecycle;
 #[cfg(feature = "matrix")]
 mod matrix;
 mod mcp;
+mod orphans;
 mod phones;
 mod private;
 mod replicas;

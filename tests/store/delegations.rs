@@ -36,6 +36,7 @@ fn row(id: &str, parent: &str, call: &str, background: bool, created_ms: i64) ->
         finished_ms: None,
         delivered_ms: None,
         origin: "web:c1:m1".into(),
+        worker: "4242-w1".into(),
     }
 }
 

@@ -14,7 +14,7 @@ macro_rules! delegation_cols {
         "id, parent_session_id, parent_call_id, child_session_id, root_session_id, user_id, requester, conversation, \
          group_chat, depth, \
          archetype, tier, model, tools, task, background, status, result, reason, cost_usd, input_tokens, \
-         output_tokens, created_ms, finished_ms, delivered_ms, origin"
+         output_tokens, created_ms, finished_ms, delivered_ms, origin, worker"
     };
 }
 pub(crate) use delegation_cols;
@@ -47,6 +47,7 @@ pub(crate) struct DelegationRaw {
     finished_ms: Option<i64>,
     delivered_ms: Option<i64>,
     origin: String,
+    worker: String,
 }
 
 impl TryFrom<DelegationRaw> for DelegationRow {
@@ -79,6 +80,7 @@ impl TryFrom<DelegationRaw> for DelegationRow {
             finished_ms: r.finished_ms,
             delivered_ms: r.delivered_ms,
             origin: r.origin,
+            worker: r.worker,
         })
     }
 }
@@ -97,8 +99,8 @@ macro_rules! impl_delegations {
                     "INSERT INTO delegations (id, parent_session_id, parent_call_id, child_session_id, \
                      root_session_id, user_id, requester, conversation, group_chat, depth, archetype, tier, model, tools, \
                      task, background, status, result, reason, cost_usd, input_tokens, output_tokens, created_ms, \
-                     finished_ms, delivered_ms, origin) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, \
-                     $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26) ON CONFLICT (parent_session_id, parent_call_id) DO NOTHING",
+                     finished_ms, delivered_ms, origin, worker) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, \
+                     $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27) ON CONFLICT (parent_session_id, parent_call_id) DO NOTHING",
                 )
                 .bind(row.id.as_str())
                 .bind(row.parent_session_id.as_str())
@@ -126,6 +128,7 @@ macro_rules! impl_delegations {
                 .bind(row.finished_ms)
                 .bind(row.delivered_ms)
                 .bind(row.origin.as_str())
+                .bind(row.worker.as_str())
                 .execute(self.writer())
                 .await
                 .map_err(db_err)?;
