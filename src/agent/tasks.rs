@@ -149,25 +149,7 @@ pub(crate) async fn deliver(store: Reports<'_>, row: &DelegationRow, totals: Opt
 /// At start (one process owns its conversations): background tasks a dead process left open
 /// are reported as interrupted, once, and ended results not yet handed over are handed over.
 pub(crate) async fn recover_background(store: &AgentStores) -> Result<usize, StoreError> {
-    let filter = crate::store::DelegationFilter { background_only: true, limit: 1000, ..Default::default() };
-    let mut handed = 0;
-    for row in store.delegations.delegations_list(&filter).await? {
-        if row.delivered_ms.is_some() {
-            continue;
-        }
-        let row = if row.status.is_open() {
-            let update = DelegationUpdate::to(DelegationStatus::Interrupted, None, Some("interrupted by a restart"));
-            match store.delegations.delegation_update(&row.id, &update).await? {
-                Some(r) => r,
-                None => continue,
-            }
-        } else {
-            row
-        };
-        deliver(store.reports(), &row, None).await?;
-        handed += 1;
-    }
-    Ok(handed)
+    hand_over_left(store.reports(), "interrupted by a restart", |_| true).await
 }
 
 /// With several replicas (the reaper, on one of them): background tasks of replicas no longer
@@ -175,14 +157,24 @@ pub(crate) async fn recover_background(store: &AgentStores) -> Result<usize, Sto
 /// row decides who), an ended one whose result was not handed over yet as it ended. The
 /// report's event id (`task:<id>`) keeps it once in the inbox.
 pub(crate) async fn report_orphans(reports: Reports<'_>, alive: &[String]) -> Result<usize, StoreError> {
+    let gone = |row: &DelegationRow| !row.worker.is_empty() && !alive.contains(&row.worker);
+    hand_over_left(reports, "interrupted: the replica running it stopped", gone).await
+}
+
+/// Reports the background tasks `left` picks whose result was not handed over: an open one is
+/// first moved to interrupted (`why`), once (compare-and-swap on the open row); how many.
+async fn hand_over_left(
+    reports: Reports<'_>,
+    why: &str,
+    left: impl Fn(&DelegationRow) -> bool,
+) -> Result<usize, StoreError> {
     let filter = crate::store::DelegationFilter { background_only: true, limit: 1000, ..Default::default() };
-    let mut reported = 0;
+    let mut handed = 0;
     for row in reports.0.delegations_list(&filter).await? {
-        if row.delivered_ms.is_some() || row.worker.is_empty() || alive.contains(&row.worker) {
+        if row.delivered_ms.is_some() || !left(&row) {
             continue;
         }
         let row = if row.status.is_open() {
-            let why = "interrupted: the replica running it stopped";
             let update = DelegationUpdate::to(DelegationStatus::Interrupted, None, Some(why));
             match reports.0.delegation_update(&row.id, &update).await? {
                 Some(r) => r,
@@ -192,7 +184,7 @@ pub(crate) async fn report_orphans(reports: Reports<'_>, alive: &[String]) -> Re
             row
         };
         deliver(reports, &row, None).await?;
-        reported += 1;
+        handed += 1;
     }
-    Ok(reported)
+    Ok(handed)
 }
