@@ -45,6 +45,7 @@ pub mod metrics;
 pub mod outbox;
 pub mod permissions;
 pub mod schedule;
+pub mod secrets;
 pub mod session;
 pub mod skills;
 pub mod status;

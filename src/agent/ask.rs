@@ -9,7 +9,7 @@
 use crate::llm::ToolCall;
 use crate::permissions::approval::{approval_id, args_hash};
 use crate::store::{ApprovalKind, ApprovalRow, ApprovalStatus};
-use crate::tools::{Risk, Tool, ToolCtx, ToolError, ToolSpec};
+use crate::tools::{Tool, ToolCtx, ToolError, ToolSpec};
 use async_trait::async_trait;
 use butler_channel::InboundEvent;
 use serde_json::{json, Value};
@@ -56,7 +56,6 @@ impl AskUser {
                 "additionalProperties": false
             }),
             read_only: true,
-            risk: Risk::Low,
         };
         Self { spec }
     }

@@ -11,7 +11,7 @@
 use super::narrow::Narrowing;
 use crate::llm::{ToolCall, ToolDef};
 use crate::store::{NewMessage, Role};
-use crate::tools::{parse_args, Risk, Tool, ToolCtx, ToolError, ToolSpec, Tools};
+use crate::tools::{parse_args, Tool, ToolCtx, ToolError, ToolSource, ToolSpec, Tools};
 use async_trait::async_trait;
 use serde_json::{json, Value};
 use std::collections::BTreeSet;
@@ -75,6 +75,33 @@ fn search<'a>(entries: &'a [Entry], query: &str) -> Vec<&'a Entry> {
         .collect();
     scored.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.name.cmp(&b.1.name)));
     scored.into_iter().take(MAX_HITS).map(|(_, e)| e).collect()
+}
+
+/// The names of the tools a turn may share with a helper: all but its `tool_search`.
+pub(super) fn shareable(tools: &Tools) -> Vec<String> {
+    tools.names().into_iter().filter(|n| *n != SEARCH_TOOL).map(String::from).collect()
+}
+
+/// A helper's share of its parent's tools, split as a turn's are: the parent agent's own tools
+/// (`builtin`) are always offered; the rest (the MCP servers') become the helper's tool source,
+/// so a helper given many of them gets a `tool_search` of its own. The parent's `tool_search` is
+/// never passed on: it searches and unlocks in the parent's catalog.
+pub(super) fn child_tools(builtin: &Tools, share: &Tools) -> (Tools, Option<Arc<dyn ToolSource>>) {
+    let names: Vec<&str> = share.names().into_iter().filter(|n| *n != SEARCH_TOOL).collect();
+    let own: Vec<String> = names.iter().filter(|n| builtin.get(n).is_some()).map(|n| n.to_string()).collect();
+    let found: Vec<Arc<dyn Tool>> =
+        names.iter().filter(|n| builtin.get(n).is_none()).filter_map(|n| share.get(n).cloned()).collect();
+    let source = (!found.is_empty()).then(|| Arc::new(Found(found)) as Arc<dyn ToolSource>);
+    (share.only(&own), source)
+}
+
+/// The fixed tools a helper was given beyond its parent agent's own.
+struct Found(Vec<Arc<dyn Tool>>);
+
+impl ToolSource for Found {
+    fn tools(&self, reserved: &BTreeSet<String>) -> Vec<Arc<dyn Tool>> {
+        self.0.iter().filter(|t| !reserved.contains(&t.spec().name)).cloned().collect()
+    }
 }
 
 /// The searchable tools of one turn and the ones unlocked so far.
@@ -189,7 +216,6 @@ impl ToolSearch {
                 "additionalProperties": false
             }),
             read_only: true,
-            risk: Risk::Low,
         };
         Self { spec, catalog }
     }

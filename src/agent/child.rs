@@ -154,7 +154,7 @@ impl Children<'_> {
             Ok(a) => a,
             Err(e) => return refuse(format!("invalid arguments: {e}")),
         };
-        let names: Vec<String> = parent.tools.names().into_iter().map(String::from).collect();
+        let names = super::catalog::shareable(&parent.tools);
         let cfg = self.agent.config();
         let plan = match plan(cfg, args, parent.tree.depth, &names) {
             Ok(p) => p,

@@ -71,6 +71,7 @@ pub(super) async fn run_calls(
     for (i, ready) in calls.iter().cloned().enumerate() {
         let ctx = ctx.clone();
         let span = info_span!("tool", tool = %ready.call.name, call_id = %ready.call.id);
+        let timeout = ready.tool.time_limit().unwrap_or(timeout);
         let handle = set.spawn(
             async move {
                 let (outcome, label) = match tokio::time::timeout(timeout, ready.tool.call_rich(&ctx, ready.args)).await

@@ -23,6 +23,7 @@ mod host;
 mod input;
 mod narrow;
 mod notices;
+mod own;
 mod progress;
 mod prompt;
 mod rerun;
@@ -35,6 +36,7 @@ mod window;
 
 pub use ask::ASK_USER_TOOL;
 pub(crate) use input::{Start, TurnError, TurnInput, TurnOutcome};
+pub(crate) use own::with_agent_tools;
 pub(crate) use progress::{Nudge, NullObserver, TurnObserver};
 pub(crate) use prompt::{profile_section, system_prompt};
 pub use stores::AgentStores;

@@ -109,12 +109,7 @@ impl Agent {
     /// An agent calling `parts`, with the limits, prices, memory recall and context window of `cfg`.
     pub(crate) fn new(cfg: &Config, parts: AgentParts) -> Self {
         let AgentParts { store, tiers, tools, policy, hooks, nudge, skills, running } = parts;
-        let mut tools = tools;
-        // `ask_user` is offered in every turn; the tool round answers its calls (questions).
-        tools.add(Arc::new(super::ask::AskUser::new()));
-        if cfg.agent.delegation.max_depth > 0 {
-            tools.add(Arc::new(super::delegate_tool::DelegateTool::new(&cfg.agent)));
-        }
+        let tools = super::own::with_agent_tools(&cfg.agent, tools);
         let chat = tiers.get(crate::config::CHAT_TIER);
         Self {
             store,
@@ -160,16 +155,15 @@ impl Agent {
         super::rerun::Rerun { store: &self.store, nudge: &*self.nudge, children: Children { agent: self } }
     }
 
-    /// The agent of a child on `tier`: the tier's model, only `tools`, the child's
-    /// own iteration limit, no memory recall (a child's context is its task alone).
+    /// The agent of a child on `tier`: the tier's model, only `tools` (its own `tool_search`
+    /// over many), the child's own iteration limit, no memory recall (its context is its task).
     pub(super) fn child(&self, tier: &str, tools: &Tools) -> Agent {
         let mut child = self.clone();
         let choice = self.tiers.get(tier);
         child.llm = choice.provider;
         child.context_window = choice.context_window;
         child.max_tokens = choice.max_tokens;
-        child.tools = tools.clone();
-        child.tool_source = None;
+        (child.tools, child.tool_source) = super::catalog::child_tools(&self.tools, tools);
         child.auto_recall = false;
         child.limits.max_iterations = self.delegation.delegation.max_iterations;
         child

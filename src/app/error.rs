@@ -15,6 +15,8 @@ pub enum AppError {
     Sandbox(#[from] crate::tools::sandbox::SandboxError),
     #[error(transparent)]
     Hooks(#[from] crate::hooks::HooksError),
+    #[error(transparent)]
+    Secrets(#[from] crate::secrets::SecretsError),
     #[error("{0}; start Redis or fix [redis] url (or remove [redis] to run one process)")]
     Redis(crate::cluster::ClusterError),
     /// The config asks for replicas in a way that cannot work.

@@ -2,6 +2,7 @@
 //! them in order. This is the only place that knows all the parts; it must stay free of
 //! business logic.
 
+mod agent;
 mod embeddings;
 mod error;
 mod panels;
@@ -10,19 +11,19 @@ pub(crate) mod shared;
 mod stores;
 mod tasks;
 
+pub use agent::{config_warnings, own_tool_names};
 pub use error::AppError;
 use tasks::Tasks;
 
-use crate::agent::{Agent, AgentParts, AgentStores};
+use crate::agent::Agent;
 use crate::cluster::{Cluster, RedisGate};
-use crate::config::Config;
+use crate::config::{Config, SandboxMode};
 use crate::hooks::Hooks;
 use crate::http::{self, Health};
 use crate::ingress::{Dispatcher, InboxIngress};
 use crate::llm::{Provider, Tiers};
 use crate::mcp::McpManager;
 use crate::outbox::{Channels, Deliverer, DeliveryConfig};
-use crate::permissions::Policy;
 use crate::session::{SessionDeps, Sessions};
 use crate::store::{self, Store};
 use crate::tools::Tool;
@@ -70,6 +71,7 @@ impl AppOptions {
 /// call them itself.
 pub const CONFIG_CHECKS: crate::config::OwnerChecks<'static> = crate::config::OwnerChecks {
     permissions: crate::permissions::check_config,
+    secrets: crate::secrets::check_config,
     tools: crate::tools::check_config,
     schedules: crate::schedule::check_config,
     channels: &crate::channels::BuiltIn,
@@ -93,21 +95,6 @@ pub fn check_config(cfg: &Config) -> Result<(), crate::config::ConfigError> {
 /// registered) in place of the built-in registry.
 pub fn check_config_with(cfg: &Config, channels: &crate::channels::Registry) -> Result<(), crate::config::ConfigError> {
     cfg.validate_with(&crate::config::OwnerChecks { channels, ..CONFIG_CHECKS })
-}
-
-/// Files no tool may touch: the config file and the SQLite database with its journals.
-fn protected_paths(cfg: &Config, config_path: Option<&std::path::Path>) -> Vec<std::path::PathBuf> {
-    let mut out: Vec<std::path::PathBuf> = config_path.map(|p| p.to_path_buf()).into_iter().collect();
-    let url = cfg.database.url.expose();
-    if let Some(path) = url.strip_prefix("sqlite://").or_else(|| url.strip_prefix("sqlite:")) {
-        let path = path.split('?').next().unwrap_or(path);
-        if !path.is_empty() && !path.contains(":memory:") {
-            for suffix in ["", "-wal", "-shm", "-journal"] {
-                out.push(std::path::PathBuf::from(format!("{path}{suffix}")));
-            }
-        }
-    }
-    out
 }
 
 /// A running Butler.
@@ -142,6 +129,8 @@ impl App {
     pub async fn start(opts: AppOptions) -> Result<Self, AppError> {
         let cfg = opts.config;
         let hooks = check_isolation(&cfg)?;
+        // The named secrets, read once (a `file` that cannot be read stops the start here).
+        let vault = crate::secrets::Vault::load(&cfg)?;
         let store = open_store(&cfg).await?;
         // The terminal and the local page are one person before anything is said to either.
         crate::triage::access::ensure_local_owner(&*store, &local_identities(&cfg), &cfg.agent.timezone).await?;
@@ -168,7 +157,7 @@ impl App {
         let claims: Option<Arc<dyn store::ReplicaStore>> = cluster.shared().then(|| store.clone() as _);
         let deliverer = Deliverer::new(store.clone(), channels.clone(), DeliveryConfig::default(), claims);
         // The servers join as they become ready; start-up never waits for one.
-        let mcp = McpManager::start(&cfg.mcp);
+        let mcp = McpManager::start(&cfg.mcp, std::path::Path::new(&cfg.tools.workspace_dir), &vault);
         // Children run in this process; background ones stop at shutdown and are reported as
         // interrupted at the next start.
         let running = crate::delegate::Running::new(CancellationToken::new()).on_worker(cluster.worker());
@@ -180,12 +169,22 @@ impl App {
             tracing::info!(recovered, "background task results handed over after an earlier stop");
         }
         let media = Arc::new(crate::media::Media::new(&cfg.media, files));
-        let agent =
-            build_agent(&cfg, agent_stores, &tiers, &deliverer, hooks, opts.extra_tools, opts.config_path.as_deref())
-                .with_running(running.clone())
-                .with_media(media);
+        let agent = agent::build(
+            &cfg,
+            agent_stores,
+            &tiers,
+            &deliverer,
+            (hooks, &vault),
+            opts.extra_tools,
+            opts.config_path.as_deref(),
+        )
+        .with_running(running.clone())
+        .with_media(media);
         let agent = agent.with_tool_source(mcp.clone());
         let archivist = start_archivist(&cfg, &store, &tiers, &background);
+        for warning in crate::delegate::archetype_tool_warnings(&cfg, &agent.tool_names()) {
+            tracing::warn!(%warning, "config");
+        }
         let overview = crate::mcp::ToolsOverview { own: agent.tool_names(), mcp: mcp.clone() };
         let sessions = build_sessions(&cfg, (agent, &store), &channels, &deliverer, archivist, &cluster);
         let access = build_access(&cfg, &gate, &cluster);
@@ -272,6 +271,11 @@ fn check_isolation(cfg: &Config) -> Result<Arc<Hooks>, AppError> {
             "shell tool on"
         );
     }
+    // Nor does a stdio MCP server (bubblewrap unless it says `sandbox = "none"`).
+    let jailed = cfg.mcp.servers.iter().position(|s| s.command.is_some() && s.sandbox == SandboxMode::Bwrap);
+    if let Some(index) = jailed.filter(|_| crate::tools::sandbox::find_bwrap().is_none()) {
+        return Err(crate::tools::sandbox::SandboxError::ServerBwrapMissing { index }.into());
+    }
     // Nor does a hook with `sandbox = true`.
     Ok(Arc::new(Hooks::try_new(&cfg.hooks)?))
 }
@@ -350,45 +354,6 @@ async fn build_channels(
     crate::outbox::settle_orphan_drafts(&**store).await?;
     let routes = platforms.routes.merge(crate::channels::trigger_routes(&cfg.triggers, ingress.clone(), gate));
     Ok(ChannelSet { out, names, routes, hub, uploads, files })
-}
-
-/// The agent: the built-in tools the config turns on, the `skill` tool and the extra ones, the
-/// permission policy (no tool may touch the config file or the database), the hooks, the skills.
-///
-/// The `skill` tool is always registered: the built-in skills always exist, and the catalog is
-/// read live, so skills added later are loadable without a restart. The tool and the agent
-/// (system prompt, `allowed-tools`) share one catalog.
-fn build_agent(
-    cfg: &Config,
-    store: AgentStores,
-    tiers: &Tiers,
-    deliverer: &Arc<Deliverer>,
-    hooks: Arc<Hooks>,
-    extra_tools: Vec<Arc<dyn Tool>>,
-    config_path: Option<&std::path::Path>,
-) -> Agent {
-    let mut tools = crate::tools::builtin_tools(cfg);
-    let skills = Arc::new(crate::skills::skills(cfg));
-    tools.add(Arc::new(crate::skills::SkillTool::new(skills.clone())));
-    for t in extra_tools {
-        tools.add(t);
-    }
-    Agent::new(
-        cfg,
-        AgentParts {
-            store,
-            tiers: tiers.clone(),
-            tools,
-            policy: Arc::new(
-                Policy::new(&cfg.permissions, protected_paths(cfg, config_path))
-                    .with_workspace_root(&cfg.tools.workspace_dir),
-            ),
-            hooks,
-            nudge: deliverer.clone(),
-            skills,
-            running: crate::delegate::Running::new(CancellationToken::new()),
-        },
-    )
 }
 
 /// The archivist (when memory and the archivist are on), a background task that stops last;

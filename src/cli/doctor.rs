@@ -27,13 +27,14 @@ impl Report {
 /// Runs every check; true when all pass.
 pub async fn run(explicit: Option<&Path>) -> bool {
     let mut r = Report { failures: 0 };
-    let cfg = match config::load(explicit, &crate::app::CONFIG_CHECKS) {
+    let (cfg, file) = match config::load(explicit, &crate::app::CONFIG_CHECKS) {
         Ok(loaded) => {
             let src = loaded
                 .source
+                .as_ref()
                 .map_or_else(|| "built-in defaults (no config file)".to_string(), |p| p.display().to_string());
             r.ok("config", src);
-            loaded.config
+            (loaded.config, loaded.source)
         }
         Err(e) => {
             r.fail("config", e, "correct the key named above, then run `butler config check`");
@@ -70,6 +71,8 @@ pub async fn run(explicit: Option<&Path>) -> bool {
             println!("       {d}");
         }
     }
+    // What `butler security audit` finds, as warnings: a deployment choice, not a broken part.
+    super::security::print_lines(&super::security::audit(&cfg, file.as_deref()));
     if r.failures == 0 {
         println!("\nall checks passed");
     } else {
@@ -281,7 +284,11 @@ async fn mcp_servers(r: &mut Report, cfg: &Config) {
     if cfg.mcp.servers.is_empty() {
         return;
     }
-    let manager = McpManager::start(&cfg.mcp);
+    let vault = match crate::secrets::Vault::load(cfg) {
+        Ok(vault) => vault,
+        Err(e) => return r.fail("secrets", e, ""),
+    };
+    let manager = McpManager::start(&cfg.mcp, std::path::Path::new(&cfg.tools.workspace_dir), &vault);
     let longest = cfg.mcp.servers.iter().map(|s| s.connect_timeout_secs).max().unwrap_or(0);
     let deadline = tokio::time::Instant::now() + Duration::from_secs(longest + 1);
     let settled = |m: &McpManager| m.servers().iter().all(|s| !matches!(s.status(), Status::Starting));
@@ -312,7 +319,7 @@ async fn mcp_servers(r: &mut Report, cfg: &Config) {
 
 /// With the shell on: is the sandbox it asks for there, and does it start a command?
 async fn shell_sandbox(r: &mut Report, cfg: &Config) {
-    use crate::tools::sandbox::{Sandbox, SandboxError, SAFE_PATH};
+    use crate::tools::sandbox::{Sandbox, SAFE_PATH};
     let shell = &cfg.tools.shell;
     if !shell.enabled {
         return;
@@ -321,7 +328,7 @@ async fn shell_sandbox(r: &mut Report, cfg: &Config) {
     let sandbox =
         match Sandbox::from_config(shell) {
             Ok(sandbox) => sandbox,
-            Err(e @ SandboxError::BwrapMissing) => return r.fail(
+            Err(e) => return r.fail(
                 WHAT,
                 e,
                 "install bubblewrap (apt-get install bubblewrap), or set [tools.shell] sandbox = \"none\" to accept \

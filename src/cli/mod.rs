@@ -16,6 +16,7 @@ mod model;
 mod pair;
 mod render;
 mod schedule;
+pub mod security;
 mod skills;
 mod usage;
 
@@ -95,11 +96,28 @@ pub enum Command {
         #[command(subcommand)]
         command: skills::SkillsCommand,
     },
+    /// Check the deployment for known exposures (public without a token, open policy, no sandbox,
+    /// secrets in the config file, readable files, link previews, writable skills) and say what
+    /// to change; exit 1 when anything high or medium is found
+    Security {
+        #[command(subcommand)]
+        command: SecurityCommand,
+    },
     /// What the model calls cost today, this week and this month, by model, and the budgets
     Usage {
         /// One person's usage, by any account of theirs (CHANNEL:ID, e.g. telegram:12345); default: everyone's
         #[arg(long)]
         user: Option<String>,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+pub enum SecurityCommand {
+    /// List what to change; `--json` for CI
+    Audit {
+        /// Print the findings as JSON (`{"ok", "findings": [{"id", "severity", "what", "fix"}]}`)
+        #[arg(long)]
+        json: bool,
     },
 }
 
@@ -163,6 +181,9 @@ async fn run(cli: Cli) -> Result<ExitCode, ExitCode> {
                     eprintln!("config: warning: {}", e.describe());
                 }
             }
+            for warning in crate::app::config_warnings(&loaded.config) {
+                eprintln!("config: warning: {warning}");
+            }
             print!("{}", loaded.config.to_masked_toml());
             Ok(ExitCode::SUCCESS)
         }
@@ -194,6 +215,11 @@ async fn run(cli: Cli) -> Result<ExitCode, ExitCode> {
         Command::Backup { path } => backup::backup(load_config(cli.config.as_deref())?.config, &path).await,
         Command::Restore { path } => backup::restore(load_config(cli.config.as_deref())?.config, &path).await,
         Command::Audit { limit } => audit::run(load_config(cli.config.as_deref())?.config, limit).await,
+        Command::Security { command: SecurityCommand::Audit { json } } => {
+            let loaded = load_config(cli.config.as_deref())?;
+            let clean = security::run(&loaded.config, loaded.source.as_deref(), json);
+            Ok(if clean { ExitCode::SUCCESS } else { ExitCode::from(1) })
+        }
         Command::Usage { user } => usage::run(load_config(cli.config.as_deref())?.config, user).await,
         Command::Chat => {
             let loaded = load_config(cli.config.as_deref())?;
@@ -218,6 +244,19 @@ pub fn private_files() {
     // SAFETY: umask only sets this process's file-creation mask; it cannot fail.
     unsafe {
         libc::umask(0o077);
+    }
+}
+
+/// Marks this process non-dumpable: its /proc files (`environ` with the API keys, its memory,
+/// its open files) become unreadable, and the process untraceable, for every other process of
+/// the same user that lacks CAP_SYS_PTRACE - the shell commands, hooks and MCP servers Butler
+/// starts included - and no core dump is written (it would hold the same secrets). The flag is
+/// this process's own: a program Butler starts is dumpable again, and reads only itself.
+pub fn private_process() {
+    // SAFETY: PR_SET_DUMPABLE takes plain integers and changes only this process's flag.
+    let done = unsafe { libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0) };
+    if done != 0 {
+        eprintln!("butler: warning: could not mark the process non-dumpable ({})", std::io::Error::last_os_error());
     }
 }
 

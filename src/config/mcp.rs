@@ -48,6 +48,17 @@ pub struct McpServerConfig {
     pub exclude: Vec<String>,
     /// Its tools count as read-only in the permission engine.
     pub read_only: bool,
+    /// A stdio server runs in bubblewrap (`bwrap`, the default: it sees its own folder, the
+    /// system's programs and `paths`, never Butler's files or processes) or `none`.
+    pub sandbox: super::SandboxMode,
+    /// A sandboxed stdio server may use the network (most servers call an API).
+    pub network: bool,
+    /// Host folders a sandboxed stdio server may read and write besides its own.
+    pub paths: Vec<String>,
+    /// Live processes a stdio server may have (more: it is killed and restarted).
+    pub max_processes: u32,
+    /// Writable memory of each process of a stdio server, in MiB.
+    pub max_memory_mb: u64,
 }
 
 impl Default for McpServerConfig {
@@ -65,6 +76,11 @@ impl Default for McpServerConfig {
             tools: vec!["*".into()],
             exclude: Vec::new(),
             read_only: false,
+            sandbox: super::SandboxMode::Bwrap,
+            network: true,
+            paths: Vec::new(),
+            max_processes: 256,
+            max_memory_mb: 2048,
         }
     }
 }

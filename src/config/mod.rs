@@ -23,6 +23,7 @@ mod roles;
 mod root;
 mod schedules;
 mod secret;
+mod secrets;
 mod sections;
 mod skills;
 #[cfg(test)]
@@ -48,6 +49,7 @@ pub use roles::UserRole;
 pub use root::{Config, OwnerChecks, ScheduleCheck, SectionCheck};
 pub use schedules::{Missed, ScheduleConfig, ScheduleMode, DEFAULT_GRACE_SECS};
 pub use secret::{is_secret_name, redact_url, Secret, SECRET_WORDS};
+pub use secrets::SecretConfig;
 pub use sections::{
     AccessConfig, AccessPolicy, AgentConfig, DatabaseConfig, EmbeddingsConfig, GroupConfig, GroupSession, LimitsConfig,
     MemoryConfig, RedisConfig, Respond, ServerConfig, SignatureKind, TriggerAction, TriggerConfig, TriggerRule,

@@ -10,7 +10,7 @@ use super::validate::{self, Problems};
 use super::{
     AccessConfig, AgentConfig, ChannelChecks, ChannelsConfig, DatabaseConfig, HookConfig, LimitsConfig, LlmConfig,
     LogConfig, McpConfig, MediaConfig, MemoryConfig, NoChannels, PermissionsConfig, RedisConfig, ScheduleConfig,
-    ServerConfig, SkillsConfig, ToolsConfig, TriggerConfig,
+    SecretConfig, ServerConfig, SkillsConfig, ToolsConfig, TriggerConfig,
 };
 use serde::{Deserialize, Serialize};
 
@@ -46,6 +46,9 @@ pub struct Config {
     pub media: MediaConfig,
     /// Log format and traces (`[log]`); checked by `crate::telemetry`.
     pub log: LogConfig,
+    /// Credentials tools use by name (`[secrets.<name>]`); checked and used by `crate::secrets`.
+    #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub secrets: std::collections::BTreeMap<String, SecretConfig>,
 }
 
 impl Config {
@@ -77,6 +80,7 @@ impl Config {
         (owners.skills)(self, &mut p);
         (owners.media)(self, &mut p);
         (owners.log)(self, &mut p);
+        (owners.secrets)(self, &mut p);
         (owners.prices)(self, &mut p);
         p.into_result()
     }
@@ -141,6 +145,8 @@ pub struct OwnerChecks<'a> {
     pub prices: SectionCheck,
     /// `[memory.embeddings]` (`crate::memory`).
     pub memory: SectionCheck,
+    /// `[secrets]` and the `secret:NAME` references to them (`crate::secrets`).
+    pub secrets: SectionCheck,
 }
 
 impl OwnerChecks<'static> {
@@ -157,6 +163,7 @@ impl OwnerChecks<'static> {
         log: skip,
         prices: skip,
         memory: skip,
+        secrets: skip,
     };
 }
 

@@ -365,7 +365,7 @@ impl Default for EmbeddingsConfig {
 pub struct LimitsConfig {
     /// LLM calls in one turn before it is stopped with a message.
     pub max_iterations: u32,
-    /// Longest a single tool call may run.
+    /// Longest a single tool call may run (an MCP server's own `timeout_secs` holds for its tools).
     pub tool_timeout_secs: u64,
     /// Longer tool results are cut, with a marker saying so.
     pub max_tool_result_chars: usize,

@@ -9,6 +9,8 @@ use serde::{Deserialize, Serialize};
 pub struct ToolsConfig {
     /// Each user's workspace is `<workspace_dir>/<user id>` (file tools and shell run there).
     pub workspace_dir: String,
+    /// What one person's workspace may hold, in MB; a full one refuses writes (0: no quota).
+    pub workspace_quota_mb: u64,
     pub web_fetch: WebFetchConfig,
     pub web_search: WebSearchConfig,
     pub http_request: HttpRequestConfig,
@@ -21,6 +23,7 @@ impl Default for ToolsConfig {
     fn default() -> Self {
         Self {
             workspace_dir: "data/workspaces".into(),
+            workspace_quota_mb: 1024,
             web_fetch: WebFetchConfig::default(),
             web_search: WebSearchConfig::default(),
             http_request: HttpRequestConfig::default(),
@@ -154,6 +157,12 @@ pub struct ShellConfig {
     pub sandbox: SandboxMode,
     /// Lets sandboxed commands use the network (off: a network namespace with nothing in it).
     pub network: bool,
+    /// Live processes one command may have, itself included (more: all of them are killed).
+    pub max_processes: u32,
+    /// Writable memory of each process of a command, in MiB.
+    pub max_memory_mb: u64,
+    /// CPU time of each process of a command, in seconds.
+    pub max_cpu_secs: u64,
 }
 
 impl Default for ShellConfig {
@@ -164,6 +173,9 @@ impl Default for ShellConfig {
             max_output_bytes: 64 * 1024,
             sandbox: SandboxMode::Bwrap,
             network: false,
+            max_processes: 64,
+            max_memory_mb: 1024,
+            max_cpu_secs: 60,
         }
     }
 }

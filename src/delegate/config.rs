@@ -2,6 +2,7 @@
 //! says what to do.
 
 use crate::config::{Config, Problems, KNOWN_TIERS};
+use crate::permissions::glob_match;
 use std::collections::BTreeSet;
 
 /// Adds a problem for each bad value of `[agent.delegation]` and `[[agent.archetypes]]`.
@@ -56,6 +57,34 @@ pub fn check_config(cfg: &Config, p: &mut Problems) {
     }
 }
 
+/// The warnings about `[[agent.archetypes]] tools`: an entry (a name or a glob: `*`, `?`,
+/// `[a-z]`) that matches none of the agent's own tools (`own`) and cannot name a configured MCP
+/// server's (`<server>__<tool>`, or a pattern starting with a wildcard while a server is
+/// configured) gives that helper nothing, which is almost always a typo. Each names its key.
+pub fn archetype_tool_warnings(cfg: &Config, own: &[String]) -> Vec<String> {
+    let servers: Vec<String> = cfg.mcp.servers.iter().map(|s| format!("{}__", s.name)).collect();
+    let mut out = Vec::new();
+    for (i, a) in cfg.agent.archetypes.iter().enumerate() {
+        for (k, entry) in a.tools.iter().flatten().enumerate() {
+            let own_hit = own.iter().any(|t| glob_match(entry, t));
+            let mcp_hit = servers.iter().any(|prefix| entry.starts_with(prefix.as_str()))
+                || (!servers.is_empty() && entry.starts_with(['*', '?', '[']));
+            if !own_hit && !mcp_hit {
+                let mut names: Vec<&str> = own.iter().map(String::as_str).collect();
+                names.sort();
+                out.push(format!(
+                    "agent.archetypes[{i}].tools[{k}]: `{entry}` matches no tool, so `{}` helpers never get it; \
+                     the tools are {}{}",
+                    a.name,
+                    names.join(", "),
+                    if servers.is_empty() { "" } else { ", and each MCP server's as <server>__<tool>" },
+                ));
+            }
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -103,6 +132,45 @@ mod tests {
             let mut cfg = Config::default();
             tune(&mut cfg);
             assert_eq!(problems(&cfg), want, "case {i}");
+        }
+    }
+
+    #[test]
+    fn archetype_tools_that_match_nothing_are_named() {
+        let own: Vec<String> = ["now", "recall", "web_fetch", "web_search", "file_read"].map(String::from).to_vec();
+        // (archetype tools, MCP servers, warned entries)
+        type Case = (&'static [&'static str], &'static [&'static str], &'static [&'static str]);
+        let cases: &[Case] = &[
+            (&["now", "recall"], &[], &[]),
+            (&["web_*"], &[], &[]),
+            (&["file_?ead"], &[], &[]),
+            (&["web_serch"], &[], &["web_serch"]),
+            (&["now", "shel*", "recal"], &[], &["shel*", "recal"]),
+            (&["github__*"], &[], &["github__*"]),
+            (&["github__*", "github__issues"], &["github"], &[]),
+            (&["gitlab__*"], &["github"], &["gitlab__*"]),
+            (&["*search*"], &["github"], &[]),
+            (&["*calendar*"], &[], &["*calendar*"]),
+        ];
+        for (tools, servers, warned) in cases {
+            let mut cfg = Config::default();
+            let mut a = archetype("scout", None, "p");
+            a.tools = Some(tools.iter().map(|t| t.to_string()).collect());
+            cfg.agent.archetypes = vec![a];
+            cfg.mcp.servers = servers
+                .iter()
+                .map(|n| crate::config::McpServerConfig { name: n.to_string(), ..Default::default() })
+                .collect();
+            let got = archetype_tool_warnings(&cfg, &own);
+            assert_eq!(got.len(), warned.len(), "{tools:?}: {got:#?}");
+            for (line, entry) in got.iter().zip(*warned) {
+                let k = tools.iter().position(|t| t == entry).unwrap();
+                assert!(
+                    line.starts_with(&format!("agent.archetypes[0].tools[{k}]: `{entry}` matches no tool")),
+                    "{line}"
+                );
+                assert!(line.contains("`scout` helpers never get it") && line.contains("now, recall"), "{line}");
+            }
         }
     }
 }

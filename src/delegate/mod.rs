@@ -18,7 +18,7 @@ mod tree;
 
 pub use chain::{Caps, Chain, Refusal, Ticket, Totals};
 pub use chains::Chains;
-pub use config::check_config;
+pub use config::{archetype_tool_warnings, check_config};
 pub use day::{DayGate, DayTicket, Days};
 pub use plan::{child_prompt, plan, spec, DelegateArgs, Plan, PlanError, DELEGATE_TOOL};
 pub use running::{BackgroundSlot, Registered, Running};

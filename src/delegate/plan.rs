@@ -5,7 +5,8 @@
 //! Pure: nothing here may run a tool, call a model or touch the store.
 
 use crate::config::{AgentConfig, ArchetypeConfig, WORKER_TIER};
-use crate::tools::{Risk, ToolSpec};
+use crate::permissions::glob_match;
+use crate::tools::ToolSpec;
 use serde::Deserialize;
 use serde_json::json;
 
@@ -92,7 +93,6 @@ pub fn spec(agent: &AgentConfig) -> ToolSpec {
         }),
         // The call itself changes nothing: every call the child makes is checked on its own.
         read_only: true,
-        risk: Risk::Low,
     }
 }
 
@@ -118,7 +118,9 @@ pub fn plan(agent: &AgentConfig, args: DelegateArgs, depth: u32, parent_tools: &
     let child_depth = depth + 1;
     let mut tools: Vec<String> = parent_tools
         .iter()
-        .filter(|t| archetype.and_then(|a| a.tools.as_ref()).is_none_or(|allowed| allowed.contains(t)))
+        .filter(|t| {
+            archetype.and_then(|a| a.tools.as_ref()).is_none_or(|allowed| allowed.iter().any(|g| glob_match(g, t)))
+        })
         .filter(|t| args.tools.as_ref().is_none_or(|asked| asked.contains(t)))
         // A child at the depth limit is not offered `delegate`.
         .filter(|t| t.as_str() != DELEGATE_TOOL || child_depth < agent.delegation.max_depth)

@@ -1,4 +1,5 @@
-//! API errors as JSON (`{"error": {"code", "message"}}`) and the extractors (`ApiJson`,
+//! API errors as JSON (`{"error": {"code", "message", "type"}}`, the body of
+//! [`butler_channel::error_body`]) and the extractors (`ApiJson`,
 //! `ApiPath`, `ApiQuery`) whose rejections become such errors through one mapping,
 //! [`rejection`], which the server's error-shape layer also uses for any other non-JSON error.
 //! Messages describe the caller's mistake; internal details (SQL, paths, secrets) are logged,
@@ -11,7 +12,6 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde::de::DeserializeOwned;
-use serde_json::json;
 
 #[derive(Debug, Clone)]
 pub(crate) struct ApiError {
@@ -40,15 +40,7 @@ impl ApiError {
     /// The JSON body every error response carries: `{"error": {"code", "message", "type"}}`,
     /// `type` in OpenAI's words, so OpenAI clients of `/v1` read every error the same way.
     pub(crate) fn body(&self) -> serde_json::Value {
-        let kind = match self.status.as_u16() {
-            401 => "authentication_error",
-            403 => "permission_error",
-            404 => "not_found_error",
-            429 => "rate_limit_error",
-            400..=499 => "invalid_request_error",
-            _ => "api_error",
-        };
-        json!({"error": {"code": self.code, "message": self.message, "type": kind}})
+        butler_channel::error_body(self.status.as_u16(), self.code, &self.message)
     }
 }
 

@@ -1,5 +1,5 @@
 //! Request limits applied in front of every route, and the layer that gives every error response
-//! the JSON shape `{"error": {"code", "message"}}`.
+//! the JSON shape `{"error": {"code", "message", "type"}}`.
 //!
 //! [`body_limits`]: a declared `Content-Length` over `[server] max_body_bytes` gets 413 before
 //! a byte of the body is read; any other body is read here, whole, within

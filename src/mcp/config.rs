@@ -58,12 +58,30 @@ fn check_server(s: &McpServerConfig, key: &dyn Fn(&str) -> String, p: &mut Probl
             if !s.headers.is_empty() {
                 p.add(key("headers"), "only applies to `url` servers; a stdio server gets `env` instead");
             }
+            for (i, path) in s.paths.iter().enumerate() {
+                let at = std::path::Path::new(path);
+                let plain = at
+                    .components()
+                    .all(|c| matches!(c, std::path::Component::RootDir | std::path::Component::Normal(_)));
+                if !at.is_absolute() || !plain || at.parent().is_none() {
+                    p.add(
+                        key(&format!("paths[{i}]")),
+                        format!("`{path}` must be an absolute folder below / (e.g. /srv/notes), without `..`"),
+                    );
+                }
+            }
         }
         (None, Some(url)) => {
             if !(url.starts_with("http://") || url.starts_with("https://")) || url.len() <= "https://".len() {
                 p.add(key("url"), "must be an http:// or https:// URL of the server's MCP endpoint");
             }
-            for (field, set) in [("args", !s.args.is_empty()), ("env", !s.env.is_empty()), ("cwd", s.cwd.is_some())] {
+            let stdio_only = [
+                ("args", !s.args.is_empty()),
+                ("env", !s.env.is_empty()),
+                ("cwd", s.cwd.is_some()),
+                ("paths", !s.paths.is_empty()),
+            ];
+            for (field, set) in stdio_only {
                 if set {
                     p.add(key(field), "only applies to `command` servers; remove it or use `headers`");
                 }

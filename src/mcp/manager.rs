@@ -10,7 +10,7 @@
 use super::config::tool_name;
 use super::server::{McpServer, Status};
 use super::tool::McpTool;
-use crate::config::McpConfig;
+use crate::config::{McpConfig, SandboxMode};
 use crate::tools::Tool;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
@@ -43,9 +43,20 @@ pub struct McpManager {
 }
 
 impl McpManager {
-    /// Starts every server in the background and returns at once.
-    pub fn start(cfg: &McpConfig) -> Arc<Self> {
-        let servers = cfg.servers.iter().cloned().map(McpServer::start).collect();
+    /// Starts every server in the background and returns at once. A sandboxed stdio server
+    /// without `cwd` works in its own folder below `home_root` (the workspace folder).
+    pub fn start(cfg: &McpConfig, home_root: &std::path::Path, vault: &Arc<crate::secrets::Vault>) -> Arc<Self> {
+        let servers = cfg
+            .servers
+            .iter()
+            .cloned()
+            .map(|mut server| {
+                if server.command.is_some() && server.cwd.is_none() && server.sandbox == SandboxMode::Bwrap {
+                    server.cwd = Some(super::jail::home_of(home_root, &server.name).display().to_string());
+                }
+                McpServer::start_with(server, vault.clone())
+            })
+            .collect();
         Arc::new(Self { servers, max_schema_tokens: cfg.max_schema_tokens, cache: Mutex::new(None) })
     }
 

@@ -7,12 +7,13 @@
 //!
 //! This must never block Butler on a server (start-up runs in the background, every wait has a
 //! bound), never pass Butler's environment to a child (only PATH, HOME, LANG and the server's
-//! `env`), never leave a process of a server's group running after [`McpServer::stop`] or a
-//! drop, and never log an `env` or `headers` value.
+//! `env`), never leave a process of a server's group or tree running after [`McpServer::stop`]
+//! or a drop, and never log an `env` or `headers` value. A stdio server runs in its sandbox
+//! ([`super::jail`]) and is restarted when it has more than `max_processes` processes.
 
 use super::config::offered;
 use crate::config::McpServerConfig;
-use crate::tools::sandbox::{Sandbox, SAFE_PATH};
+use crate::tools::limits::{over_processes, tree, WATCH_SERVER};
 use rmcp::model::{CallToolRequestParams, CallToolResponse, CallToolResult, ClientRequest, JsonObject};
 use rmcp::service::{NotificationContext, Peer, RoleClient, ServiceError};
 use rmcp::ClientHandler;
@@ -31,6 +32,8 @@ pub const MAX_BACKOFF: Duration = Duration::from_secs(30);
 const PING_TIMEOUT: Duration = Duration::from_secs(5);
 /// How long a stdio server gets to exit after its stdin closes, and again after SIGTERM.
 const EXIT_GRACE: Duration = Duration::from_secs(2);
+/// Processes of a server's tree looked at when it stops.
+const MAX_TREE: usize = 4096;
 
 /// One tool as the server lists it.
 #[derive(Clone, Debug, PartialEq)]
@@ -83,6 +86,8 @@ struct Shared {
     stop: CancellationToken,
     /// A call timed out: ping the server and restart it if it does not answer.
     suspect: Notify,
+    /// Resolves `secret:NAME` in `env` and `headers`; cuts secrets out of results.
+    vault: Arc<crate::secrets::Vault>,
 }
 
 /// A configured server and its supervisor task.
@@ -95,6 +100,11 @@ pub struct McpServer {
 impl McpServer {
     /// Starts the supervisor in the background and returns at once.
     pub fn start(cfg: McpServerConfig) -> Arc<Self> {
+        Self::start_with(cfg, Arc::default())
+    }
+
+    /// [`McpServer::start`] with the secrets its `env` and `headers` may name.
+    pub fn start_with(cfg: McpServerConfig, vault: Arc<crate::secrets::Vault>) -> Arc<Self> {
         let shared = Arc::new(Shared {
             name: cfg.name.clone(),
             peer: Mutex::new(None),
@@ -103,6 +113,7 @@ impl McpServer {
             generation: AtomicU64::new(0),
             stop: CancellationToken::new(),
             suspect: Notify::new(),
+            vault,
         });
         let cfg = Arc::new(cfg);
         let task = tokio::spawn(supervise(cfg.clone(), shared.clone()));
@@ -115,6 +126,11 @@ impl McpServer {
 
     pub fn config(&self) -> &McpServerConfig {
         &self.cfg
+    }
+
+    /// What its results are redacted with.
+    pub fn vault(&self) -> &crate::secrets::Vault {
+        &self.shared.vault
     }
 
     pub fn status(&self) -> Status {
@@ -238,14 +254,22 @@ impl Group {
         }
     }
 
-    /// stdin is already closed: wait, SIGTERM the group, wait, SIGKILL the group.
-    async fn shut_down(mut self) {
+    /// stdin is already closed: wait, SIGTERM the group, wait, SIGKILL the group and every
+    /// process that was in its tree when the shutdown began (one that left the group with
+    /// `setsid` too; in bubblewrap the whole PID namespace ends with the group anyway).
+    async fn shut_down(mut self, tree_at_stop: Vec<u32>) {
         if tokio::time::timeout(EXIT_GRACE, self.child.wait()).await.is_err() {
             self.signal(libc::SIGTERM);
             let _ = tokio::time::timeout(EXIT_GRACE, self.child.wait()).await;
         }
         // The leader may be gone while others of its group are not.
         self.signal(libc::SIGKILL);
+        for pid in tree_at_stop.into_iter().filter(|p| *p as i32 != self.pgid) {
+            // SAFETY: kill(2) only sends a signal; a pid that is gone gives ESRCH.
+            unsafe {
+                libc::kill(pid as i32, libc::SIGKILL);
+            }
+        }
         let _ = tokio::time::timeout(EXIT_GRACE, self.child.wait()).await;
         // SIGKILL takes effect asynchronously: wait (bounded) until nothing of the group is left.
         let deadline = Instant::now() + EXIT_GRACE;
@@ -302,7 +326,7 @@ async fn supervise(cfg: Arc<McpServerConfig>, shared: Arc<Shared>) {
         let (changed_tx, changed_rx) = mpsc::channel(1);
         let connect_timeout = Duration::from_secs(cfg.connect_timeout_secs);
         let connected = tokio::select! {
-            r = tokio::time::timeout(connect_timeout, connect(&cfg, Handler { changed: changed_tx })) => r,
+            r = tokio::time::timeout(connect_timeout, connect(&cfg, &shared.vault, Handler { changed: changed_tx })) => r,
             _ = shared.stop.cancelled() => break,
         };
         let ended = match connected {
@@ -342,11 +366,14 @@ async fn run(
     let peer = service.peer().clone();
     let waiting = service.waiting();
     tokio::pin!(waiting);
+    let crowded = too_many(cfg, group.as_ref().map(|g| g.pgid));
+    tokio::pin!(crowded);
     let limit = Duration::from_secs(cfg.connect_timeout_secs);
     let first = tokio::select! {
         r = refresh(cfg, shared, &peer, limit) => r,
         _ = &mut waiting => Err("it closed the connection before listing its tools".into()),
         why = exited(&mut group) => Err(why),
+        why = &mut crowded => Err(why),
         _ = shared.stop.cancelled() => Err(String::new()),
     };
     let ended = match first {
@@ -362,6 +389,7 @@ async fn run(
                     _ = &mut waiting => break Ended::Failed("it closed the connection (exited or crashed)".into()),
                     // Its stdout may outlive it (a child of its own holds the pipe).
                     why = exited(&mut group) => break Ended::Failed(why),
+                    why = &mut crowded => break Ended::Failed(why),
                     Some(()) = changed.recv() => {
                         if let Err(why) = refresh(cfg, shared, &peer, limit).await {
                             break Ended::Failed(why);
@@ -381,12 +409,29 @@ async fn run(
         }
     };
     *lock(&shared.peer) = None;
+    // Taken before anything dies: a child that left the group is still in the tree now.
+    let tree_at_stop = group.as_ref().map(|g| tree(g.pgid as u32, MAX_TREE)).unwrap_or_default();
     ct.cancel();
     let _ = tokio::time::timeout(EXIT_GRACE, &mut waiting).await;
     if let Some(group) = group {
-        group.shut_down().await;
+        group.shut_down(tree_at_stop).await;
     }
     ended
+}
+
+/// Resolves (after killing the server's group) when the stdio server has more live processes
+/// than `max_processes`; never for HTTP.
+async fn too_many(cfg: &McpServerConfig, pgid: Option<i32>) -> String {
+    match pgid.filter(|p| *p > 0) {
+        Some(pid) => {
+            let seen = over_processes(pid as u32, cfg.max_processes, WATCH_SERVER).await;
+            format!(
+                "it had more than {} live processes ({seen} seen; max_processes), so it was stopped",
+                cfg.max_processes
+            )
+        }
+        None => std::future::pending().await,
+    }
 }
 
 /// Resolves when the stdio child has exited (never for HTTP), saying how.
@@ -430,11 +475,11 @@ async fn refresh(
     Ok(())
 }
 
-async fn connect(cfg: &McpServerConfig, handler: Handler) -> Result<Conn, String> {
+async fn connect(cfg: &McpServerConfig, vault: &crate::secrets::Vault, handler: Handler) -> Result<Conn, String> {
     let ct = CancellationToken::new();
     match (&cfg.command, &cfg.url) {
         (Some(command), _) => {
-            let mut group = spawn(cfg, command)?;
+            let mut group = spawn(cfg, command, vault)?;
             let stdin = group.child.stdin.take().ok_or("no stdin")?;
             let stdout = group.child.stdout.take().ok_or("no stdout")?;
             if let Some(stderr) = group.child.stderr.take() {
@@ -452,7 +497,8 @@ async fn connect(cfg: &McpServerConfig, handler: Handler) -> Result<Conn, String
             for (name, value) in &cfg.headers {
                 let name = axum::http::HeaderName::from_bytes(name.as_bytes())
                     .map_err(|_| format!("header `{name}` is not a valid name"))?;
-                let value = axum::http::HeaderValue::from_str(value.expose())
+                let value = vault.resolve(value.expose()).map_err(|e| e.to_string())?;
+                let value = axum::http::HeaderValue::from_str(&value)
                     .map_err(|_| format!("the value of header `{name}` is not valid in HTTP"))?;
                 headers.insert(name, value);
             }
@@ -469,25 +515,13 @@ async fn connect(cfg: &McpServerConfig, handler: Handler) -> Result<Conn, String
     }
 }
 
-/// The stdio child: a cleared environment, its own process group, stdin and stdout piped.
-fn spawn(cfg: &McpServerConfig, command: &str) -> Result<Group, String> {
-    let workdir = match &cfg.cwd {
-        Some(dir) => std::path::PathBuf::from(dir),
-        None => std::env::current_dir().map_err(|e| format!("no working directory: {e}"))?,
-    };
-    let mut env: Vec<(String, std::ffi::OsString)> = vec![("PATH".into(), SAFE_PATH.into())];
-    for key in ["HOME", "LANG", "LC_ALL", "TZ"] {
-        if let Some(v) = std::env::var_os(key) {
-            env.push((key.into(), v));
-        }
-    }
-    for (k, v) in &cfg.env {
-        env.retain(|(key, _)| key != k);
-        env.push((k.clone(), v.expose().into()));
-    }
-    let env_refs: Vec<(&str, &OsStr)> = env.iter().map(|(k, v)| (k.as_str(), v.as_os_str())).collect();
+/// The stdio child: in its sandbox and folder (see [`super::jail`]), with a cleared
+/// environment, its own process group, stdin and stdout piped.
+fn spawn(cfg: &McpServerConfig, command: &str, vault: &crate::secrets::Vault) -> Result<Group, String> {
+    let start = super::jail::prepare(cfg, command, vault)?;
+    let env_refs: Vec<(&str, &OsStr)> = start.env.iter().map(|(k, v)| (k.as_str(), v.as_os_str())).collect();
     let args: Vec<&OsStr> = cfg.args.iter().map(OsStr::new).collect();
-    let mut cmd = Sandbox::none().command(command, &args, &workdir, &env_refs);
+    let mut cmd = start.sandbox.command(&start.program, &args, &start.workdir, &env_refs);
     cmd.stdin(std::process::Stdio::piped());
     let child = cmd.spawn().map_err(|e| format!("`{command}` could not be started: {e}"))?;
     let pgid = child.id().map(|id| id as i32).unwrap_or(0);

@@ -15,7 +15,7 @@
 use super::server::{McpServer, RemoteTool};
 use crate::llm::Image;
 use crate::tools::{
-    masked_pretty, validate_args, Action, Detail, DetailKind, Risk, Tool, ToolCtx, ToolError, ToolOutput, ToolSpec,
+    masked_pretty, validate_args, Action, Detail, DetailKind, Tool, ToolCtx, ToolError, ToolOutput, ToolSpec,
 };
 use async_trait::async_trait;
 use rmcp::model::CallToolResult;
@@ -78,13 +78,7 @@ impl McpTool {
         } else {
             remote.description.clone()
         };
-        let spec = ToolSpec {
-            name,
-            description,
-            parameters,
-            read_only,
-            risk: if read_only { Risk::Low } else { Risk::Medium },
-        };
+        let spec = ToolSpec { name, description, parameters, read_only };
         Self { spec, remote: remote.name.clone(), server }
     }
 
@@ -120,6 +114,12 @@ impl Tool for McpTool {
         self.call_rich(ctx, args).await.map(|out| out.text)
     }
 
+    /// The server's `timeout_secs`, and a moment more, so the server's own limit (which tells
+    /// the server the call was cancelled, and names the key) is the one that ends a slow call.
+    fn time_limit(&self) -> Option<std::time::Duration> {
+        Some(std::time::Duration::from_secs(self.server.config().timeout_secs) + std::time::Duration::from_secs(2))
+    }
+
     async fn call_rich(&self, ctx: &ToolCtx, args: Value) -> Result<ToolOutput, ToolError> {
         validate_args(&self.spec.parameters, &args).map_err(ToolError::InvalidArgs)?;
         let Value::Object(map) = args else {
@@ -127,7 +127,9 @@ impl Tool for McpTool {
         };
         let result =
             self.server.call(&self.remote, map, &ctx.cancel).await.map_err(|e| ToolError::Failed(e.to_string()))?;
-        let (out, is_error) = render(&result);
+        let (mut out, is_error) = render(&result);
+        // A server that prints a secret (its environment, a token it was given) never hands it on.
+        out.text = self.server.vault().redact(&out.text);
         if is_error {
             Err(ToolError::Failed(if out.text.is_empty() { "the tool reported an error".into() } else { out.text }))
         } else {

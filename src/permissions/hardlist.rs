@@ -6,8 +6,9 @@
 //! What counts as a hit (names compare ignoring ASCII case, so case tricks only make it
 //! stricter):
 //! - a component sequence anywhere in the path: `.ssh`, `.aws`, `.gnupg`, `.netrc`,
-//!   `.git-credentials`, `.kube/config`, `.docker/config.json`, `.config/gh` (so `~/.ssh`, another
-//!   user's `/home/bob/.ssh` and a relative `../.ssh` alike);
+//!   `.git-credentials`, `.kube/config`, `.docker/config.json`, `.config/gh`, the cloud CLIs'
+//!   `.config/gcloud`, `.azure`, `.oci`, `.config/doctl` and `.terraform.d/credentials.tfrc.json`
+//!   (so `~/.ssh`, another user's `/home/bob/.ssh` and a relative `../.ssh` alike);
 //! - an absolute system path or anything below it: `/etc/shadow`, `/etc/gshadow`, `/etc/sudoers`,
 //!   `/etc/sudoers.d`, `/proc/*/environ` (the service's own environment holds its API keys);
 //! - a component named like a private key: `id_rsa*`, `id_dsa*`, `id_ecdsa*`, `id_ed25519*`,
@@ -38,6 +39,11 @@ const CREDENTIALS: &[&[&str]] = &[
     &[".kube", "config"],
     &[".docker", "config.json"],
     &[".config", "gh"],
+    &[".config", "gcloud"],
+    &[".azure"],
+    &[".oci"],
+    &[".config", "doctl"],
+    &[".terraform.d", "credentials.tfrc.json"],
 ];
 
 /// System secrets: the path and everything below it (components may be globs).

@@ -7,7 +7,7 @@
 
 use super::catalog::{Skill, Skills};
 use super::prompt::SKILL_TOOL;
-use crate::tools::{parse_args, Action, Risk, Tool, ToolCtx, ToolError, ToolSpec};
+use crate::tools::{parse_args, Action, Tool, ToolCtx, ToolError, ToolSpec};
 use async_trait::async_trait;
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -44,7 +44,6 @@ impl SkillTool {
                 "additionalProperties": false
             }),
             read_only: true,
-            risk: Risk::Low,
         };
         Self { spec, skills }
     }

@@ -13,7 +13,7 @@ use std::sync::Arc;
 /// tools (with `send_file`) when enabled, `send_message` when it has targets, the memory tools and
 /// `conversation_search` when `[memory] enabled`, and always the scheduled-job tools
 /// (`schedule`, `schedules_list`).
-pub fn builtin_tools(cfg: &Config) -> Tools {
+pub fn builtin_tools(cfg: &Config, vault: &Arc<crate::secrets::Vault>) -> Tools {
     let mut t = Tools::default();
     t.add(Arc::new(builtin::Now::new()));
     if cfg.memory.enabled {
@@ -36,16 +36,16 @@ pub fn builtin_tools(cfg: &Config) -> Tools {
         }
     }
     if !tc.http_request.allowed_hosts.is_empty() {
-        match builtin::http_tools(&tc.http_request) {
+        match builtin::http_tools(&tc.http_request, vault.clone()) {
             Ok(tools) => tools.into_iter().for_each(|tool| t.add(tool)),
             Err(e) => tracing::warn!(error = %e, "http_get and http_request are off"),
         }
     }
     if tc.shell.enabled {
-        t.add(Arc::new(builtin::Shell::new(&tc.shell)));
+        t.add(Arc::new(builtin::Shell::new(&tc.shell).with_quota(tc.workspace_quota_mb)));
     }
     if tc.files.enabled {
-        builtin::file_tools(&tc.files).into_iter().for_each(|tool| t.add(tool));
+        builtin::file_tools(&tc.files, tc.workspace_quota_mb).into_iter().for_each(|tool| t.add(tool));
         t.add(Arc::new(builtin::SendFile::new()));
     }
     if !tc.send_message.targets.is_empty() {

@@ -1,16 +1,20 @@
-//! The sandbox for commands Butler starts on someone's behalf (the `shell` tool; sandboxed
-//! hooks; next, stdio MCP servers): a `tokio::process::Command` with a cleared environment, its
-//! own process group and, unless `[tools.shell] sandbox = "none"`, a bubblewrap (`bwrap`) prefix
-//! with its own PID, mount, IPC, UTS and (unless `network`) network namespaces.
+//! The sandbox for programs Butler starts on someone's behalf (the `shell` tool, sandboxed
+//! hooks, stdio MCP servers): a `tokio::process::Command` with a cleared environment, its own
+//! process group, the [`Limits`] of what it may use and, unless its `sandbox = "none"`, a
+//! bubblewrap (`bwrap`) prefix with its own PID, mount, IPC, UTS and (unless `network`) network
+//! namespaces. Ending the program's process group ends the sandbox's whole PID namespace
+//! (`--die-with-parent`), so nothing it started survives it, not even a `setsid` grandchild.
 //!
 //! Inside the sandbox only these exist: `/usr` and the host's `/bin`, `/sbin`, `/lib*` links (or
 //! directories) read-only, a short list of harmless `/etc` files (never shadow, passwd or keys),
 //! a fresh `/tmp`, a minimal `/dev`, a `/proc` of the sandbox's own PID namespace and the working
-//! directory, read-write at its own path. This file must never bind Butler's data directory,
+//! directory, read-write at its own path (plus, for an MCP server, the program itself read-only
+//! and the folders its config names). This file must never bind Butler's data directory,
 //! config file, database, home or the host's `/proc`, never pass Butler's environment (neither
 //! to the command nor to `bwrap` itself, whose environment the sandbox could read in
 //! `/proc/1/environ`), and never fall back to running unsandboxed when `bwrap` was asked for.
 
+use super::limits::Limits;
 use crate::config::{SandboxMode, ShellConfig};
 use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
@@ -44,6 +48,12 @@ pub enum SandboxError {
          apt-get install bubblewrap) or set [tools.shell] sandbox = \"none\" to run shell commands without isolation"
     )]
     BwrapMissing,
+    #[error(
+        "mcp.servers[{index}] runs in bubblewrap (sandbox = \"bwrap\", the default) but `bwrap` is not on PATH; \
+         install it (Debian/Ubuntu: apt-get install bubblewrap) or set mcp.servers[{index}].sandbox = \"none\" to \
+         run that server without isolation"
+    )]
+    ServerBwrapMissing { index: usize },
 }
 
 /// How one top-level system entry appears on the host.
@@ -88,23 +98,77 @@ pub struct Sandbox {
     bwrap: Option<PathBuf>,
     network: bool,
     layout: SystemLayout,
+    /// Host paths shown read-only and read-write at their own place (bwrap only).
+    binds: Binds,
+    limits: Limits,
+}
+
+/// Host paths a sandbox shows besides the working directory.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Binds {
+    pub read_only: Vec<PathBuf>,
+    pub read_write: Vec<PathBuf>,
 }
 
 impl Sandbox {
-    /// The sandbox `[tools.shell]` asks for; an error when it is `bwrap` and `bwrap` is missing.
+    /// The sandbox `[tools.shell]` asks for, with its limits; an error when it is `bwrap` and
+    /// `bwrap` is missing.
     pub fn from_config(cfg: &ShellConfig) -> Result<Self, SandboxError> {
-        match cfg.sandbox {
-            SandboxMode::None => Ok(Self::none()),
-            SandboxMode::Bwrap => {
-                let bwrap = find_bwrap().ok_or(SandboxError::BwrapMissing)?;
-                Ok(Self { bwrap: Some(bwrap), network: cfg.network, layout: SystemLayout::probe() })
-            }
+        let limits = Limits {
+            processes: cfg.max_processes,
+            memory_mb: cfg.max_memory_mb,
+            cpu_secs: cfg.max_cpu_secs,
+            file_mb: 0,
+        };
+        Ok(Self::new(cfg.sandbox, cfg.network).ok_or(SandboxError::BwrapMissing)?.with_limits(limits))
+    }
+
+    /// A sandbox of `mode`; `None` when it is `bwrap` and `bwrap` is missing.
+    pub fn new(mode: SandboxMode, network: bool) -> Option<Self> {
+        match mode {
+            SandboxMode::None => Some(Self::none()),
+            SandboxMode::Bwrap => Some(Self {
+                bwrap: Some(find_bwrap()?),
+                network,
+                layout: SystemLayout::probe(),
+                binds: Binds::default(),
+                limits: Limits::default(),
+            }),
         }
     }
 
-    /// No isolation: only the cleared environment and the process group.
+    /// No isolation: only the cleared environment, the process group and the limits.
     pub fn none() -> Self {
-        Self { bwrap: None, network: true, layout: SystemLayout::default() }
+        Self {
+            bwrap: None,
+            network: true,
+            layout: SystemLayout::default(),
+            binds: Binds::default(),
+            limits: Limits::default(),
+        }
+    }
+
+    /// This sandbox also showing `binds`.
+    pub fn with_binds(mut self, binds: Binds) -> Self {
+        self.binds = binds;
+        self
+    }
+
+    /// This sandbox with `limits` for what it starts.
+    pub fn with_limits(mut self, limits: Limits) -> Self {
+        self.limits = limits;
+        self
+    }
+
+    /// The limits of what it starts (the process count is the caller's to watch).
+    pub fn limits(&self) -> Limits {
+        self.limits
+    }
+
+    /// The same limits with `file_mb` as the largest file one process may write.
+    pub fn with_file_limit(mut self, file_mb: u64) -> Self {
+        self.limits.file_mb = file_mb;
+        self
     }
 
     /// The `bwrap` binary in use, or `None` when unsandboxed.
@@ -127,7 +191,8 @@ impl Sandbox {
             Some(bwrap) => {
                 let mut cmd = tokio::process::Command::new(bwrap);
                 // bwrap's own working directory does not matter (`--chdir` sets the command's).
-                cmd.args(bwrap_args(&self.layout, workdir, self.network, env, program, args)).current_dir("/");
+                let place = Place { workdir, network: self.network, binds: &self.binds };
+                cmd.args(bwrap_args(&self.layout, &place, env, program, args)).current_dir("/");
                 cmd
             }
             None => {
@@ -143,6 +208,7 @@ impl Sandbox {
             cmd.envs(env.iter().copied());
         }
         cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).process_group(0).kill_on_drop(true);
+        self.limits.apply(&mut cmd);
         cmd
     }
 }
@@ -158,16 +224,25 @@ fn is_executable(path: &Path) -> bool {
     path.is_absolute() && std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
 }
 
+/// Where a sandboxed program works: its working directory (read-write), whether it has the
+/// network, and the other host paths it sees.
+pub struct Place<'a> {
+    pub workdir: &'a Path,
+    pub network: bool,
+    pub binds: &'a Binds,
+}
+
 /// The arguments after `bwrap`: namespaces, the read-only system, `/etc` pieces, fresh `/tmp`,
-/// `/dev` and `/proc`, the workspace read-write, the environment, then `-- program args`.
+/// `/dev` and `/proc`, the extra binds, the workspace read-write, the environment, then
+/// `-- program args`.
 pub fn bwrap_args(
     layout: &SystemLayout,
-    workdir: &Path,
-    network: bool,
+    place: &Place<'_>,
     env: &[(&str, &OsStr)],
     program: &str,
     args: &[&OsStr],
 ) -> Vec<OsString> {
+    let (workdir, network) = (place.workdir, place.network);
     let mut out: Vec<OsString> = Vec::new();
     let mut push = |items: &[&OsStr]| out.extend(items.iter().map(|s| s.to_os_string()));
     let os = |s: &'static str| OsStr::new(s);
@@ -188,6 +263,12 @@ pub fn bwrap_args(
         push(&[os("--ro-bind-try"), os(path), os(path)]);
     }
     push(&[os("--tmpfs"), os("/tmp"), os("--dev"), os("/dev"), os("--proc"), os("/proc")]);
+    for path in &place.binds.read_only {
+        push(&[os("--ro-bind"), path.as_os_str(), path.as_os_str()]);
+    }
+    for path in &place.binds.read_write {
+        push(&[os("--bind"), path.as_os_str(), path.as_os_str()]);
+    }
     push(&[os("--bind"), workdir.as_os_str(), workdir.as_os_str(), os("--chdir"), workdir.as_os_str()]);
     push(&[os("--clearenv")]);
     for (key, value) in env {
@@ -260,7 +341,13 @@ mod tests {
             ),
         ];
         for (layout, network, present, absent) in cases {
-            let args = joined(&bwrap_args(&layout, Path::new("/w/u1"), network, &env, "/bin/sh", &sh));
+            let binds = Binds { read_only: vec!["/opt/srv/bin".into()], read_write: vec!["/srv/notes".into()] };
+            let place = Place { workdir: Path::new("/w/u1"), network, binds: &binds };
+            let args = joined(&bwrap_args(&layout, &place, &env, "/bin/sh", &sh));
+            assert!(
+                args.contains("--ro-bind /opt/srv/bin /opt/srv/bin --bind /srv/notes /srv/notes --bind /w/u1"),
+                "{args}"
+            );
             for want in present {
                 assert!(args.contains(want), "network={network}: `{want}` missing from {args}");
             }

@@ -1,4 +1,4 @@
-//! The [`Tool`] trait and what a call carries: its spec and risk, the context it runs in
+//! The [`Tool`] trait and what a call carries: its spec, the context it runs in
 //! ([`ToolCtx`], one user's), what it would do ([`Action`]), what it returns, its errors; the
 //! set of tools a turn offers ([`Tools`]) and other sources of tools ([`ToolSource`]).
 //!
@@ -16,14 +16,6 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
-/// How much harm a mistaken call could do.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Risk {
-    Low,
-    Medium,
-    High,
-}
-
 #[derive(Clone, Debug)]
 pub struct ToolSpec {
     pub name: String,
@@ -31,7 +23,6 @@ pub struct ToolSpec {
     /// JSON Schema of the arguments object.
     pub parameters: Value,
     pub read_only: bool,
-    pub risk: Risk,
 }
 
 /// Who a tool call runs for, and the handles it may use.
@@ -96,6 +87,11 @@ pub trait Tool: Send + Sync {
         Action { summary: format!("use `{}` with {}", self.spec().name, mask_secrets(args)), ..Action::default() }
     }
     async fn call(&self, ctx: &ToolCtx, args: Value) -> Result<String, ToolError>;
+    /// Its own time limit, when it has one (an MCP server's `timeout_secs`): it holds instead
+    /// of `[limits] tool_timeout_secs`, so a server allowed longer is not cut short silently.
+    fn time_limit(&self) -> Option<std::time::Duration> {
+        None
+    }
     /// The call with what else it returns besides text (images); what the agent runs. Tools
     /// that only ever return text keep this default.
     async fn call_rich(&self, ctx: &ToolCtx, args: Value) -> Result<ToolOutput, ToolError> {

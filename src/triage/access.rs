@@ -250,12 +250,16 @@ impl Access {
         self.gate.take(&format!("access:refused:{id}"), Rate::spaced(REFUSAL_EVERY)).await.is_ok()
     }
 
-    /// One pairing code per identity per hour: a live code means they were told already.
+    /// One pairing code per identity per hour: a live code means they were told already, and
+    /// the gate (shared by the replicas) holds the hour even after the owner denied the code.
     async fn offer_pairing(&self, store: &dyn AccessStore, event: &InboundEvent) -> Result<Admission, StoreError> {
         let id = event.actor.identity.to_string();
         let now = now_ms();
         if store.codes_live(CodeKind::Pair, now).await?.iter().any(|c| c.identity == id) {
             return Ok(Admission::Silent { reason: format!("{id} already has a pairing code") });
+        }
+        if self.gate.take(&format!("access:pairing:{id}"), Rate::spaced(REFUSAL_EVERY)).await.is_err() {
+            return Ok(Admission::Silent { reason: format!("{id} had a pairing code within the hour") });
         }
         let row = CodeRow {
             kind: CodeKind::Pair,

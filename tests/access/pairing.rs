@@ -58,6 +58,38 @@ async fn an_unknown_person_gets_one_pairing_code_and_the_owner_approves_it() {
     app.stop().await;
 }
 
+/// "One code an hour" holds after the owner denies the code (issue 36): before, a denied
+/// person got a new code with their next message, so they could ask the owner again and again.
+#[tokio::test]
+async fn a_denied_person_gets_no_new_code_within_the_hour() {
+    let (app, chat, llm) = start(|_| {}).await;
+    app.emit(chat.dm("mallory", "let me in")).await;
+    let code = code_in(&chat.wait_texts("mallory", 1).await[0]);
+    app.emit(chat.dm("owner", &format!("/pair deny {code}"))).await;
+    let owner = chat.wait_texts("owner", 1).await;
+    assert_eq!(owner[0], "Declined the request from `chat:mallory`.");
+    for text in ["please?", "let me in!"] {
+        app.emit(chat.dm("mallory", text)).await;
+    }
+    // Both are decided (silence, recorded) and Mallory is told nothing.
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    let quiet = |d: &(String, String)| d.0 == "drop" && d.1 == "chat:mallory";
+    while decisions(&app).await.iter().filter(|d| quiet(d)).count() < 2 {
+        assert!(std::time::Instant::now() < deadline, "{:?}", decisions(&app).await);
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    app.emit(chat.dm("trudy", "hi")).await;
+    assert!(chat.wait_texts("trudy", 1).await[0].contains("pairing code"), "others still get theirs");
+    chat.assert_quiet("mallory", 1).await;
+    let store = &app.app.store;
+    let live = store.codes_live(CodeKind::Pair, now_ms()).await.unwrap();
+    assert!(!live.iter().any(|c| c.identity == "chat:mallory"), "no new code for mallory: {live:?}");
+    assert_eq!(llm.request_count(), 0);
+    let kinds: Vec<String> = decisions(&app).await.into_iter().map(|(k, _)| k).collect();
+    assert_eq!(kinds.iter().filter(|k| *k == "pairing").count(), 2, "mallory's one and trudy's: {kinds:?}");
+    app.stop().await;
+}
+
 #[tokio::test]
 async fn expired_codes_do_nothing_and_wrong_codes_lock_the_sender_out() {
     let (app, chat, _llm) = start(|_| {}).await;

@@ -13,7 +13,7 @@ mod questions;
 mod who;
 
 use async_trait::async_trait;
-use butler::tools::{Risk, Tool, ToolCtx, ToolError, ToolSpec};
+use butler::tools::{Tool, ToolCtx, ToolError, ToolSpec};
 use serde_json::{json, Value};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -77,7 +77,6 @@ impl Peek {
                 description: "look at something".into(),
                 parameters: json!({"type": "object", "properties": {}}),
                 read_only: true,
-                risk: Risk::Low,
             },
             runs: AtomicUsize::new(0),
         })

@@ -59,6 +59,7 @@ pub const LAYERS: &[(&str, u8, &str)] = &[
     ("store", 2, "the Store traits, rows, SQLite and Postgres"),
     ("media", 3, "attachments: downloads under a cap, sniffing, images, transcripts, document text"),
     ("schedule", 3, "fire times, missed-run plans, claims; hands events to the ingress"),
+    ("secrets", 3, "named credentials tools use without the model seeing them; redaction of results"),
     ("usage", 3, "what people spent: periods of their calendar, the report by model, its text"),
     ("tools", 4, "the Tool trait, registry, built-in tools"),
     ("permissions", 5, "policy, hard deny list, approval rules"),

@@ -70,6 +70,29 @@ fn config_errors_name_the_key_and_the_file_and_exit_2() {
         assert!(out.status.success(), "{stderr}");
         assert_eq!(stderr.contains(&format!("warning: {model} (llm): no known price")), warned, "{stderr}");
     }
+    // Archetype tools that match no tool are reported, naming the key (a glob that matches, or
+    // one naming a configured MCP server's tools, is not).
+    let archetype = |tools: &str| {
+        format!(
+            "[mcp]\n[[mcp.servers]]\nname = \"github\"\nurl = \"http://127.0.0.1:9/mcp\"\n\
+             [[agent.archetypes]]\nname = \"scout\"\nprompt = \"Look.\"\ntools = {tools}\n"
+        )
+    };
+    let cases = [
+        (r#"["web_fetch", "recal", "gitlab__*"]"#, vec!["tools[1]: `recal` matches no tool", "tools[2]: `gitlab__*`"]),
+        (r#"["web_*", "github__*", "now"]"#, vec![]),
+    ];
+    for (tools, warned) in cases {
+        let dep = Deployment::new(&archetype(tools));
+        let out = run(&dep, &["config", "check"], &[]);
+        let (_, stderr) = text(&out);
+        assert!(out.status.success(), "{stderr}");
+        let lines: Vec<&str> = stderr.lines().filter(|l| l.contains("agent.archetypes[0]")).collect();
+        assert_eq!(lines.len(), warned.len(), "{tools}: {stderr}");
+        for (line, want) in lines.iter().zip(&warned) {
+            assert!(line.starts_with("config: warning: agent.archetypes[0].") && line.contains(want), "{line}");
+        }
+    }
     // An unknown override names the variable.
     let dep = Deployment::new("");
     let out = run(&dep, &["config", "check"], &[("BUTLER_LLM__NOPE", "1")]);
@@ -318,4 +341,97 @@ async fn memory_reembed_embeds_everything_with_the_configured_model_and_shows_pr
     let out = run(&plain, &["memory", "reembed"], &[]);
     assert_eq!(out.status.code(), Some(2));
     assert!(text(&out).1.contains("[memory.embeddings] is not configured"), "{}", text(&out).1);
+}
+
+/// `butler security audit` (issue 36, point 8): each exposure is found, named and given a fix;
+/// `--json` carries the same for CI; the exit code is 1 for anything high or medium; a secret
+/// written in the file is named by its key and never printed.
+#[test]
+fn security_audit_finds_each_exposure_and_says_what_to_change() {
+    use std::os::unix::fs::PermissionsExt;
+    const CANARY: &str = "sk-literalAuditCanary77";
+    fn ws(dep: &Deployment) -> String {
+        dep.dir.path().join("ws").display().to_string()
+    }
+    type Extra = fn(&Deployment) -> String;
+    type Vars = Vec<(&'static str, &'static str)>;
+    // (extra config, environment, file mode, the finding ids, exit code)
+    let cases: Vec<(Extra, Vars, u32, Vec<&str>, i32)> = vec![
+        (|_| String::new(), vec![], 0o600, vec![], 0),
+        (|_| String::new(), vec![], 0o644, vec!["readable_by_others"], 1),
+        (
+            |_| "[channels.web]\ntoken = \"${AUDIT_WEB}\"\n".into(),
+            vec![("BUTLER_SERVER__LISTEN", "0.0.0.0:18999"), ("AUDIT_WEB", "t0ken-long-enough-0123456789")],
+            0o600,
+            vec!["public_listen"],
+            1,
+        ),
+        (|_| "[access]\npolicy = \"open\"\n".into(), vec![], 0o600, vec!["open_policy"], 1),
+        (
+            |_| "[tools.shell]\nenabled = true\nsandbox = \"none\"\n".into(),
+            vec![],
+            0o600,
+            vec!["shell_without_sandbox"],
+            1,
+        ),
+        (
+            |_| "[[mcp.servers]]\nname = \"loose\"\ncommand = \"/bin/true\"\nsandbox = \"none\"\n".into(),
+            vec![],
+            0o600,
+            vec!["mcp_without_sandbox"],
+            1,
+        ),
+        (
+            |_| format!("[llm]\nmodel = \"gpt-4o-mini\"\napi_key = \"{CANARY}\"\n"),
+            vec![],
+            0o600,
+            vec!["secret_in_config_file"],
+            1,
+        ),
+        (
+            |_| "[llm]\nmodel = \"gpt-4o-mini\"\napi_key = \"${AUDIT_KEY}\"\n".into(),
+            vec![("AUDIT_KEY", CANARY)],
+            0o600,
+            vec![],
+            0,
+        ),
+        (
+            |d| format!("[tools]\nworkspace_dir = \"{}\"\n[skills]\ndirs = [\"{}/shared-skills\"]\n", ws(d), ws(d)),
+            vec![],
+            0o600,
+            vec!["writable_skills"],
+            1,
+        ),
+        (|_| "[tools]\nworkspace_quota_mb = 0\n".into(), vec![], 0o600, vec!["no_workspace_quota"], 0),
+    ];
+    for (i, (extra, env, mode, ids, code)) in cases.into_iter().enumerate() {
+        let dep = Deployment::new("");
+        let written = std::fs::read_to_string(&dep.config).unwrap();
+        std::fs::write(&dep.config, format!("{written}{}", extra(&dep))).unwrap();
+        std::fs::set_permissions(&dep.config, std::fs::Permissions::from_mode(mode)).unwrap();
+        // The data folder (here the deployment's folder) is Butler's alone, as Butler makes it.
+        std::fs::set_permissions(dep.dir.path(), std::fs::Permissions::from_mode(0o700)).unwrap();
+        let out = run(&dep, &["security", "audit"], &env);
+        let (stdout, stderr) = text(&out);
+        assert_eq!(out.status.code(), Some(code), "case {i}: {stdout}{stderr}");
+        for id in &ids {
+            let line = stdout.lines().find(|l| l.starts_with("[warn] security") || l.starts_with("[note] security"));
+            assert!(line.is_some() && stdout.contains("fix: "), "case {i} {id}: {stdout}");
+        }
+        if ids.is_empty() {
+            assert!(stdout.contains("[ ok ] security: nothing to change"), "case {i}: {stdout}");
+        }
+        let json = run(&dep, &["security", "audit", "--json"], &env);
+        let body: serde_json::Value = serde_json::from_slice(&json.stdout).expect("JSON findings");
+        let got: Vec<&str> = body["findings"].as_array().unwrap().iter().map(|f| f["id"].as_str().unwrap()).collect();
+        assert_eq!(got, ids, "case {i}: {body}");
+        assert_eq!(body["ok"], code == 0, "case {i}");
+        assert_eq!(json.status.code(), Some(code));
+        for place in [&stdout, &stderr, &String::from_utf8_lossy(&json.stdout).into_owned()] {
+            assert!(!place.contains(CANARY), "case {i}: the secret was printed");
+        }
+        if ids == ["secret_in_config_file"] {
+            assert!(stdout.contains("llm.api_key holds a secret written in"), "{stdout}");
+        }
+    }
 }

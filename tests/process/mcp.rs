@@ -27,7 +27,7 @@ fn stdio_server_entry() {
 }
 
 /// A `[[mcp.servers]]` entry running this test binary as a stdio server.
-fn server_toml(name: &str, read_only: bool, sleeper: bool) -> String {
+fn server_toml(name: &str, read_only: bool, sleeper: &str) -> String {
     let exe = std::env::current_exe().unwrap();
     format!(
         "[[mcp.servers]]\nname = \"{name}\"\ncommand = \"{}\"\n\
@@ -36,7 +36,7 @@ fn server_toml(name: &str, read_only: bool, sleeper: bool) -> String {
         exe.display(),
         server::ROLE_VAR,
         server::SLEEPER_VAR,
-        if sleeper { "1" } else { "0" },
+        sleeper,
     )
 }
 
@@ -66,11 +66,6 @@ fn children(parent: u32) -> Vec<(i64, i64)> {
     procs().into_iter().filter(|p| p.1 == i64::from(parent)).map(|p| (p.0, p.2)).collect()
 }
 
-/// Live processes in process group `pgrp`.
-fn group_members(pgrp: i64) -> usize {
-    procs().into_iter().filter(|p| p.2 == pgrp).count()
-}
-
 /// `(pid, ppid, pgrp)` of every live process, from /proc/<pid>/stat.
 fn procs() -> Vec<(i64, i64, i64)> {
     let mut out = Vec::new();
@@ -98,8 +93,8 @@ async fn mcp_tools_reach_the_model_and_ask_unless_read_only() {
     let extra = format!(
         "{}\n{}\n{}",
         llm_section(&llm.openai_url()),
-        server_toml("ro", true, false),
-        server_toml("rw", false, false)
+        server_toml("ro", true, "0"),
+        server_toml("rw", false, "0")
     );
     let dep = Deployment::new(&extra);
     let base = dep.base();
@@ -116,7 +111,7 @@ async fn mcp_tools_reach_the_model_and_ask_unless_read_only() {
     let builtin = listing.lines().find(|l| l.starts_with("Built-in (")).unwrap_or_default();
     assert!(builtin.contains("now") && !builtin.contains("__") && !builtin.contains(" skill"), "{listing}");
     for want in
-        ["MCP server `ro` (ready, 11 tools, ", "ro__echo, ", "MCP server `rw` (ready, ", "Skills: the `skill` tool"]
+        ["MCP server `ro` (ready, 12 tools, ", "ro__echo, ", "MCP server `rw` (ready, ", "Skills: the `skill` tool"]
     {
         assert!(listing.contains(want), "`{want}` missing from:\n{listing}");
     }
@@ -185,20 +180,22 @@ async fn mcp_tools_reach_the_model_and_ask_unless_read_only() {
     server.terminate(Duration::from_secs(30)).await;
 }
 
-/// SIGTERM while a server's tool is running: butler exits and no process of the server's
-/// process group (the server and the child it started) is left.
+/// SIGTERM while a server's tool is running: butler exits and no process the server started is
+/// left, not even a child that left its process group and session with `setsid` (issue 36: one
+/// survived). The server runs in bubblewrap (the default), whose whole PID namespace ends.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigterm_mid_call_leaves_no_process_of_the_servers_group() {
     let llm = FakeLlm::start().await;
-    let extra = format!("{}\n{}", llm_section(&llm.openai_url()), server_toml("slowpoke", true, true));
+    let extra = format!("{}\n{}", llm_section(&llm.openai_url()), server_toml("slowpoke", true, "setsid"));
     let dep = Deployment::new(&extra);
     let base = dep.base();
     let server = dep.serve().await;
     wait_for_tools(&llm, &base, &["slowpoke__slow"]).await;
     let groups: Vec<i64> = children(server.child.id()).into_iter().map(|c| c.1).collect();
-    assert_eq!(groups.len(), 1, "one child: the stdio server");
-    let pgrp = groups[0];
-    assert!(group_members(pgrp) >= 2, "the server and its sleeper share the group");
+    assert_eq!(groups.len(), 1, "one child: the stdio server's sandbox");
+    let started = descendants(server.child.id());
+    let sleeper = started.iter().any(|p| cmdline(*p) == "sleep 600");
+    assert!(sleeper && started.len() >= 3, "the server and its setsid sleeper: {started:?}");
 
     llm.on("take your time", Reply::tool_call("slowpoke__slow", json!({"secs": 50})));
     let before = llm.request_count();
@@ -210,11 +207,71 @@ async fn sigterm_mid_call_leaves_no_process_of_the_servers_group() {
 
     let status = server.terminate(Duration::from_secs(40)).await;
     assert!(status.success(), "butler exits cleanly: {status}");
+    let alive = || procs().into_iter().filter(|p| started.contains(&p.0)).map(|p| p.0).collect::<Vec<_>>();
     let deadline = Instant::now() + Duration::from_secs(5);
-    while group_members(pgrp) > 0 && Instant::now() < deadline {
+    while !alive().is_empty() && Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(25)).await;
     }
-    assert_eq!(group_members(pgrp), 0, "no process of the server's group is left");
+    assert_eq!(alive(), Vec::<i64>::new(), "no process the server started is left");
+}
+
+/// Every live process below `pid`.
+fn descendants(pid: u32) -> Vec<i64> {
+    let all = procs();
+    let mut out = Vec::new();
+    let mut stack = vec![i64::from(pid)];
+    while let Some(parent) = stack.pop() {
+        for p in all.iter().filter(|p| p.1 == parent) {
+            out.push(p.0);
+            stack.push(p.0);
+        }
+    }
+    out
+}
+
+/// The command line of `pid`, its arguments joined by spaces.
+fn cmdline(pid: i64) -> String {
+    let raw = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+    raw.split(|b| *b == 0).filter(|a| !a.is_empty()).map(|a| String::from_utf8_lossy(a)).collect::<Vec<_>>().join(" ")
+}
+
+/// A stdio server is sandboxed (issue 36: one read Butler's config file with the model's key,
+/// its SQLite database and `/proc/<Butler>/environ`): the same reads, by a tool the permission
+/// engine cannot see a path in, now find nothing, and its environment holds only what it was
+/// given. Before, each read returned the canary.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stdio_server_reads_nothing_of_butler() {
+    const CANARY: &str = "sk-mcpProbeCanary41d7";
+    let llm = FakeLlm::start().await;
+    let extra =
+        format!("{}api_key = \"{CANARY}\"\n{}", llm_section(&llm.openai_url()), server_toml("snoop", true, "0"));
+    let dep = Deployment::new(&extra);
+    let base = dep.base();
+    let server = dep.serve_with_env(&[("BUTLER_PROBE_CANARY", CANARY)]).await;
+    wait_for_tools(&llm, &base, &["snoop__probe"]).await;
+    let db = dep.db_url().trim_start_matches("sqlite://").split('?').next().unwrap().to_string();
+    let targets = [
+        dep.config.display().to_string(),
+        db.clone(),
+        format!("{db}-wal"),
+        format!("/proc/{}/environ", server.child.id()),
+        "/proc/1/environ".to_string(),
+        "/proc/self/environ".to_string(),
+    ];
+    for (i, path) in targets.iter().enumerate() {
+        let hex: String = path.bytes().map(|b| format!("{b:02x}")).collect();
+        let needle = format!("probe number {i}");
+        llm.on(&needle, Reply::tool_call("snoop__probe", json!({"hex": hex})));
+        llm.on(&needle, Reply::text("probed"));
+        post(&base, "snoop", &needle).await;
+        let reqs = llm.requests_for(&needle, 2).await;
+        let result = reqs[1].last_tool_result().unwrap_or_default();
+        assert!(!result.contains(CANARY), "the server read Butler's secret through {path}");
+        if !path.starts_with("/proc/1/") && !path.starts_with("/proc/self/") {
+            assert!(result.contains(&format!("could not read {path}")), "{path}: {}", &result[..result.len().min(300)]);
+        }
+    }
+    server.terminate(Duration::from_secs(30)).await;
 }
 
 /// `butler doctor` prints one line per MCP server: started with its tool count and a round
@@ -222,13 +279,13 @@ async fn sigterm_mid_call_leaves_no_process_of_the_servers_group() {
 #[test]
 fn doctor_reports_each_mcp_server() {
     let bad = "[[mcp.servers]]\nname = \"nothere\"\ncommand = \"/nonexistent/mcp-server\"\nconnect_timeout_secs = 5\n";
-    let dep = Deployment::new(&format!("{}\n{bad}", server_toml("good", true, false)));
+    let dep = Deployment::new(&format!("{}\n{bad}", server_toml("good", true, "0")));
     let out = dep.command(&["doctor"]).output().unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     let line = |prefix: &str| stdout.lines().find(|l| l.starts_with(prefix)).map(str::to_string);
     // (line prefix, what it must say)
     let cases = [
-        ("[ ok ] mcp server `good`: ", "started (stdio), 11 tool(s), round trip "),
+        ("[ ok ] mcp server `good`: ", "started (stdio), 12 tool(s), round trip "),
         ("[FAIL] mcp server `nothere`: ", "did not start (stdio): "),
     ];
     for (prefix, want) in cases {
@@ -254,8 +311,8 @@ async fn mcp_calls_go_through_policy_hooks_limits_and_audit() {
          [[hooks]]\nevent = \"pre_tool_use\"\ntype = \"command\"\nmatcher = \"ro__echo\"\n\
          command = \"echo 'no echo on ro, please' >&2; exit 2\"\n\n{}\n{}",
         llm_section(&llm.openai_url()),
-        server_toml("ro", true, false),
-        server_toml("rw", false, false)
+        server_toml("ro", true, "0"),
+        server_toml("rw", false, "0")
     );
     let dep = Deployment::new(&extra);
     let base = dep.base();

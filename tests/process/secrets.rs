@@ -338,3 +338,59 @@ async fn forged_requests_are_rate_limited_per_address_and_logged_in_aggregate() 
     assert_eq!(warns.len(), forged.len(), "{warns:#?}");
     assert!(warns.iter().all(|l| l.contains("refused=1") && l.contains("127.0.0.1")), "{warns:#?}");
 }
+
+/// Butler's environment (its API keys) and memory are unreadable to the programs it starts and
+/// to any other process of its user (issue 36): an MCP server read `/proc/<Butler>/environ`.
+/// The reader is a process of the same user without CAP_SYS_PTRACE. As root every process here
+/// runs with its capabilities dropped (Butler, the control process and the reader alike: a full
+/// root process is closed to a capless one whatever its flag, so only this compares like with
+/// like). The reader reads a dumpable control process's environ, and Butler's not.
+#[tokio::test]
+async fn butlers_environment_is_unreadable_through_proc() {
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let config = dir.path().join("butler.toml");
+    std::fs::write(&config, format!("[server]\nlisten = \"127.0.0.1:{port}\"\n")).unwrap();
+    // `program args` with no capabilities as root, as it is otherwise.
+    let capless = |program: &str| {
+        if as_root() {
+            let mut c = std::process::Command::new("setpriv");
+            c.args(["--bounding-set", "-all", "--inh-caps", "-all", program]);
+            c
+        } else {
+            std::process::Command::new(program)
+        }
+    };
+    let mut cmd = capless(crate::support::proc::binary());
+    cmd.env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("HOME", dir.path())
+        .env("BUTLER_PROC_CANARY", LLM_KEY)
+        .current_dir(dir.path())
+        .args(["serve", "--config"])
+        .arg(&config);
+    let server = Server::start(cmd, dir.path().join("serve.log"), &format!("http://127.0.0.1:{port}")).await;
+    let read_as_peer = |pid: u32| capless("cat").arg(format!("/proc/{pid}/environ")).output().expect("run the reader");
+    // The reader works: a dumpable process of the same user (a plain `sleep`) is readable.
+    let mut plain = capless("sleep").arg("30").env("BUTLER_PROC_CANARY", "visible").spawn().unwrap();
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    let out = read_as_peer(plain.id());
+    plain.kill().ok();
+    plain.wait().ok();
+    assert!(String::from_utf8_lossy(&out.stdout).contains("BUTLER_PROC_CANARY=visible"), "{out:?}");
+    // Butler's is not.
+    let out = read_as_peer(server.child.id());
+    assert!(!out.status.success(), "the read should fail");
+    let seen = String::from_utf8_lossy(&out.stdout);
+    assert!(seen.is_empty() && !seen.contains(LLM_KEY), "Butler's environment was readable through /proc");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("Permission denied"), "{out:?}");
+}
+
+/// Whether this test runs as root (then the reader drops its capabilities first).
+fn as_root() -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .unwrap_or_default()
+        .lines()
+        .find(|l| l.starts_with("Uid:"))
+        .is_some_and(|l| l.split_whitespace().nth(1) == Some("0"))
+}

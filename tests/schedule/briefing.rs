@@ -13,7 +13,7 @@ use butler::config::{Mode, PermissionContext, ScheduleConfig, ScheduleMode};
 use butler::store::{
     now_ms, MemoryScope, NewUser, RunKind, RunQuery, RunRow, RunStatus, ScheduleFilter, Store, UserRole,
 };
-use butler::tools::{Action, Risk, Tool, ToolCtx, ToolError, ToolSpec};
+use butler::tools::{Action, Tool, ToolCtx, ToolError, ToolSpec};
 use serde_json::{json, Value};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -192,7 +192,6 @@ async fn a_job_never_has_more_rights_than_its_owner() {
             description: "touch the lamp".into(),
             parameters: json!({"type": "object", "properties": {}}),
             read_only: false,
-            risk: Risk::Medium,
         },
         runs: AtomicUsize::new(0),
     });

@@ -2,7 +2,7 @@
 //! run started and can take a while, for approval tests on every channel.
 
 use async_trait::async_trait;
-use butler::tools::{Action, Risk, Tool, ToolCtx, ToolError, ToolSpec};
+use butler::tools::{Action, Tool, ToolCtx, ToolError, ToolSpec};
 use serde_json::{json, Value};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -27,7 +27,6 @@ impl Touch {
                 description: "touch a named thing".into(),
                 parameters: json!({"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}),
                 read_only: false,
-                risk: Risk::Medium,
             },
             delay,
             started: Mutex::new(vec![]),

@@ -18,8 +18,8 @@ fn all_tools() -> Vec<Arc<dyn Tool>> {
         Arc::new(SendMessage::new(&SendMessageConfig { targets: vec!["telegram:-100123".parse().unwrap()] })),
     ];
     let http = HttpRequestConfig { allowed_hosts: vec!["api.example.com".into()], ..HttpRequestConfig::default() };
-    tools.extend(http_tools(&http).unwrap());
-    tools.extend(file_tools(&FilesConfig::default()));
+    tools.extend(http_tools(&http, Default::default()).unwrap());
+    tools.extend(file_tools(&FilesConfig::default(), 0));
     tools
 }
 
@@ -201,24 +201,23 @@ async fn every_tool_describes_its_call() {
 
 #[test]
 fn specs() {
-    // (name, read_only, risk, required args)
-    use butler::tools::Risk::*;
+    // (name, read_only, required args)
     let table = [
-        ("web_fetch", true, Low, vec!["url"]),
-        ("http_get", true, Low, vec!["url"]),
-        ("http_request", false, Medium, vec!["method", "url"]),
-        ("shell", false, High, vec!["command"]),
-        ("file_read", true, Low, vec!["path"]),
-        ("file_list", true, Low, vec![]),
-        ("file_write", false, Medium, vec!["path", "content"]),
-        ("file_edit", false, Medium, vec!["path", "old", "new"]),
-        ("send_message", false, Medium, vec!["to", "text"]),
+        ("web_fetch", true, vec!["url"]),
+        ("http_get", true, vec!["url"]),
+        ("http_request", false, vec!["method", "url"]),
+        ("shell", false, vec!["command"]),
+        ("file_read", true, vec!["path"]),
+        ("file_list", true, vec![]),
+        ("file_write", false, vec!["path", "content"]),
+        ("file_edit", false, vec!["path", "old", "new"]),
+        ("send_message", false, vec!["to", "text"]),
     ];
     let tools = all_tools();
     assert_eq!(tools.len(), table.len());
-    for (name, read_only, risk, required) in table {
+    for (name, read_only, required) in table {
         let spec = pick(&tools, name).spec().clone();
-        assert_eq!((spec.read_only, spec.risk), (read_only, risk), "{name}");
+        assert_eq!(spec.read_only, read_only, "{name}");
         let got: Vec<&str> = spec.parameters["required"]
             .as_array()
             .map(|a| a.iter().filter_map(|v| v.as_str()).collect())

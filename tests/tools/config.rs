@@ -30,7 +30,7 @@ fn registration_follows_the_config() {
     for (text, present, absent) in cases {
         let cfg = parse(text);
         butler::app::check_config(&cfg).unwrap();
-        let tools = builtin_tools(&cfg);
+        let tools = builtin_tools(&cfg, &Default::default());
         let names = tools.names();
         for name in base.iter().chain(present.iter()) {
             assert!(names.contains(name), "{text:?}: {name} missing from {names:?}");
@@ -45,7 +45,7 @@ fn registration_follows_the_config() {
 fn memory_tools_and_conversation_search_follow_memory_enabled() {
     // (config, whether they are registered)
     for (text, on) in [("", true), ("[memory]\nenabled = true", true), ("[memory]\nenabled = false", false)] {
-        let tools = builtin_tools(&parse(text));
+        let tools = builtin_tools(&parse(text), &Default::default());
         let names = tools.names();
         for name in ["remember", "recall", "forget", "conversation_search"] {
             assert_eq!(names.contains(&name), on, "{text:?}: {name} in {names:?}");

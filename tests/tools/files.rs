@@ -11,7 +11,7 @@ use std::os::unix::fs::symlink;
 use std::sync::Arc;
 
 fn tools() -> Vec<Arc<dyn Tool>> {
-    file_tools(&FilesConfig { enabled: true, max_read_bytes: 1000, max_write_bytes: 2000 })
+    file_tools(&FilesConfig { enabled: true, max_read_bytes: 1000, max_write_bytes: 2000 }, 0)
 }
 
 #[tokio::test]

@@ -43,7 +43,7 @@ fn tools(hosts: &[&str]) -> Vec<Arc<dyn Tool>> {
         .with_static_host("api.example", vec!["127.0.0.1".parse().unwrap()])
         .with_static_host("v1.api.example", vec!["127.0.0.1".parse().unwrap()])
         .with_static_host("other.example", vec!["127.0.0.1".parse().unwrap()]);
-    http_tools_with_guard(&cfg(hosts), guard).unwrap()
+    http_tools_with_guard(&cfg(hosts), guard, Default::default()).unwrap()
 }
 
 #[tokio::test]
@@ -117,7 +117,8 @@ async fn metadata_and_local_addresses_stay_refused() {
     let h = Harness::new().await;
     let port = echo_server().await.port();
     // Local addresses allowed, but never link-local / metadata, even when listed.
-    let listed = http_tools(&cfg(&["169.254.169.254", "metadata.google.internal", "127.0.0.1"])).unwrap();
+    let listed =
+        http_tools(&cfg(&["169.254.169.254", "metadata.google.internal", "127.0.0.1"]), Default::default()).unwrap();
     let get = pick(&listed, "http_get");
     for url in ["http://169.254.169.254/latest/meta-data/", "http://metadata.google.internal/computeMetadata/v1/"] {
         let e = err_text(h.call(&*get, json!({ "url": url })).await);
@@ -126,7 +127,9 @@ async fn metadata_and_local_addresses_stay_refused() {
     let out = h.call(&*get, json!({"url": format!("http://127.0.0.1:{port}/echo")})).await.unwrap();
     assert!(out.ends_with("GET key=- body="), "{out}");
     // Without allow_private_addresses, a listed host that is local is refused by the guard.
-    let strict = http_tools(&HttpRequestConfig { allow_private_addresses: false, ..cfg(&["127.0.0.1"]) }).unwrap();
+    let strict =
+        http_tools(&HttpRequestConfig { allow_private_addresses: false, ..cfg(&["127.0.0.1"]) }, Default::default())
+            .unwrap();
     let e =
         err_text(h.call(&*pick(&strict, "http_get"), json!({"url": format!("http://127.0.0.1:{port}/echo")})).await);
     assert!(e.contains("refused") && e.contains("loopback"), "{e}");

@@ -28,7 +28,7 @@ fn stdio_server_entry() {
 }
 
 /// A stdio server `name`: this test binary, told to serve MCP.
-fn stdio(name: &str) -> McpServerConfig {
+pub(crate) fn stdio(name: &str) -> McpServerConfig {
     let exe = std::env::current_exe().expect("test binary path");
     let mut env = std::collections::BTreeMap::new();
     env.insert(server::ROLE_VAR.to_string(), Secret::new("stdio"));
@@ -56,7 +56,8 @@ fn http(name: &str, addr: std::net::SocketAddr) -> McpServerConfig {
 }
 
 fn manager(servers: Vec<McpServerConfig>) -> Arc<McpManager> {
-    McpManager::start(&McpConfig { servers, ..McpConfig::default() })
+    let root = std::env::temp_dir().join("butler-mcp-tests");
+    McpManager::start(&McpConfig { servers, ..McpConfig::default() }, &root, &Default::default())
 }
 
 /// Waits (at most 30 s) until `server` is ready at a generation above `after`.
@@ -214,10 +215,12 @@ async fn a_server_that_cannot_start_is_retried_and_blocks_nothing() {
 }
 
 /// Point 3: a crash mid-call is a clear tool error, the server is restarted, and the crashed
-/// server's process group (with its own child) is gone.
+/// server's process group (with its own child) is gone. Unsandboxed, so the server's process
+/// group is the host's (in bubblewrap it is its PID namespace's; `process::mcp` covers that).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_crash_mid_call_is_a_tool_error_and_the_server_comes_back() {
     let mut cfg = stdio("c");
+    cfg.sandbox = butler::config::SandboxMode::None;
     cfg.env.insert(server::SLEEPER_VAR.into(), Secret::new("1"));
     let m = manager(vec![cfg]);
     ready(&m).await;
@@ -363,7 +366,7 @@ async fn permission_engine_sees_read_only_and_paths() {
 /// Point 8: bad `[[mcp.servers]]` config is an error naming the key.
 #[test]
 fn bad_config_names_the_key() {
-    let cases: [(&str, &str); 8] = [
+    let cases: [(&str, &str); 12] = [
         ("name = \"a\"\ncommand = \"x\"\nurl = \"http://127.0.0.1:1/mcp\"", "mcp.servers[0].command"),
         ("name = \"a\"", "mcp.servers[0].command"),
         ("name = \"Files\"\ncommand = \"x\"", "mcp.servers[0].name"),
@@ -372,6 +375,11 @@ fn bad_config_names_the_key() {
         ("name = \"a\"\nurl = \"ftp://x\"", "mcp.servers[0].url"),
         ("name = \"a\"\ncommand = \"x\"\ntimeout_secs = 0", "mcp.servers[0].timeout_secs"),
         ("name = \"a\"\nurl = \"http://127.0.0.1:1/mcp\"\nargs = [\"x\"]", "mcp.servers[0].args"),
+        // A sandboxed server's extra folders: absolute, below /, no `..`; stdio servers only.
+        ("name = \"a\"\ncommand = \"x\"\npaths = [\"notes\"]", "mcp.servers[0].paths[0]"),
+        ("name = \"a\"\ncommand = \"x\"\npaths = [\"/srv\", \"/\"]", "mcp.servers[0].paths[1]"),
+        ("name = \"a\"\ncommand = \"x\"\npaths = [\"/srv/../etc\"]", "mcp.servers[0].paths[0]"),
+        ("name = \"a\"\nurl = \"http://127.0.0.1:1/mcp\"\npaths = [\"/srv\"]", "mcp.servers[0].paths"),
     ];
     for (body, key) in cases {
         let text = format!("[[mcp.servers]]\n{body}\n");

@@ -39,13 +39,12 @@ async fn assert_gone(marker: &str) {
 
 #[test]
 fn shell_is_off_unless_enabled() {
-    let default = builtin_tools(&Config::default());
+    let default = builtin_tools(&Config::default(), &Default::default());
     assert!(default.get("shell").is_none(), "{:?}", default.names());
     let mut cfg = Config::default();
     cfg.tools.shell.enabled = true;
-    let tool = builtin_tools(&cfg).get("shell").cloned().expect("registered when enabled");
+    let tool = builtin_tools(&cfg, &Default::default()).get("shell").cloned().expect("registered when enabled");
     assert!(!tool.spec().read_only);
-    assert_eq!(tool.spec().risk, butler::tools::Risk::High);
 }
 
 #[tokio::test]

@@ -6,7 +6,7 @@ use crate::support::app::{config, TestApp};
 use crate::support::fake_llm::{FakeLlm, Reply};
 use async_trait::async_trait;
 use butler::store::MemoryScope;
-use butler::tools::{Risk, Tool, ToolCtx, ToolError, ToolSpec};
+use butler::tools::{Tool, ToolCtx, ToolError, ToolSpec};
 use serde_json::{json, Value};
 use std::sync::Arc;
 use std::time::Duration;
@@ -33,7 +33,6 @@ fn tool(name: &str, behaviour: Behaviour) -> Arc<dyn Tool> {
         description: format!("test tool {name}"),
         parameters: json!({"type": "object", "properties": {}}),
         read_only: true,
-        risk: Risk::Low,
     };
     Arc::new(TestTool { spec, behaviour })
 }

@@ -1,6 +1,6 @@
 //! Error shapes (issue 13, point 7): every HTTP error of Butler's own routes, whatever refused
 //! it (a path, query, JSON or body-limit rejection, the router, a channel's webhook), is JSON
-//! `{"error": {"code", "message"}}` with the expected status and code.
+//! `{"error": {"code", "message", "type"}}` with the expected status, code and type.
 
 use crate::support::app::{config, TestApp};
 use crate::support::fake_telegram::FakeTelegram;
@@ -97,11 +97,14 @@ async fn every_error_is_the_json_error_shape() {
         assert_eq!(status, c.status, "{}: status, body {text}", c.name);
         assert!(ct.starts_with("application/json"), "{}: content type {ct:?}, body {text}", c.name);
         assert_eq!(body["error"]["code"], c.code, "{}: {text}", c.name);
-        if c.path.starts_with("/api/") || c.path.starts_with("/v1/") {
-            // Butler's own errors (not a channel crate's) carry OpenAI's `type` too.
-            let kind = body["error"]["type"].as_str().unwrap_or_default();
-            assert!(kind.ends_with("_error"), "{}: an OpenAI-style type: {text}", c.name);
-        }
+        // Every error, a channel crate's too (issue 36: `/hooks/*` lacked it), carries OpenAI's
+        // `type` for its status.
+        let kind = match c.status {
+            401 => "authentication_error",
+            404 => "not_found_error",
+            _ => "invalid_request_error",
+        };
+        assert_eq!(body["error"]["type"], kind, "{}: an OpenAI-style type: {text}", c.name);
         let message = body["error"]["message"].as_str().unwrap_or("");
         assert!(!message.is_empty(), "{}: a message: {text}", c.name);
         assert!(!message.contains(TG_SECRET), "{}: leaks the secret", c.name);

@@ -149,7 +149,6 @@ async fn nul_from_the_model_or_a_tool_on_postgres_is_committed_and_delivered_san
         description: "answers with a NUL".into(),
         parameters: serde_json::json!({"type": "object", "properties": {}}),
         read_only: true,
-        risk: butler::tools::Risk::Low,
     };
     let app = TestApp::start_with(cfg, None, vec![std::sync::Arc::new(NulTool(spec))]).await;
     // The model's text before a tool call, the tool's result and the final answer each hold one.

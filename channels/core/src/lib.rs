@@ -9,6 +9,7 @@
 //! vocabulary shared by adapters that must not know each other.
 
 mod answer;
+mod api_error;
 mod backoff;
 mod channel;
 mod chunk;
@@ -27,6 +28,7 @@ mod stored;
 mod unreadable;
 
 pub use answer::{numbered_choices, reaction_answer, ANSWER_ALWAYS, ANSWER_NO, ANSWER_REACTIONS, ANSWER_YES};
+pub use api_error::{error_body, error_type};
 pub use backoff::Backoff;
 pub use channel::{Accepted, Caps, Channel, ChannelError, Ingress, IngressError, TextFormat};
 pub use chunk::{chunk_text, ChunkLimit};

@@ -9,7 +9,7 @@
 //! whose `X-Signature-Timestamp` is more than 5 minutes from the server's clock (a replay of a
 //! captured interaction; the interaction id dedup in the inbox catches one inside the window);
 //! bad JSON gets 400. Errors
-//! are `{"error": {"code", "message"}}` like the rest of Butler's API. This module must never
+//! are `{"error": {"code", "message", "type"}}` like the rest of Butler's API. This module must never
 //! store or acknowledge anything before the signature is checked.
 
 use crate::inbound::{self, Interaction, APPLICATION_COMMAND, AUTOCOMPLETE, MESSAGE_COMPONENT, MODAL_SUBMIT, PING};
@@ -23,7 +23,6 @@ use axum::{Extension, Json, Router};
 use butler_channel::limit::{self, Refusals};
 use butler_channel::{signature, Ingress, IngressError};
 use ed25519_dalek::{Signature, VerifyingKey};
-use serde_json::json;
 use serenity::builder::{CreateAutocompleteResponse, CreateInteractionResponse, CreateInteractionResponseMessage};
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -69,7 +68,7 @@ pub(crate) fn routes(inner: &Inner, ingress: Arc<dyn Ingress>) -> Option<Router>
 }
 
 fn error(status: StatusCode, code: &str, message: impl Into<String>) -> Response {
-    (status, Json(json!({"error": {"code": code, "message": message.into()}}))).into_response()
+    (status, Json(butler_channel::error_body(status.as_u16(), code, &message.into()))).into_response()
 }
 
 fn now_secs() -> i64 {

@@ -22,7 +22,6 @@ use axum::routing::post;
 use axum::{Extension, Json, Router};
 use butler_channel::limit::{self, Refusals};
 use butler_channel::{now_ms, Ingress};
-use serde_json::json;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
@@ -54,7 +53,7 @@ pub fn routes(shared: Arc<Shared>, ingress: Arc<dyn Ingress>, secret: &str) -> R
 }
 
 fn error(status: StatusCode, code: &str, message: &str) -> Response {
-    let mut resp = (status, Json(json!({"error": {"code": code, "message": message}}))).into_response();
+    let mut resp = (status, Json(butler_channel::error_body(status.as_u16(), code, message))).into_response();
     if status.is_client_error() {
         // Slack: do not retry a request that will fail the same way again.
         resp.headers_mut().insert("x-slack-no-retry", HeaderValue::from_static("1"));

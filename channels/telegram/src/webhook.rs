@@ -1,7 +1,7 @@
 //! `POST /channels/telegram/webhook`, mounted in Butler's one HTTP server in webhook mode.
 //!
 //! The `X-Telegram-Bot-Api-Secret-Token` header is compared in constant time; a wrong or
-//! missing one gets 401 with a JSON error (`{"error": {"code", "message"}}`, like all of
+//! missing one gets 401 with a JSON error (`{"error": {"code", "message", "type"}}`, like all of
 //! Butler's API) and nothing is stored; once one address sent too many such requests they get
 //! 429, and the WARN line is written once per address a minute with a count. A good request is answered 200 only after the ingress
 //! made the update durable (or it is not an event), and 503 when the ingress is unavailable,
@@ -44,9 +44,9 @@ pub fn routes(channel: Arc<TelegramChannel>, ingress: Arc<dyn Ingress>) -> Route
     Router::new().route(WEBHOOK_PATH, post(receive)).with_state(state)
 }
 
-/// An error in the shape of the rest of Butler's API: `{"error": {"code", "message"}}`.
+/// An error in the shape of the rest of Butler's API: `{"error": {"code", "message", "type"}}`.
 fn error(status: StatusCode, code: &str, message: &str) -> Response {
-    (status, Json(serde_json::json!({"error": {"code": code, "message": message}}))).into_response()
+    (status, Json(butler_channel::error_body(status.as_u16(), code, message))).into_response()
 }
 
 /// A request with a missing or wrong secret: 401, or 429 once its address sent too many; one

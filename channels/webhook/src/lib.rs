@@ -1,7 +1,7 @@
 //! Butler's signed inbound webhooks: `POST /hooks/{name}` for each configured source.
 //!
 //! A request is checked in this order, and each failure is a JSON error
-//! (`{"error": {"code", "message"}}`) with nothing stored: another method -> 405, unknown
+//! (`{"error": {"code", "message", "type"}}`) with nothing stored: another method -> 405, unknown
 //! source -> 404, body over the server's limit -> 413, missing or bad signature (HMAC-SHA256
 //! over the raw body bytes, constant-time) -> 401 (or 429 once one address sent too many such
 //! requests, with one aggregated WARN line per address a minute), over the source's rate limit
@@ -119,7 +119,7 @@ impl HookError {
 
 impl IntoResponse for HookError {
     fn into_response(self) -> Response {
-        let body = Json(json!({"error": {"code": self.code, "message": self.message}}));
+        let body = Json(butler_channel::error_body(self.status.as_u16(), self.code, &self.message));
         let mut resp = (self.status, body).into_response();
         if let Some(secs) = self.retry_after {
             resp.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(secs));

@@ -44,9 +44,9 @@ pub fn routes(channel: Arc<WhatsAppChannel>, ingress: Arc<dyn Ingress>, gate: Ga
     Router::new().route(WEBHOOK_PATH, get(verify).post(receive)).with_state(state)
 }
 
-/// An error in the shape of the rest of Butler's API: `{"error": {"code", "message"}}`.
+/// An error in the shape of the rest of Butler's API: `{"error": {"code", "message", "type"}}`.
 fn error(status: StatusCode, code: &str, message: &str) -> Response {
-    (status, Json(serde_json::json!({"error": {"code": code, "message": message}}))).into_response()
+    (status, Json(butler_channel::error_body(status.as_u16(), code, message))).into_response()
 }
 
 /// A refused request: `status` with `code`, or 429 once its address sent too many.

@@ -247,6 +247,16 @@ fn full_config() -> Config {
         url: Some("https://mcp.example.com/mcp".into()),
         ..Default::default()
     }];
+    // Both `value` and `file` of a secret (a real one has one of them).
+    c.secrets.insert(
+        "github".into(),
+        crate::config::SecretConfig {
+            value: Some(Secret::new("ghp")),
+            file: Some("/run/secrets/github".into()),
+            hosts: vec!["api.github.com".into()],
+            ..Default::default()
+        },
+    );
     // Both optional keys of a hook: `command` (type command) and `url` (type http).
     c.hooks = vec![crate::config::HookConfig {
         event: crate::config::HookEvent::PreToolUse,

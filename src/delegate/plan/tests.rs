@@ -19,6 +19,12 @@ fn agent(max_depth: u32) -> AgentConfig {
             tools: None,
             prompt: "Think.".into(),
         },
+        ArchetypeConfig {
+            name: "scout".into(),
+            tier: None,
+            tools: Some(vec!["many__*".into(), "n?w".into()]),
+            prompt: "Look around.".into(),
+        },
     ];
     a
 }
@@ -29,12 +35,19 @@ fn args(v: serde_json::Value) -> DelegateArgs {
 
 #[test]
 fn plans_table() {
-    let parent: Vec<String> =
-        ["delegate", "http_get", "now", "shell", "web_fetch"].iter().map(|s| s.to_string()).collect();
+    let parent: Vec<String> = ["delegate", "http_get", "many__a", "many__b", "now", "shell", "web_fetch"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
     // (call, depth, max_depth) -> (tier, tools) or error
     type Want = Result<(&'static str, Vec<&'static str>), PlanError>;
     let cases: Vec<(serde_json::Value, u32, u32, Want)> = vec![
-        (json!({"task": "t"}), 0, 3, Ok(("worker", vec!["delegate", "http_get", "now", "shell", "web_fetch"]))),
+        (
+            json!({"task": "t"}),
+            0,
+            3,
+            Ok(("worker", vec!["delegate", "http_get", "many__a", "many__b", "now", "shell", "web_fetch"])),
+        ),
         // The archetype's tools intersect the parent's (memory_search is not the parent's).
         (
             json!({"task": "t", "archetype": "researcher"}),
@@ -49,6 +62,9 @@ fn plans_table() {
             3,
             Ok(("worker", vec!["web_fetch"])),
         ),
+        // An archetype's entries are globs (an MCP server's tools by `<server>__*`).
+        (json!({"task": "t", "archetype": "scout"}), 0, 3, Ok(("worker", vec!["many__a", "many__b", "now"]))),
+        (json!({"task": "t", "archetype": "scout", "tools": ["many__b"]}), 0, 3, Ok(("worker", vec!["many__b"]))),
         // A tool the parent lacks is never given.
         (json!({"task": "t", "tools": ["memory_forget", "now"]}), 0, 3, Ok(("worker", vec!["now"]))),
         // The archetype's tier, and the call's over it.
@@ -56,25 +72,40 @@ fn plans_table() {
             json!({"task": "t", "archetype": "thinker"}),
             0,
             3,
-            Ok(("reasoning", vec!["delegate", "http_get", "now", "shell", "web_fetch"])),
+            Ok(("reasoning", vec!["delegate", "http_get", "many__a", "many__b", "now", "shell", "web_fetch"])),
         ),
         (
             json!({"task": "t", "archetype": "thinker", "tier": "chat"}),
             0,
             3,
-            Ok(("chat", vec!["delegate", "http_get", "now", "shell", "web_fetch"])),
+            Ok(("chat", vec!["delegate", "http_get", "many__a", "many__b", "now", "shell", "web_fetch"])),
         ),
         // A child at the depth limit gets no `delegate`.
-        (json!({"task": "t"}), 2, 3, Ok(("worker", vec!["http_get", "now", "shell", "web_fetch"]))),
-        (json!({"task": "t"}), 1, 3, Ok(("worker", vec!["delegate", "http_get", "now", "shell", "web_fetch"]))),
-        (json!({"task": "t"}), 0, 1, Ok(("worker", vec!["http_get", "now", "shell", "web_fetch"]))),
+        (
+            json!({"task": "t"}),
+            2,
+            3,
+            Ok(("worker", vec!["http_get", "many__a", "many__b", "now", "shell", "web_fetch"])),
+        ),
+        (
+            json!({"task": "t"}),
+            1,
+            3,
+            Ok(("worker", vec!["delegate", "http_get", "many__a", "many__b", "now", "shell", "web_fetch"])),
+        ),
+        (
+            json!({"task": "t"}),
+            0,
+            1,
+            Ok(("worker", vec!["http_get", "many__a", "many__b", "now", "shell", "web_fetch"])),
+        ),
         (json!({"task": "  "}), 0, 3, Err(PlanError::EmptyTask)),
         (json!({"task": "t", "background": true}), 1, 3, Err(PlanError::NestedBackground)),
         (
             json!({"task": "t", "archetype": "poet"}),
             0,
             3,
-            Err(PlanError::UnknownArchetype("poet".into(), "researcher, thinker".into())),
+            Err(PlanError::UnknownArchetype("poet".into(), "researcher, thinker, scout".into())),
         ),
     ];
     for (call, depth, max_depth, want) in cases {
@@ -91,7 +122,7 @@ fn the_spec_lists_archetypes_and_the_child_prompt_carries_the_archetype() {
     let s = spec(&a);
     assert!(s.read_only);
     assert!(s.description.contains("`researcher` (You research and report facts with sources.)"), "{}", s.description);
-    assert_eq!(s.parameters["properties"]["archetype"]["enum"], json!(["researcher", "thinker"]));
+    assert_eq!(s.parameters["properties"]["archetype"]["enum"], json!(["researcher", "thinker", "scout"]));
     let p = plan(&a, args(json!({"task": "find x", "archetype": "researcher"})), 0, &["now".into()]).unwrap();
     let prompt = child_prompt("Butler", &p);
     assert!(prompt.starts_with("You are a helper of Butler") && prompt.ends_with("with sources."), "{prompt}");

@@ -10,7 +10,7 @@ mod rules;
 use super::{Permission, Policy, Request};
 use crate::config::PermissionsConfig;
 use crate::store::UserRole;
-use crate::tools::{Action, Risk, ToolSpec};
+use crate::tools::{Action, ToolSpec};
 use butler_channel::ConversationKind;
 use std::path::{Path, PathBuf};
 
@@ -24,7 +24,6 @@ pub(super) fn spec(name: &str, read_only: bool) -> ToolSpec {
         description: String::new(),
         parameters: serde_json::json!({"type": "object"}),
         read_only,
-        risk: if read_only { Risk::Low } else { Risk::High },
     }
 }
 

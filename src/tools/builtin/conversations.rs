@@ -7,7 +7,7 @@
 //! return tool output (only user and assistant text is searched).
 
 use crate::store::{Role, TranscriptHit, TranscriptScope};
-use crate::tools::{parse_args, Risk, Tool, ToolCtx, ToolError, ToolSpec};
+use crate::tools::{parse_args, Tool, ToolCtx, ToolError, ToolSpec};
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use chrono_tz::Tz;
@@ -40,7 +40,6 @@ impl ConversationSearch {
             }),
             // Reads only the user's own conversations: runs without asking.
             read_only: true,
-            risk: Risk::Low,
         })
     }
 }

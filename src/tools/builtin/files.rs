@@ -11,7 +11,7 @@ use super::confine::{relative, resolve};
 use super::file_detail::{edit_detail, write_detail};
 use super::plain::{lexical_path, mask_text, preview, str_arg};
 use crate::config::FilesConfig;
-use crate::tools::{parse_args, Action, Risk, Tool, ToolCtx, ToolError, ToolSpec};
+use crate::tools::{parse_args, Action, Tool, ToolCtx, ToolError, ToolSpec};
 use async_trait::async_trait;
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -22,9 +22,9 @@ use std::sync::Arc;
 /// Most entries `file_list` shows.
 const MAX_LIST: usize = 500;
 
-/// The four file tools with the limits of `cfg`.
-pub fn file_tools(cfg: &FilesConfig) -> Vec<Arc<dyn Tool>> {
-    let limits = Limits { read: cfg.max_read_bytes, write: cfg.max_write_bytes };
+/// The four file tools with the limits of `cfg` and the workspace quota (MB, 0: none).
+pub fn file_tools(cfg: &FilesConfig, quota_mb: u64) -> Vec<Arc<dyn Tool>> {
+    let limits = Limits { read: cfg.max_read_bytes, write: cfg.max_write_bytes, quota_mb };
     vec![
         Arc::new(FileRead { spec: read_spec(), limits }),
         Arc::new(FileList { spec: list_spec() }),
@@ -37,6 +37,8 @@ pub fn file_tools(cfg: &FilesConfig) -> Vec<Arc<dyn Tool>> {
 struct Limits {
     read: usize,
     write: usize,
+    /// `[tools] workspace_quota_mb`: a full workspace refuses writes and edits.
+    quota_mb: u64,
 }
 
 pub struct FileRead {
@@ -55,8 +57,8 @@ pub struct FileEdit {
     limits: Limits,
 }
 
-fn spec(name: &str, description: &str, parameters: Value, read_only: bool, risk: Risk) -> ToolSpec {
-    ToolSpec { name: name.into(), description: description.into(), parameters, read_only, risk }
+fn spec(name: &str, description: &str, parameters: Value, read_only: bool) -> ToolSpec {
+    ToolSpec { name: name.into(), description: description.into(), parameters, read_only }
 }
 
 fn read_spec() -> ToolSpec {
@@ -75,7 +77,6 @@ fn read_spec() -> ToolSpec {
             "additionalProperties": false
         }),
         true,
-        Risk::Low,
     )
 }
 
@@ -89,7 +90,6 @@ fn list_spec() -> ToolSpec {
             "additionalProperties": false
         }),
         true,
-        Risk::Low,
     )
 }
 
@@ -108,7 +108,6 @@ fn write_spec() -> ToolSpec {
             "additionalProperties": false
         }),
         false,
-        Risk::Medium,
     )
 }
 
@@ -129,7 +128,6 @@ fn edit_spec() -> ToolSpec {
             "additionalProperties": false
         }),
         false,
-        Risk::Medium,
     )
 }
 
@@ -362,10 +360,12 @@ impl Tool for FileWrite {
             )));
         }
         let shown = args.path.clone();
+        let quota_mb = self.limits.quota_mb;
         in_workspace(ctx, &args.path, move |root, full| {
             if full == root || full.is_dir() {
                 return Err(ToolError::Failed(format!("`{shown}` is a directory")));
             }
+            crate::tools::quota::check(root, quota_mb).map_err(ToolError::Failed)?;
             write_atomic(&full, args.content.as_bytes(), &shown)?;
             Ok(format!("Wrote {} bytes to {shown}.", args.content.len()))
         })
@@ -409,11 +409,12 @@ impl Tool for FileEdit {
         }
         let limits = self.limits;
         let shown = args.path.clone();
-        in_workspace(ctx, &args.path, move |_, full| {
+        in_workspace(ctx, &args.path, move |root, full| {
             let meta = std::fs::metadata(&full).map_err(io_err(&shown))?;
             if meta.is_dir() {
                 return Err(ToolError::Failed(format!("`{shown}` is a directory")));
             }
+            crate::tools::quota::check(root, limits.quota_mb).map_err(ToolError::Failed)?;
             if meta.len() > limits.read as u64 {
                 return Err(ToolError::Failed(format!(
                     "`{shown}` is {} bytes, more than files.max_read_bytes ({}); it cannot be edited here",

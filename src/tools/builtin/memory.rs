@@ -1,7 +1,7 @@
 //! `remember`, `recall`, `forget`: the user's long-term memory. Every call is scoped to the
 //! user the turn runs for; a memory id of another user is treated as nonexistent.
 
-use crate::tools::{parse_args, Risk, Tool, ToolCtx, ToolError, ToolSpec};
+use crate::tools::{parse_args, Tool, ToolCtx, ToolError, ToolSpec};
 use async_trait::async_trait;
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -34,7 +34,6 @@ impl Remember {
             }),
             // Only the user's own memory changes, nothing outside Butler: runs without asking.
             read_only: true,
-            risk: Risk::Low,
         })
     }
 }
@@ -55,7 +54,6 @@ impl Recall {
                 "additionalProperties": false
             }),
             read_only: true,
-            risk: Risk::Low,
         })
     }
 }
@@ -73,7 +71,6 @@ impl Forget {
             }),
             // Only the user's own memory changes, nothing outside Butler: runs without asking.
             read_only: true,
-            risk: Risk::Low,
         })
     }
 }

@@ -10,6 +10,7 @@ mod conversations;
 mod file_detail;
 mod files;
 pub mod html;
+mod http_auth;
 mod memory;
 pub mod net;
 mod now;

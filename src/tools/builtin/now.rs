@@ -1,6 +1,6 @@
 //! `now`: the current date and time in the user's time zone (or one the model names).
 
-use crate::tools::{parse_args, Risk, Tool, ToolCtx, ToolError, ToolSpec};
+use crate::tools::{parse_args, Tool, ToolCtx, ToolError, ToolSpec};
 use async_trait::async_trait;
 use chrono::Utc;
 use chrono_tz::Tz;
@@ -26,7 +26,6 @@ impl Now {
                     "additionalProperties": false
                 }),
                 read_only: true,
-                risk: Risk::Low,
             },
         }
     }

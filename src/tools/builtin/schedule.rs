@@ -13,7 +13,7 @@ use crate::config::{Missed, ScheduleMode, DEFAULT_GRACE_SECS};
 use crate::schedule::cron::{human, parse_tz};
 use crate::schedule::jobs::{self, JobOwner, JobSpec};
 use crate::store::{now_ms, ScheduleChange, ScheduleRow, ScheduleSource, StoreError};
-use crate::tools::{parse_args, Action, Risk, Tool, ToolCtx, ToolError, ToolSpec};
+use crate::tools::{parse_args, Action, Tool, ToolCtx, ToolError, ToolSpec};
 use async_trait::async_trait;
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -64,7 +64,6 @@ impl ScheduleTool {
                 "additionalProperties": false
             }),
             read_only: false,
-            risk: Risk::Medium,
         })
     }
 }
@@ -77,7 +76,6 @@ impl SchedulesList {
                 .into(),
             parameters: json!({"type": "object", "properties": {}, "additionalProperties": false}),
             read_only: true,
-            risk: Risk::Low,
         })
     }
 }

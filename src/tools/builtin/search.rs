@@ -14,7 +14,7 @@
 use super::plain::{mask_text, preview};
 use super::search_api::{self, Hit};
 use crate::config::{SearchProvider, Secret, WebSearchConfig};
-use crate::tools::{parse_args, Action, Risk, Tool, ToolCtx, ToolError, ToolSpec};
+use crate::tools::{parse_args, Action, Tool, ToolCtx, ToolError, ToolSpec};
 use async_trait::async_trait;
 use butler_channel::limit::Bucket;
 use reqwest::{StatusCode, Url};
@@ -80,7 +80,6 @@ impl WebSearch {
                     "additionalProperties": false
                 }),
                 read_only: true,
-                risk: Risk::Low,
             },
             provider,
             base,

@@ -8,7 +8,7 @@
 use super::plain::{mask_text, preview};
 use crate::config::SendMessageConfig;
 use crate::store::NewOutbox;
-use crate::tools::{parse_args, Action, Risk, Tool, ToolCtx, ToolError, ToolSpec};
+use crate::tools::{parse_args, Action, Tool, ToolCtx, ToolError, ToolSpec};
 use async_trait::async_trait;
 use butler_channel::ConversationRef;
 use serde::Deserialize;
@@ -42,7 +42,6 @@ impl SendMessage {
                     "additionalProperties": false
                 }),
                 read_only: false,
-                risk: Risk::Medium,
             },
             targets: cfg.targets.clone(),
         }

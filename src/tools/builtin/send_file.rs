@@ -10,7 +10,7 @@
 use super::files::{in_workspace, io_err};
 use super::plain::{lexical_path, mask_text, preview, str_arg};
 use crate::store::NewOutbox;
-use crate::tools::{parse_args, Action, Risk, Tool, ToolCtx, ToolError, ToolSpec};
+use crate::tools::{parse_args, Action, Tool, ToolCtx, ToolError, ToolSpec};
 use async_trait::async_trait;
 use butler_channel::OutFile;
 use serde::Deserialize;
@@ -51,7 +51,6 @@ impl SendFile {
                 // Like the agent's own reply: it only reads the workspace and answers the
                 // conversation the person is in. Credential paths stay denied by the hard list.
                 read_only: true,
-                risk: Risk::Low,
             },
         }
     }

@@ -8,12 +8,18 @@
 //! not what keeps it in: the sandbox is. Without the sandbox it asked for, it never runs.
 //! It runs in its own process group, and the whole group is killed on timeout, when the turn is
 //! stopped, when the call is dropped, and after the command exits (nothing it started may keep
-//! running). Output is captured up to `max_output_bytes`.
+//! running; with bubblewrap its whole PID namespace goes). It may have at most `max_processes`
+//! live processes (more: all are killed, and the result says so), and each has the memory, CPU
+//! time and largest-file limits of [`crate::tools::limits`]. A full workspace
+//! (`[tools] workspace_quota_mb`) refuses the command before it runs. Output is captured up to
+//! `max_output_bytes`.
 
 use super::plain::{mask_lines, mask_text, preview, workspace_abs};
 use crate::config::ShellConfig;
+use crate::tools::limits::{over_processes, WATCH_COMMAND};
+use crate::tools::quota;
 use crate::tools::sandbox::{Sandbox, SandboxError};
-use crate::tools::{parse_args, Action, Detail, DetailKind, Risk, Tool, ToolCtx, ToolError, ToolSpec};
+use crate::tools::{parse_args, Action, Detail, DetailKind, Tool, ToolCtx, ToolError, ToolSpec};
 use async_trait::async_trait;
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -35,6 +41,8 @@ pub struct Shell {
     max_output: usize,
     /// The sandbox, or why it is not available (then every call fails with that).
     sandbox: Result<Sandbox, String>,
+    /// `[tools] workspace_quota_mb` (0: none).
+    quota_mb: u64,
 }
 
 impl Shell {
@@ -53,12 +61,20 @@ impl Shell {
                     "additionalProperties": false
                 }),
                 read_only: false,
-                risk: Risk::High,
             },
             timeout: Duration::from_secs(cfg.timeout_secs),
             max_output: cfg.max_output_bytes,
             sandbox: Sandbox::from_config(cfg).map_err(|e: SandboxError| e.to_string()),
+            quota_mb: 0,
         }
+    }
+
+    /// With the workspace quota: a full workspace refuses commands, and no process of one may
+    /// write a file larger than the quota.
+    pub fn with_quota(mut self, quota_mb: u64) -> Self {
+        self.quota_mb = quota_mb;
+        self.sandbox = self.sandbox.map(|s| s.with_file_limit(quota_mb));
+        self
     }
 }
 
@@ -133,6 +149,8 @@ enum Ending {
     Exited(std::process::ExitStatus),
     TimedOut,
     Stopped,
+    /// It had more live processes than `max_processes` (how many were seen).
+    TooMany(u32),
 }
 
 #[async_trait]
@@ -170,6 +188,7 @@ impl Tool for Shell {
             .map_err(|e| ToolError::Failed(format!("your workspace is not available: {e}")))?;
 
         let sandbox = self.sandbox.as_ref().map_err(|why| ToolError::Failed(why.clone()))?;
+        quota::check_blocking(&workspace, self.quota_mb).await.map_err(ToolError::Failed)?;
         let env = [
             ("PATH", OsStr::new(SAFE_PATH)),
             ("HOME", workspace.as_os_str()),
@@ -179,6 +198,12 @@ impl Tool for Shell {
         let mut cmd = sandbox.command("/bin/sh", &[OsStr::new("-c"), OsStr::new(&args.command)], &workspace, &env);
         let mut child = cmd.spawn().map_err(|e| ToolError::Failed(format!("could not start the shell: {e}")))?;
         let mut killer = GroupKiller(child.id().and_then(|id| i32::try_from(id).ok()));
+        let max_processes = sandbox.limits().processes;
+        let watched = over_processes(
+            child.id().unwrap_or(0),
+            if child.id().is_some() { max_processes } else { 0 },
+            WATCH_COMMAND,
+        );
 
         let capture = Arc::new(Mutex::new(Capture { buf: Vec::new(), cap: self.max_output, total: 0 }));
         let mut readers = tokio::task::JoinSet::new();
@@ -196,6 +221,7 @@ impl Tool for Shell {
             },
             _ = tokio::time::sleep(self.timeout) => Ending::TimedOut,
             _ = ctx.cancel.cancelled() => Ending::Stopped,
+            seen = watched => Ending::TooMany(seen),
         };
         // Whatever happened, nothing the command started keeps running.
         killer.kill();
@@ -214,12 +240,24 @@ impl Tool for Shell {
 
         match ending {
             Ending::Exited(status) => {
-                let head = match (status.code(), std::os::unix::process::ExitStatusExt::signal(&status)) {
+                let signal = std::os::unix::process::ExitStatusExt::signal(&status);
+                // bubblewrap passes on a signal death as 128 + the signal.
+                let jailed_signal = status.code().filter(|c| sandbox.bwrap().is_some() && *c > 128).map(|c| c - 128);
+                let head = match (status.code(), signal.or(jailed_signal)) {
+                    (_, Some(libc::SIGXCPU)) => format!(
+                        "stopped: it used its {} s of CPU time ([tools.shell] max_cpu_secs)",
+                        sandbox.limits().cpu_secs
+                    ),
                     (Some(code), _) => format!("exit code: {code}"),
                     (None, Some(sig)) => format!("killed by signal {sig}"),
                     (None, None) => "exit status unknown".to_string(),
                 };
-                Ok(if output.is_empty() { format!("{head}\n(no output)") } else { format!("{head}\n{output}") })
+                let mut text =
+                    if output.is_empty() { format!("{head}\n(no output)") } else { format!("{head}\n{output}") };
+                if let Err(full) = quota::check_blocking(&workspace, self.quota_mb).await {
+                    text.push_str(&format!("\n[{full}]"));
+                }
+                Ok(text)
             }
             Ending::TimedOut => Err(ToolError::Failed(format!(
                 "timed out after {} s; the command and everything it started were stopped.{}",
@@ -227,6 +265,11 @@ impl Tool for Shell {
                 if output.is_empty() { String::new() } else { format!(" Output so far:\n{output}") }
             ))),
             Ending::Stopped => Err(ToolError::Failed("stopped; the command was killed".into())),
+            Ending::TooMany(seen) => Err(ToolError::Failed(format!(
+                "the command started more than {max_processes} processes at once ({seen} seen; [tools.shell] \
+                 max_processes), so it and everything it started were stopped.{}",
+                if output.is_empty() { String::new() } else { format!(" Output so far:\n{output}") }
+            ))),
         }
     }
 }

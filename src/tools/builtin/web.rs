@@ -11,7 +11,7 @@ use super::html;
 use super::net::{self, ClientOptions, HostList, NetGuard};
 use super::plain::{mask_lines, mask_text, str_arg};
 use crate::config::{is_secret_name, HttpRequestConfig, WebFetchConfig};
-use crate::tools::{masked_pretty, parse_args, Action, Detail, DetailKind, Risk, Tool, ToolCtx, ToolError, ToolSpec};
+use crate::tools::{masked_pretty, parse_args, Action, Detail, DetailKind, Tool, ToolCtx, ToolError, ToolSpec};
 use async_trait::async_trait;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use reqwest::{Method, Url};
@@ -60,7 +60,6 @@ impl WebFetch {
                     "additionalProperties": false
                 }),
                 read_only: true,
-                risk: Risk::Low,
             },
             guard,
             client,
@@ -142,9 +141,13 @@ impl Tool for WebFetch {
 
 /// What the two http tools share.
 struct Http {
+    /// The `[secrets]` a call may name as `auth`, and what to cut out of responses.
+    vault: Arc<crate::secrets::Vault>,
     hosts: HostList,
     guard: Arc<NetGuard>,
     client: reqwest::Client,
+    /// For requests that carry a secret: follows no redirect, so the header never travels on.
+    no_redirects: reqwest::Client,
     max_bytes: usize,
     timeout: Duration,
 }
@@ -160,19 +163,26 @@ pub struct HttpRequest {
 }
 
 /// `http_get` and `http_request` for `cfg.allowed_hosts`.
-pub fn http_tools(cfg: &HttpRequestConfig) -> Result<Vec<Arc<dyn Tool>>, String> {
+pub fn http_tools(cfg: &HttpRequestConfig, vault: Arc<crate::secrets::Vault>) -> Result<Vec<Arc<dyn Tool>>, String> {
     let guard = if cfg.allow_private_addresses { NetGuard::allowing_local() } else { NetGuard::public_only() };
-    http_tools_with_guard(cfg, guard)
+    http_tools_with_guard(cfg, guard, vault)
 }
 
 /// With another guard (tests).
-pub fn http_tools_with_guard(cfg: &HttpRequestConfig, guard: NetGuard) -> Result<Vec<Arc<dyn Tool>>, String> {
+pub fn http_tools_with_guard(
+    cfg: &HttpRequestConfig,
+    guard: NetGuard,
+    vault: Arc<crate::secrets::Vault>,
+) -> Result<Vec<Arc<dyn Tool>>, String> {
     let guard = Arc::new(guard);
     let hosts = HostList::new(&cfg.allowed_hosts);
     let timeout = Duration::from_secs(cfg.timeout_secs);
     let opts = ClientOptions { timeout, max_redirects: HTTP_MAX_REDIRECTS, hosts: Some(hosts.clone()) };
     let client = net::client(guard.clone(), opts)?;
-    let http = Arc::new(Http { hosts, guard, client, max_bytes: cfg.max_bytes, timeout });
+    let no_redirects =
+        net::client(guard.clone(), ClientOptions { timeout, max_redirects: 0, hosts: Some(hosts.clone()) })?;
+    let auth = super::http_auth::auth_property(&vault);
+    let http = Arc::new(Http { vault, hosts, guard, client, no_redirects, max_bytes: cfg.max_bytes, timeout });
     let allowed = http.hosts.describe();
     let headers = json!({"type": "object", "description": "request headers, name to value",
                          "additionalProperties": {"type": "string"}});
@@ -182,14 +192,16 @@ pub fn http_tools_with_guard(cfg: &HttpRequestConfig, guard: NetGuard) -> Result
             description: format!(
                 "Read-only HTTP GET to an allowed API host ({allowed}). Returns the status and the body as text."
             ),
-            parameters: json!({
-                "type": "object",
-                "properties": {"url": {"type": "string", "description": "http(s) URL"}, "headers": headers},
-                "required": ["url"],
-                "additionalProperties": false
-            }),
+            parameters: super::http_auth::with_auth(
+                json!({
+                    "type": "object",
+                    "properties": {"url": {"type": "string", "description": "http(s) URL"}, "headers": headers},
+                    "required": ["url"],
+                    "additionalProperties": false
+                }),
+                &auth,
+            ),
             read_only: true,
-            risk: Risk::Low,
         },
         http: http.clone(),
     };
@@ -200,19 +212,21 @@ pub fn http_tools_with_guard(cfg: &HttpRequestConfig, guard: NetGuard) -> Result
                 "HTTP request with any method to an allowed API host ({allowed}); it can change things there, so \
                  it may need approval. For reading, use http_get."
             ),
-            parameters: json!({
-                "type": "object",
-                "properties": {
-                    "method": {"type": "string", "enum": ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]},
-                    "url": {"type": "string", "description": "http(s) URL"},
-                    "headers": headers,
-                    "body": {"type": "string", "description": "request body (send JSON as a string)"}
-                },
-                "required": ["method", "url"],
-                "additionalProperties": false
-            }),
+            parameters: super::http_auth::with_auth(
+                json!({
+                    "type": "object",
+                    "properties": {
+                        "method": {"type": "string", "enum": ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]},
+                        "url": {"type": "string", "description": "http(s) URL"},
+                        "headers": headers,
+                        "body": {"type": "string", "description": "request body (send JSON as a string)"}
+                    },
+                    "required": ["method", "url"],
+                    "additionalProperties": false
+                }),
+                &auth,
+            ),
             read_only: false,
-            risk: Risk::Medium,
         },
         http,
     };
@@ -228,6 +242,9 @@ struct HttpArgs {
     headers: Option<BTreeMap<String, String>>,
     #[serde(default)]
     body: Option<String>,
+    /// A `[secrets]` name whose header Butler adds.
+    #[serde(default)]
+    auth: Option<String>,
 }
 
 /// `http_get` takes no method and no body.
@@ -237,6 +254,8 @@ struct GetArgs {
     url: String,
     #[serde(default)]
     headers: Option<BTreeMap<String, String>>,
+    #[serde(default)]
+    auth: Option<String>,
 }
 
 impl Http {
@@ -262,12 +281,16 @@ impl Http {
                 .map_err(|_| ToolError::InvalidArgs(format!("the value of header `{name}` is not valid")))?;
             headers.insert(n, v);
         }
-        let mut builder = self.client.request(method, url).headers(headers);
+        if let Some(name) = &args.auth {
+            super::http_auth::apply(&self.vault, name, host, &mut headers)?;
+        }
+        let client = if args.auth.is_some() { &self.no_redirects } else { &self.client };
+        let mut builder = client.request(method, url).headers(headers);
         if let Some(body) = args.body {
             builder = builder.body(body);
         }
         let req = builder.build().map_err(|e| ToolError::InvalidArgs(format!("bad request: {e}")))?;
-        let got = net::send(&self.guard, &self.client, req, self.max_bytes, self.timeout, &ctx.cancel).await?;
+        let got = net::send(&self.guard, client, req, self.max_bytes, self.timeout, &ctx.cancel).await?;
         let mut out = format!(
             "Status: {}\nContent-Type: {}\n\n{}",
             got.status,
@@ -277,7 +300,8 @@ impl Http {
         if got.truncated {
             out.push_str(&cut_marker(self.max_bytes, "http_request.max_bytes"));
         }
-        Ok(out)
+        // A server that echoes a secret (its own header, a key in its answer) never hands it on.
+        Ok(self.vault.redact(&out))
     }
 }
 
@@ -288,7 +312,7 @@ impl Http {
 /// other header values and text bodies.
 fn describe_http(method: &str, args: &Value) -> (String, Detail) {
     let url = mask_text(str_arg(args, "url"));
-    let mut summary = format!("{method} {url}");
+    let mut summary = format!("{method} {url}{}", super::http_auth::described(args));
     let mut detail = format!("{method} {url}\n");
     if let Some(headers) = args.get("headers").and_then(Value::as_object).filter(|h| !h.is_empty()) {
         let names: Vec<&str> = headers.keys().map(String::as_str).collect();
@@ -322,8 +346,8 @@ impl Tool for HttpGet {
     }
 
     async fn call(&self, ctx: &ToolCtx, args: Value) -> Result<String, ToolError> {
-        let GetArgs { url, headers } = parse_args(args)?;
-        self.http.run(ctx, Method::GET, HttpArgs { method: None, url, headers, body: None }).await
+        let GetArgs { url, headers, auth } = parse_args(args)?;
+        self.http.run(ctx, Method::GET, HttpArgs { method: None, url, headers, body: None, auth }).await
     }
 }
 
