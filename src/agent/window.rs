@@ -58,7 +58,7 @@ const IMAGE_CHARS: usize = 6_400;
 /// Estimated tokens of a request: about four characters a token, plus a little per message.
 pub(super) fn estimate(req: &ChatRequest) -> usize {
     let chars: usize = req.system.len()
-        + req.tools.iter().map(|t| t.name.len() + t.description.len() + t.parameters.to_string().len()).sum::<usize>()
+        + req.tools.iter().map(|t| t.name.len() + t.description.len() + t.schema().get().len()).sum::<usize>()
         + req
             .messages
             .iter()

@@ -103,7 +103,7 @@ impl OpenAi {
                 .iter()
                 .map(|t| ToolSpec {
                     kind: "function",
-                    function: FnSpec { name: &t.name, description: &t.description, parameters: schema(t) },
+                    function: FnSpec { name: &t.name, description: &t.description, parameters: t.schema() },
                 })
                 .collect(),
         };
@@ -192,7 +192,7 @@ struct ToolSpec<'a> {
 struct FnSpec<'a> {
     name: &'a str,
     description: &'a str,
-    parameters: Cow<'a, Value>,
+    parameters: &'a serde_json::value::RawValue,
 }
 
 #[async_trait]

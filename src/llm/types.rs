@@ -2,13 +2,61 @@
 
 use serde::{Deserialize, Serialize};
 
-/// A tool the model may call.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+/// A tool the model may call. Built once per tool and shared by every request: its schema is
+/// serialized here, once, not on each model call.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(from = "ToolDefFields", into = "ToolDefFields")]
 pub struct ToolDef {
     pub name: String,
     pub description: String,
     /// JSON Schema of the arguments object.
     pub parameters: serde_json::Value,
+    /// `parameters` as JSON text (an object schema with no properties when `parameters` is not
+    /// an object): what providers send and what context estimates count.
+    schema: std::sync::Arc<serde_json::value::RawValue>,
+}
+
+impl ToolDef {
+    pub fn new(name: impl Into<String>, description: impl Into<String>, parameters: serde_json::Value) -> Self {
+        let text = if parameters.is_object() {
+            parameters.to_string()
+        } else {
+            r#"{"type":"object","properties":{}}"#.to_string()
+        };
+        let schema = serde_json::value::RawValue::from_string(text).expect("a serialized Value is valid JSON");
+        Self { name: name.into(), description: description.into(), parameters, schema: schema.into() }
+    }
+
+    /// The arguments schema as JSON text, serialized when the tool was defined.
+    pub fn schema(&self) -> &serde_json::value::RawValue {
+        &self.schema
+    }
+}
+
+/// [`ToolDef`] as it is (de)serialized: without the cached text.
+#[derive(Serialize, Deserialize)]
+struct ToolDefFields {
+    name: String,
+    description: String,
+    parameters: serde_json::Value,
+}
+
+impl From<ToolDefFields> for ToolDef {
+    fn from(f: ToolDefFields) -> Self {
+        Self::new(f.name, f.description, f.parameters)
+    }
+}
+
+impl From<ToolDef> for ToolDefFields {
+    fn from(t: ToolDef) -> Self {
+        Self { name: t.name, description: t.description, parameters: t.parameters }
+    }
+}
+
+impl PartialEq for ToolDef {
+    fn eq(&self, other: &Self) -> bool {
+        (&self.name, &self.description, &self.parameters) == (&other.name, &other.description, &other.parameters)
+    }
 }
 
 /// One tool call requested by the model. `arguments` is the raw JSON text the model produced.

@@ -207,7 +207,7 @@ impl Tools {
             .values()
             .map(|t| {
                 let s = t.spec();
-                ToolDef { name: s.name.clone(), description: s.description.clone(), parameters: s.parameters.clone() }
+                ToolDef::new(s.name.clone(), s.description.clone(), s.parameters.clone())
             })
             .collect();
     }

@@ -89,11 +89,11 @@ fn full_request() -> ChatRequest {
             ChatMessage::Tool { call_id: "c1".into(), content: "sunny".into(), is_error: false, images: vec![] },
             ChatMessage::Tool { call_id: "c2".into(), content: "clock broken".into(), is_error: true, images: vec![] },
         ],
-        tools: vec![ToolDef {
-            name: "get_weather".into(),
-            description: "Weather for a city".into(),
-            parameters: json!({"type": "object", "properties": {"city": {"type": "string"}}}),
-        }]
+        tools: vec![ToolDef::new(
+            "get_weather",
+            "Weather for a city",
+            json!({"type": "object", "properties": {"city": {"type": "string"}}}),
+        )]
         .into(),
         max_tokens: Some(321),
     }
