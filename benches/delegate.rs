@@ -24,17 +24,13 @@ use futures::StreamExt;
 use serde_json::{json, Value};
 use std::collections::{HashMap, HashSet};
 use std::time::{Duration, Instant};
-use support::bench::{percentile_ms as percentile, proc_mib, Serve};
+use support::bench::{env_usize, percentile_ms as percentile, proc_mib, Serve};
 use support::fake_llm::{FakeLlm, Reply};
 
 /// Turns per kind before measuring the round trip (connections, caches, SQLite pages).
 const WARMUP_TURNS: usize = 20;
 /// Longest wait for any one expected reply.
 const REPLY_WITHIN: Duration = Duration::from_secs(60);
-
-fn env_usize(name: &str, default: usize) -> usize {
-    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
-}
 
 /// Starts `butler serve` on SQLite allowing `max_background` background tasks at once.
 async fn serve(llm_url: &str, max_background: usize) -> Serve {

@@ -23,7 +23,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
-use support::bench::web_conversation;
+use support::bench::{bench_config, env_usize, wait_ready, web_conversation};
 use support::db::PgTestDb;
 use support::fake_llm::FakeLlm;
 use support::proc::{binary, free_port};
@@ -32,10 +32,6 @@ use support::proc::{binary, free_port};
 const IDLE_SAMPLE: Duration = Duration::from_secs(5);
 
 const BASELINE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/benches/gate-baseline.txt");
-
-fn env_usize(name: &str, default: usize) -> usize {
-    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
-}
 
 /// `butler serve` under callgrind; killed when dropped.
 struct Profiled {
@@ -50,21 +46,7 @@ impl Profiled {
     async fn start(db_url: &str, llm_url: &str) -> Self {
         let dir = tempfile::tempdir().unwrap();
         let port = free_port();
-        let url = if db_url.is_empty() {
-            format!("sqlite://{}", dir.path().join("butler.db").display())
-        } else {
-            db_url.to_string()
-        };
-        let config = dir.path().join("butler.toml");
-        std::fs::write(
-            &config,
-            format!(
-                "[server]\nlisten = \"127.0.0.1:{port}\"\n[database]\nurl = \"{url}\"\nmax_connections = 8\n\
-                 [llm]\nbase_url = \"{llm_url}\"\nmodel = \"bench\"\nmax_retries = 0\n\
-                 [memory]\narchivist = false\n"
-            ),
-        )
-        .unwrap();
+        let config = bench_config(dir.path(), port, db_url, llm_url, "");
         let out = dir.path().join("callgrind.out");
         let log = dir.path().join("butler.log");
         let child = Command::new("valgrind")
@@ -81,17 +63,8 @@ impl Profiled {
             .spawn()
             .expect("valgrind: install it (apt-get install valgrind)");
         let me = Self { child, base: format!("http://127.0.0.1:{port}"), out, log, _dir: dir };
-        let client = reqwest::Client::new();
-        let started = Instant::now();
-        loop {
-            if let Ok(r) = client.get(format!("{}/readyz", me.base)).send().await {
-                if r.status() == 200 {
-                    break;
-                }
-            }
-            assert!(started.elapsed() < Duration::from_secs(300), "butler under callgrind did not become ready");
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
+        // Under callgrind start-up takes a hundred times longer.
+        wait_ready(&me.base, Duration::from_secs(300), Duration::from_millis(100)).await;
         me
     }
 

@@ -15,14 +15,12 @@ mod support;
 use futures::StreamExt;
 use serde_json::json;
 use std::time::{Duration, Instant};
-use support::bench::{cpu_secs, percentile_ms as percentile, proc_mib, web_conversation as conversation, Serve};
+use support::bench::{
+    bench_config, cpu_secs, env_usize, percentile_ms as percentile, proc_mib, web_conversation as conversation, Serve,
+};
 use support::db::PgTestDb;
 use support::fake_llm::FakeLlm;
 use support::proc::free_port;
-
-fn env_usize(name: &str, default: usize) -> usize {
-    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
-}
 
 /// Starts `butler serve` on `db_url`; returns it and the time from spawn to /readyz = 200.
 async fn serve(db_url: &str, llm_url: &str) -> (Serve, Duration) {
@@ -33,18 +31,7 @@ async fn serve(db_url: &str, llm_url: &str) -> (Serve, Duration) {
 async fn serve_with(db_url: &str, llm_url: &str, extra: &str) -> (Serve, Duration) {
     let dir = tempfile::tempdir().unwrap();
     let port = free_port();
-    let url =
-        if db_url.is_empty() { format!("sqlite://{}", dir.path().join("butler.db").display()) } else { db_url.into() };
-    let config = dir.path().join("butler.toml");
-    std::fs::write(
-        &config,
-        format!(
-            "[server]\nlisten = \"127.0.0.1:{port}\"\n[database]\nurl = \"{url}\"\nmax_connections = 8\n\
-             [llm]\nbase_url = \"{llm_url}\"\nmodel = \"bench\"\nmax_retries = 0\n\
-             [memory]\narchivist = false\n{extra}"
-        ),
-    )
-    .unwrap();
+    let config = bench_config(dir.path(), port, db_url, llm_url, extra);
     Serve::start(dir, &config, port).await
 }
 

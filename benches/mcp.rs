@@ -22,7 +22,7 @@ mod server;
 use futures::StreamExt;
 use serde_json::{json, Value};
 use std::time::{Duration, Instant};
-use support::bench::{percentile_ms as percentile, Serve};
+use support::bench::{env_usize, percentile_ms as percentile, Serve};
 use support::fake_llm::{FakeLlm, Reply};
 use support::proc::free_port;
 use tokio_util::sync::CancellationToken;
@@ -36,10 +36,6 @@ const KINDS: [(&str, &str, &str); 3] = [
 
 /// Turns per tool before measuring (connections, caches, SQLite pages, the servers' sessions).
 const WARMUP_TURNS: usize = 20;
-
-fn env_usize(name: &str, default: usize) -> usize {
-    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
-}
 
 /// Starts `butler serve` on SQLite with both MCP servers configured; waits for /readyz = 200.
 async fn serve(llm_url: &str, mcp_http: &str) -> Serve {

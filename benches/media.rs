@@ -18,15 +18,11 @@ mod support;
 
 use serde_json::{json, Value};
 use std::time::{Duration, Instant};
-use support::bench::{proc_mib, Serve};
+use support::bench::{env_usize, proc_mib, Serve};
 use support::fake_llm::{FakeLlm, Reply};
 
 /// The most the resident memory may grow while the uploads run, in MiB.
 const ALLOWED_GROWTH_MB: f64 = 100.0;
-
-fn env_usize(name: &str, default: usize) -> usize {
-    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
-}
 
 /// `size` bytes in 64 KB pieces, made as they are sent (the bench holds no file either): text
 /// lines for even uploads, bytes of no known type for odd ones.

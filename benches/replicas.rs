@@ -13,13 +13,9 @@
 mod support;
 
 use std::time::{Duration, Instant};
-use support::bench::{cpu_secs, percentile_ms, web_conversation as conversation};
+use support::bench::{cpu_secs, env_usize, percentile_ms, web_conversation as conversation};
 use support::cluster::Replicas;
 use support::fake_llm::FakeLlm;
-
-fn env_usize(name: &str, default: usize) -> usize {
-    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
-}
 
 async fn throughput(n: usize, conversations: usize, turns: usize, lease_ms: u64) {
     let llm = FakeLlm::start().await;

@@ -28,6 +28,7 @@ use butler::store::{now_ms, ScheduleSource, Store};
 use butler::triage::Access;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+use support::bench::env_usize;
 use support::db::{PgTestDb, SqliteTestDb};
 
 const PATTERNS: [&str; 10] = [
@@ -52,10 +53,6 @@ const ZONES: [&str; 8] = [
     "Asia/Kolkata",
     "America/Los_Angeles",
 ];
-
-fn env_usize(name: &str, default: usize) -> usize {
-    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
-}
 
 /// CPU time (user + system) of this process, in microseconds.
 fn cpu_us() -> i64 {

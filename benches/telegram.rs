@@ -15,16 +15,13 @@
 mod support;
 
 use std::time::{Duration, Instant};
+use support::bench::env_usize;
 use support::fake_llm::FakeLlm;
 use support::fake_telegram::updates::{message, new_message, user};
 use support::fake_telegram::FakeTelegram;
 use support::proc::Deployment;
 
 const TOKEN: &str = "4242:BENCH-token";
-
-fn env_usize(name: &str, default: usize) -> usize {
-    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
-}
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {

@@ -26,7 +26,7 @@ const LINE_CHARS: usize = 120;
 
 /// Estimated tokens of tool definitions (about four characters a token, as the request estimate).
 pub(super) fn schema_tokens(defs: &[ToolDef]) -> usize {
-    defs.iter().map(|d| d.name.len() + d.description.len() + d.schema().get().len()).sum::<usize>() / 4
+    defs.iter().map(ToolDef::chars).sum::<usize>() / 4
 }
 
 /// A tool the model can find: its name and its description's first line.

@@ -11,7 +11,7 @@
 
 use super::stores::AgentStores;
 use crate::hooks::Hooks;
-use crate::llm::{ChatMessage, ChatRequest, PriceBook, Provider};
+use crate::llm::{ChatMessage, ChatRequest, PriceBook, Provider, ToolDef};
 use crate::store::{MemoryScope, NewMessage, SessionRow, StoreError, SummaryRow, SummaryStore};
 
 /// Messages at the end of the request that are never cleared or collapsed.
@@ -58,7 +58,7 @@ const IMAGE_CHARS: usize = 6_400;
 /// Estimated tokens of a request: about four characters a token, plus a little per message.
 pub(super) fn estimate(req: &ChatRequest) -> usize {
     let chars: usize = req.system.len()
-        + req.tools.iter().map(|t| t.name.len() + t.description.len() + t.schema().get().len()).sum::<usize>()
+        + req.tools.iter().map(ToolDef::chars).sum::<usize>()
         + req
             .messages
             .iter()

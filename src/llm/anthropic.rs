@@ -11,7 +11,7 @@
 use super::decode::{bad_json, count, Decode, Flow};
 use super::errors::classify;
 use super::http::Transport;
-use super::openai::{parse_error, schema, speaker_text};
+use super::openai::{parse_error, speaker_text};
 use super::sse::SseEvent;
 use super::{ChatMessage, ChatRequest, FinishReason, LlmError, LlmStream, Provider, StreamEvent, Usage};
 use async_trait::async_trait;
@@ -53,7 +53,7 @@ impl Anthropic {
             body["tools"] = req
                 .tools
                 .iter()
-                .map(|t| json!({"name": t.name, "description": t.description, "input_schema": schema(t)}))
+                .map(|t| json!({"name": t.name, "description": t.description, "input_schema": t.parameters}))
                 .collect();
         }
         body

@@ -11,12 +11,12 @@ use super::decode::{bad_json, count, Decode, Flow};
 use super::errors::{classify, ProviderError};
 use super::http::Transport;
 use super::sse::SseEvent;
-use super::{ChatMessage, ChatRequest, FinishReason, LlmError, LlmStream, Provider, StreamEvent, ToolDef, Usage};
+use super::{ChatMessage, ChatRequest, FinishReason, LlmError, LlmStream, Provider, StreamEvent, Usage};
 use async_trait::async_trait;
 use bytes::Bytes;
 use reqwest::header::{ACCEPT, CONTENT_TYPE};
 use serde::Serialize;
-use serde_json::{json, Value};
+use serde_json::Value;
 use std::borrow::Cow;
 use std::collections::VecDeque;
 
@@ -246,15 +246,6 @@ fn arguments_or_empty(args: &str) -> &str {
         "{}"
     } else {
         args
-    }
-}
-
-/// The tool's parameters schema; an object schema with no properties when none is given.
-pub(crate) fn schema(t: &ToolDef) -> Cow<'_, Value> {
-    if t.parameters.is_object() {
-        Cow::Borrowed(&t.parameters)
-    } else {
-        Cow::Owned(json!({"type": "object", "properties": {}}))
     }
 }
 

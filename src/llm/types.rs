@@ -9,27 +9,30 @@ use serde::{Deserialize, Serialize};
 pub struct ToolDef {
     pub name: String,
     pub description: String,
-    /// JSON Schema of the arguments object.
+    /// JSON Schema of the arguments object (an object schema with no properties when the tool
+    /// gave something else).
     pub parameters: serde_json::Value,
-    /// `parameters` as JSON text (an object schema with no properties when `parameters` is not
-    /// an object): what providers send and what context estimates count.
+    /// `parameters` as JSON text: what providers send and what context estimates count.
     schema: std::sync::Arc<serde_json::value::RawValue>,
 }
 
 impl ToolDef {
     pub fn new(name: impl Into<String>, description: impl Into<String>, parameters: serde_json::Value) -> Self {
-        let text = if parameters.is_object() {
-            parameters.to_string()
-        } else {
-            r#"{"type":"object","properties":{}}"#.to_string()
-        };
-        let schema = serde_json::value::RawValue::from_string(text).expect("a serialized Value is valid JSON");
+        let parameters =
+            if parameters.is_object() { parameters } else { serde_json::json!({"type": "object", "properties": {}}) };
+        let schema =
+            serde_json::value::RawValue::from_string(parameters.to_string()).expect("a serialized Value is valid JSON");
         Self { name: name.into(), description: description.into(), parameters, schema: schema.into() }
     }
 
     /// The arguments schema as JSON text, serialized when the tool was defined.
     pub fn schema(&self) -> &serde_json::value::RawValue {
         &self.schema
+    }
+
+    /// Characters the definition adds to a request (name, description and schema).
+    pub fn chars(&self) -> usize {
+        self.name.len() + self.description.len() + self.schema.get().len()
     }
 }
 

@@ -9,6 +9,44 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+/// A number from the environment, or `default` when unset or not a number.
+pub fn env_usize(name: &str, default: usize) -> usize {
+    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+}
+
+/// Writes the benchmarks' `butler.toml` into `dir`: listening on `port`, the database at
+/// `db_url` (a SQLite file in `dir` when empty), the OpenAI protocol at `llm_url`, the archivist
+/// off, and `extra` TOML appended. Returns its path.
+pub fn bench_config(dir: &Path, port: u16, db_url: &str, llm_url: &str, extra: &str) -> std::path::PathBuf {
+    let url = if db_url.is_empty() { format!("sqlite://{}", dir.join("butler.db").display()) } else { db_url.into() };
+    let config = dir.join("butler.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[server]\nlisten = \"127.0.0.1:{port}\"\n[database]\nurl = \"{url}\"\nmax_connections = 8\n\
+             [llm]\nbase_url = \"{llm_url}\"\nmodel = \"bench\"\nmax_retries = 0\n\
+             [memory]\narchivist = false\n{extra}"
+        ),
+    )
+    .unwrap();
+    config
+}
+
+/// Waits until `{base}/readyz` answers 200, asking every `every`; panics after `limit`.
+pub async fn wait_ready(base: &str, limit: Duration, every: Duration) {
+    let client = reqwest::Client::new();
+    let started = Instant::now();
+    loop {
+        if let Ok(r) = client.get(format!("{base}/readyz")).send().await {
+            if r.status() == 200 {
+                return;
+            }
+        }
+        assert!(started.elapsed() < limit, "butler did not become ready within {limit:?}");
+        tokio::time::sleep(every).await;
+    }
+}
+
 pub struct Serve {
     pub child: Child,
     pub base: String,
@@ -37,7 +75,6 @@ impl Serve {
     /// Starts `butler serve --config <config>` (inside `dir`, which it keeps) listening on
     /// `port`; returns it and the time from spawn to ready.
     pub async fn start(dir: tempfile::TempDir, config: &Path, port: u16) -> (Self, Duration) {
-        let client = reqwest::Client::new();
         let base = format!("http://127.0.0.1:{port}");
         let started = Instant::now();
         let child = Command::new(binary())
@@ -50,15 +87,7 @@ impl Serve {
             .spawn()
             .expect("spawn butler serve");
         let serve = Self { child, base, _dir: dir };
-        loop {
-            if let Ok(r) = client.get(format!("{}/readyz", serve.base)).send().await {
-                if r.status() == 200 {
-                    break;
-                }
-            }
-            assert!(started.elapsed() < Duration::from_secs(60), "butler did not become ready");
-            tokio::time::sleep(Duration::from_millis(1)).await;
-        }
+        wait_ready(&serve.base, Duration::from_secs(60), Duration::from_millis(1)).await;
         (serve, started.elapsed())
     }
 }
