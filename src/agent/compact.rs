@@ -2,8 +2,9 @@
 //! decisions, facts learned, open tasks, files and tools in use) that replaces those messages
 //! in what the model sees. Two reasons to fold: the request is over its token budget (the
 //! newest third is kept), or more than `[limits] history_messages` messages follow the
-//! checkpoint (all but the newest `history_messages` are folded), so no message ever leaves
-//! the request window without being in a summary. `/compact` folds on demand.
+//! checkpoint (all but the newest three quarters of `history_messages` are folded, so the next
+//! fold is a quarter of the limit away, not one turn), so no message ever leaves the request
+//! window without being in a summary. `/compact` folds on demand.
 //!
 //! Each summary request is sized to the window of the model that writes it (the `worker` tier's
 //! when set): a long backlog is folded in slices, each with the summary so far, and a slice the
@@ -102,7 +103,8 @@ fn summary_budget(w: &Window<'_>) -> usize {
     (tokens * 4).max(1_000)
 }
 
-/// Folds all but the newest `history_messages` into the checkpoint when more follow it.
+/// When more than `history_messages` follow the checkpoint, folds all but the newest three
+/// quarters of them: folding only the excess would make a summary call at every turn.
 pub(super) async fn fold_overflow(
     w: &Window<'_>,
     session: &mut SessionState,
@@ -111,7 +113,7 @@ pub(super) async fn fold_overflow(
     if session.history.len() <= w.history_messages {
         return Ok(false);
     }
-    match overflow_cut(&session.history, w.history_messages) {
+    match overflow_cut(&session.history, w.history_messages * 3 / 4) {
         Some(cut) => fold(w, session, user_id, cut).await,
         None => Ok(false),
     }

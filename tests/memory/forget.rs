@@ -103,6 +103,24 @@ async fn a_fact_from_message_3_is_answered_at_message_300() {
     }
 }
 
+/// Past `history_messages` a chat is folded down to three quarters of it: a summary every few
+/// turns. Folding only the excess made a summary call at nearly every turn once past the limit.
+#[tokio::test]
+async fn past_history_messages_a_summary_comes_every_few_turns_not_every_turn() {
+    let llm = FakeLlm::start().await;
+    script(&llm);
+    let (mut cfg, dir) = config(Some(&llm.openai_url()));
+    cfg.limits.history_messages = 40;
+    let app = TestApp::start(cfg, Some(dir)).await;
+    let n = 60;
+    assert_eq!(chat(&app, "q", n).await, "The code word is tangerine.");
+    // 120 messages, 40 kept: folding the excess made about 40 summaries (one per turn past the
+    // 20th); folding down to 30 makes one every five or six turns.
+    let summaries = llm.requests().iter().filter(|r| is_summary(r)).count();
+    assert!((3..=n / 4).contains(&summaries), "{summaries} summaries in {n} turns");
+    app.stop().await;
+}
+
 #[tokio::test]
 async fn a_backlog_is_folded_in_slices_that_fit_the_worker_and_a_refused_one_is_retried_with_less() {
     let llm = FakeLlm::start().await;
