@@ -124,6 +124,7 @@ impl ToolRound<'_> {
                 kind: event.kind,
                 role: ctx.user.role,
                 granted,
+                args: &args,
             };
             let (outcome, reason) = match self.policy.decide(&req) {
                 Permission::Allow(reason) if call.name == crate::delegate::DELEGATE_TOOL => {
@@ -151,7 +152,12 @@ impl ToolRound<'_> {
                         tool_call_id: call.id.clone(),
                         tool: spec.name.clone(),
                         args_hash: hash.clone(),
-                        summary: action.summary.clone(),
+                        // A leak by URL is asked about even where nothing else is: say why.
+                        summary: if reason.starts_with(crate::permissions::exfil::LEAK_REASON) {
+                            format!("{} (careful: {reason})", action.summary)
+                        } else {
+                            action.summary.clone()
+                        },
                         requester: actor.clone(),
                         requester_user: ctx.user.id.clone(),
                         approvers: self.policy.approvers_in(&event.conversation, event.kind, ctx.user.role),

@@ -1,6 +1,7 @@
 //! Running one round of permitted tool calls: all at once, each isolated in its own task with a timeout,
 //! so a failing, hanging or panicking tool never takes the others down and every call gets
-//! exactly one result, in the order the model asked. Oversized results are cut with a marker.
+//! exactly one result, in the order the model asked. Oversized results are cut with a marker;
+//! the output of a tool that reads from outside is fenced as untrusted ([`crate::tools::frame_untrusted`]).
 //! Nothing here may outlive the turn: the tasks live in a JoinSet dropped with it.
 
 use crate::llm::{Image, ToolCall};
@@ -99,12 +100,11 @@ pub(super) async fn run_calls(
                     Ok(ToolOutput { text, images }) => (text, false, images),
                     Err(e) => (e.to_string(), true, Vec::new()),
                 };
-                results[i] = Some(ToolResult {
-                    call_id: calls[i].call.id.clone(),
-                    content: truncate_result(content, max_chars),
-                    is_error,
-                    images,
-                });
+                let mut content = truncate_result(content, max_chars);
+                if !is_error && calls[i].tool.untrusted_output() {
+                    content = crate::tools::frame_untrusted(&calls[i].call.name, &content);
+                }
+                results[i] = Some(ToolResult { call_id: calls[i].call.id.clone(), content, is_error, images });
             }
             Err(e) => {
                 // The task died (a panic): its call still gets a result naming the failure.

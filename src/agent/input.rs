@@ -79,4 +79,8 @@ pub(crate) enum TurnError {
     /// whatever was recorded, and the retry resumes from there.
     #[error(transparent)]
     Store(#[from] StoreError),
+    /// A conversation's own turn found the model away ([`crate::llm::LlmError::is_outage`])
+    /// after the client's own retries: the event is tried again later, and the person told once.
+    #[error("the model is not answering: {0}")]
+    ModelAway(crate::llm::LlmError),
 }

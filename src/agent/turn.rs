@@ -223,8 +223,13 @@ impl Agent {
     /// ending is returned for the caller to commit.
     #[tracing::instrument(skip_all, fields(event = %input.event.id, session = %input.session.row.id))]
     pub(crate) async fn run(&self, input: TurnInput<'_>, obs: &mut dyn TurnObserver) -> Result<TurnOutcome, TurnError> {
+        let root = input.tree.is_none();
         let mut turn = self.begin(input).await?;
         let (ending, last_text) = self.loop_until_answer(&mut turn, obs).await?;
+        let ending = match ending {
+            Ending::Failed(e) if root && e.is_outage() => return Err(TurnError::ModelAway(e)),
+            other => other,
+        };
         let note = match self.settle(ending) {
             Settled::Done(outcome) => return Ok(outcome),
             Settled::Waiting(asks) => {
@@ -411,10 +416,10 @@ impl Agent {
             self.spend(&mut turn.progress, &asm);
             ticket.settle(turn.progress.cost_usd() - before);
             if let Some(ending) = cut {
-                return Ok((ending, asm.text));
+                return Ok((ending, self.policy.defuse_reply(asm.text)));
             }
             if asm.tool_calls.is_empty() {
-                return Ok((Ending::Answer, asm.text));
+                return Ok((Ending::Answer, self.policy.defuse_reply(asm.text)));
             }
             if let Some(ending) = self.tool_step(turn, asm, obs).await? {
                 return Ok((ending, String::new()));

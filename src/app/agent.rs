@@ -35,6 +35,15 @@ pub fn config_warnings(cfg: &Config) -> Vec<String> {
     crate::delegate::archetype_tool_warnings(cfg, &own_tool_names(cfg))
 }
 
+/// Hosts the operator already trusts with credentials, which a tool call's URL may carry a
+/// secret-looking value to without asking: the http tool's `allowed_hosts` and each secret's
+/// `hosts` (on top of `[permissions] trusted_hosts`).
+fn trusted_hosts(cfg: &Config) -> Vec<String> {
+    let mut hosts = cfg.tools.http_request.allowed_hosts.clone();
+    hosts.extend(cfg.secrets.values().flat_map(|s| s.hosts.iter().cloned()));
+    hosts
+}
+
 /// Files no tool may touch: the config file and the SQLite database with its journals.
 fn protected_paths(cfg: &Config, config_path: Option<&std::path::Path>) -> Vec<std::path::PathBuf> {
     let mut out: Vec<std::path::PathBuf> = config_path.map(|p| p.to_path_buf()).into_iter().collect();
@@ -78,7 +87,8 @@ pub(super) fn build(
             tools,
             policy: Arc::new(
                 Policy::new(&cfg.permissions, protected_paths(cfg, config_path))
-                    .with_workspace_root(&cfg.tools.workspace_dir),
+                    .with_workspace_root(&cfg.tools.workspace_dir)
+                    .trust_hosts(trusted_hosts(cfg)),
             ),
             hooks,
             nudge: deliverer.clone(),

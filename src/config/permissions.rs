@@ -46,6 +46,10 @@ pub struct PermissionsConfig {
     pub approvers: Vec<String>,
     /// An unanswered approval is denied after this long.
     pub approval_timeout_secs: u64,
+    /// Hosts (`api.example.com`, `*.example.com`) a tool call's URL may carry a secret-looking
+    /// value to without asking; the http tool's `allowed_hosts` and each secret's `hosts` count
+    /// too. A call that would send one anywhere else asks first, in every mode.
+    pub trusted_hosts: Vec<String>,
     /// Per-context overrides; for `mode` and `approvers` separately, the first matching entry
     /// that sets it wins.
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -63,6 +67,7 @@ impl Default for PermissionsConfig {
             denied_commands: Vec::new(),
             approvers: vec!["requester".into()],
             approval_timeout_secs: 600,
+            trusted_hosts: Vec::new(),
             contexts: Vec::new(),
         }
     }

@@ -6,7 +6,7 @@
 use crate::cluster::{Cluster, Topic};
 use crate::ids::HOOK_CHANNEL;
 use crate::outbox::Deliverer;
-use crate::session::retry::{dead_letter, poison_error, poisoned, retry_or_fail, until_recorded};
+use crate::session::retry::{dead_letter, poison_error, poisoned, retry_or_fail, until_recorded, TryEnd};
 use crate::session::{Placement, Sessions};
 use crate::store::{
     now_ms, AuditStore, DeadLetterStore, DecisionRow, InboxRow, InboxStatus, InboxStore, NewOutbox, OutboxStore,
@@ -181,7 +181,8 @@ impl Dispatcher {
                 self.store.dead_letters.inbox_release(&event.id.0, 0).await?;
                 dead_letter(store, &self.deliverer, event, row.attempts - 1, &error).await
             } else {
-                retry_or_fail(store, &self.deliverer, event, row.attempts, self.max_attempts, &error).await
+                retry_or_fail(store, &self.deliverer, event, row.attempts, self.max_attempts, TryEnd::Failed(&error))
+                    .await
             }
         })
         .await;

@@ -10,7 +10,7 @@
 
 mod dispatch;
 
-pub use crate::session::retry::{backoff_ms, dead_letter, poisoned, retry_or_fail};
+pub use crate::session::retry::{backoff_ms, dead_letter, poisoned, retry_or_fail, TryEnd};
 pub use crate::store::failed_key;
 pub use dispatch::{DispatchStores, Dispatcher};
 

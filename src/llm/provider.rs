@@ -78,6 +78,13 @@ impl LlmError {
         }
     }
 
+    /// Whether the model is away rather than refusing this request: a transient failure, or a
+    /// stream that broke or ended early. A turn that meets one after the client's own retries
+    /// is tried again later instead of answering with an apology.
+    pub fn is_outage(&self) -> bool {
+        self.is_transient() || matches!(self, Self::Protocol(_))
+    }
+
     /// Whether the same request may succeed later (used by retries and fallbacks).
     pub fn is_transient(&self) -> bool {
         matches!(self, Self::RateLimited { .. } | Self::Server { .. } | Self::Timeout(_) | Self::Unreachable(_))

@@ -98,6 +98,10 @@ impl Tool for McpTool {
         &self.spec
     }
 
+    fn untrusted_output(&self) -> bool {
+        true
+    }
+
     fn action(&self, _ctx: &ToolCtx, args: &Value) -> Action {
         let mut paths = Vec::new();
         collect_paths(None, args, &mut paths);

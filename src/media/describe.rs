@@ -170,7 +170,9 @@ pub fn document(word: &str, f: &Fetched, d: &DocText) -> Block {
         "text/markdown" => "markdown",
         _ => "",
     };
-    text.push_str(&format!("{fence}{lang}\n{}\n{fence}", d.text.trim_end_matches('\n')));
+    // What a document says is data, whoever sent it: fenced as untrusted around the code fence.
+    let body = format!("{fence}{lang}\n{}\n{fence}", d.text.trim_end_matches('\n'));
+    text.push_str(&crate::tools::frame_untrusted("attachment", &body));
     if d.more > 0 {
         let (what, path) = match d.whole {
             Some(_) => ("text", format!("{}.txt", f.rel)),

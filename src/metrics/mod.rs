@@ -7,8 +7,10 @@
 //! privacy).
 
 mod family;
+mod watchdog;
 
 pub use family::{CounterVec, HistogramVec};
+pub use watchdog::{Watchdog, Watched, Work, WATCHDOG};
 
 use family::BOUNDS;
 use std::fmt::Write;
@@ -263,6 +265,7 @@ impl Metrics {
         );
         let cost = ("butler_llm_cost_usd_total", "Model cost recorded in US dollars, by model and kind of call");
         self.llm_cost_micros.render_scaled(&mut out, cost, &["model", "kind"], 1e-6);
+        WATCHDOG.render(&mut out);
         out
     }
 }

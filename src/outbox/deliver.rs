@@ -223,6 +223,7 @@ impl Deliverer {
 
     #[tracing::instrument(skip_all, fields(outbox_id = row.id, key = %row.key, channel = %row.channel))]
     async fn deliver(&self, row: OutboxRow) {
+        let _watched = crate::metrics::WATCHDOG.watch(crate::metrics::Work::Delivery);
         if let Some(claims) = &self.claims {
             match claims.outbox_claim(row.id, now_ms() + CLAIM_MS).await {
                 Ok(true) => {}

@@ -30,6 +30,11 @@ pub fn check_config(cfg: &Config, p: &mut Problems) {
             }
         }
     }
+    for (i, host) in perm.trusted_hosts.iter().enumerate() {
+        if let Err(why) = crate::tools::builtin::net::check_host_pattern(host) {
+            p.add(format!("permissions.trusted_hosts[{i}]"), why);
+        }
+    }
     check_approvers(p, "permissions.approvers", &perm.approvers);
     for (i, c) in perm.contexts.iter().enumerate() {
         let key = |k: &str| format!("permissions.contexts[{i}].{k}");

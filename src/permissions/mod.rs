@@ -8,11 +8,13 @@
 //! 2. `denied_tools` globs on the tool name -> Deny;
 //! 3. `deny_paths` globs on those paths (and their parents) -> Deny;
 //! 4. `denied_commands` globs on the command line and each of its sub-commands -> Deny;
-//! 5. a session grant ("always for this session") -> Allow;
-//! 6. `allowed_tools` globs -> Allow;
-//! 7. `allow_paths`: a mutating file call (paths, no command, no URL) whose every path matches
+//! 5. a URL in the arguments that would hand a secret-looking value to a host that is not
+//!    trusted ([`exfil`]) -> Ask, in every mode and whatever allows the tool below;
+//! 6. a session grant ("always for this session") -> Allow;
+//! 7. `allowed_tools` globs -> Allow;
+//! 8. `allow_paths`: a mutating file call (paths, no command, no URL) whose every path matches
 //!    -> Allow;
-//! 8. the mode of the context (channel, DM or group, role): `default` runs read-only tools and
+//! 9. the mode of the context (channel, DM or group, role): `default` runs read-only tools and
 //!    asks for the rest, `plan` runs read-only tools and denies the rest, `full_auto` runs all.
 //!
 //! Nothing may ever get past step 1: no config key, mode, context, grant or argument reaches it.
@@ -22,6 +24,7 @@
 pub mod approval;
 mod check;
 mod context;
+pub mod exfil;
 mod glob;
 mod hardlist;
 pub mod notice;
@@ -69,6 +72,8 @@ pub struct Request<'a> {
     pub role: UserRole,
     /// The tool was approved "always for this session".
     pub granted: bool,
+    /// The call's arguments, read for URLs that would leak ([`exfil::leak`]).
+    pub args: &'a serde_json::Value,
 }
 
 /// A configured glob with the text it came from, for reasons.
@@ -95,6 +100,8 @@ pub struct Policy {
     denied_commands: Vec<Rule>,
     contexts: Contexts,
     timeout: Duration,
+    trusted: exfil::Trusted,
+    trusted_patterns: Vec<String>,
 }
 
 impl Policy {
@@ -150,9 +157,32 @@ impl Policy {
             denied_commands: text(&cfg.denied_commands, true),
             contexts: Contexts::new(cfg),
             timeout: Duration::from_secs(cfg.approval_timeout_secs),
+            trusted: exfil::Trusted::new(&cfg.trusted_hosts),
+            trusted_patterns: cfg.trusted_hosts.clone(),
         };
         policy.allow_paths = policy.compile_allow();
         policy
+    }
+
+    /// Hosts listed elsewhere (the http tool's `allowed_hosts`, each secret's `hosts`) that a
+    /// URL may carry anything to, on top of `trusted_hosts`.
+    pub fn trust_hosts(mut self, hosts: impl IntoIterator<Item = String>) -> Self {
+        self.trusted_patterns.extend(hosts);
+        self.trusted = exfil::Trusted::new(&self.trusted_patterns);
+        self
+    }
+
+    /// A reply as it may go out: every link or image URL in it that would hand a
+    /// secret-looking value to an untrusted host is replaced by a note naming the host, so no
+    /// click, preview or image load sends it (an injected "show this image" is not obeyed).
+    pub fn defuse_reply(&self, text: String) -> String {
+        match exfil::defuse(&text, &self.trusted) {
+            Some(safe) => {
+                tracing::warn!("a link in the reply would have carried a secret-looking value: removed");
+                safe
+            }
+            None => text,
+        }
     }
 
     fn compile_allow(&self) -> Vec<Rule> {
@@ -195,15 +225,19 @@ impl Policy {
                 return Permission::Deny(format!("denied_commands: {}", rule.pattern));
             }
         }
-        // 5. a session grant
+        // 5. a leak by URL asks, whatever would allow the call below
+        if let Some(reason) = exfil::leak(req.args, &self.trusted) {
+            return Permission::Ask(reason);
+        }
+        // 6. a session grant
         if req.granted {
             return Permission::Allow(format!("granted: `{tool}` was approved for this session"));
         }
-        // 6. allowed_tools
+        // 7. allowed_tools
         if let Some(rule) = self.allowed_tools.iter().find(|r| r.glob.is_match(tool)) {
             return Permission::Allow(format!("allowed_tools: {}", rule.pattern));
         }
-        // 7. allow_paths, for a mutating file call whose every path (in every form) matches
+        // 8. allow_paths, for a mutating file call whose every path (in every form) matches
         let a = req.action;
         if !req.tool.read_only && !a.paths.is_empty() && a.command.is_none() && a.url.is_none() {
             let mut used: Vec<&str> = Vec::new();
@@ -225,7 +259,7 @@ impl Policy {
                 ));
             }
         }
-        // 8. the mode of the context
+        // 9. the mode of the context
         let chosen = self.contexts.mode(req.channel, req.kind, req.role);
         let name = mode_name(chosen.mode);
         let from = chosen.entry.map(|i| format!(" (permissions.contexts[{i}])")).unwrap_or_default();

@@ -6,7 +6,7 @@
 //! ran in the session meanwhile, and never run an event this process no longer holds.
 
 use super::job::{Job, JobKind};
-use super::retry::{retry_or_fail, until_recorded};
+use super::retry::{retry_or_fail, until_recorded, TryEnd};
 use super::shared::{lease_name, lock, Claim, Running, Shared};
 use crate::agent::{profile_section, system_prompt, SessionState, Start, TurnError, TurnInput, TurnOutcome};
 use crate::config::HookEvent;
@@ -152,6 +152,7 @@ impl Actor {
     }
 
     async fn handle(&mut self, job: Job) {
+        let _watched = crate::metrics::WATCHDOG.watch(crate::metrics::Work::Turn);
         let result = match &job.kind {
             JobKind::Turn | JobKind::Resume { .. } => match self.begin(&job).await {
                 Ok(true) => self.turn(&job).await,
@@ -174,6 +175,17 @@ impl Actor {
             self.fenced = true;
             return;
         }
+        if let Err(TurnError::ModelAway(e)) = &result {
+            // Nothing is wrong with the event: the model is away. Try again later, say so once.
+            self.state = None;
+            let deps = &self.shared.deps;
+            let (store, max, error) = (deps.stores.failing(), deps.limits.max_event_attempts, e.to_string());
+            until_recorded(&self.shared.shutdown, job.event.id.0.as_str(), || {
+                retry_or_fail(store, &deps.deliverer, &job.event, job.attempt, max, TryEnd::ModelAway(&error))
+            })
+            .await;
+            return;
+        }
         if let Err(e) = result {
             // The cached state may be behind the store now; reload it next time.
             self.state = None;
@@ -184,7 +196,7 @@ impl Actor {
             let error = e.to_string();
             let event = job.event.id.0.as_str();
             until_recorded(&self.shared.shutdown, event, || {
-                retry_or_fail(store, &deps.deliverer, &job.event, job.attempt, max, &error)
+                retry_or_fail(store, &deps.deliverer, &job.event, job.attempt, max, TryEnd::Failed(&error))
             })
             .await;
         }

@@ -66,22 +66,75 @@ where
 /// What ending a failed try writes: the inbox row, the sender's notice, the drafts it leaves.
 pub type FailStores<'a> = (&'a dyn InboxStore, &'a dyn OutboxStore, &'a dyn RecoveryStore);
 
-/// Ends a failed try of `event` (try number `attempts`): retried after [`backoff_ms`], or, at
-/// `max_attempts`, marked `failed` and the sender told once.
+/// The delay before the next try of an event whose model was away after try number
+/// `attempts`: 15 s, 30 s, 1 min, 2 min, ... up to 5 minutes (an outage lasts longer than a
+/// database blip, and the model client already retried within the try).
+pub fn model_backoff_ms(attempts: i32) -> i64 {
+    (backoff_ms(attempts) * 15).min(300_000)
+}
+
+/// The outbox key of the one "the model is away" notice of an event.
+fn away_key(event_id: &str) -> String {
+    format!("{event_id}:model-away")
+}
+
+/// Why a try ended without an answer.
+#[derive(Clone, Copy, Debug)]
+pub enum TryEnd<'a> {
+    /// Something failed (the store, say); the error.
+    Failed(&'a str),
+    /// The model was away (a timeout, a refused connection, a 5xx, a broken stream); how.
+    ModelAway(&'a str),
+}
+
+/// Ends a try of `event` (try number `attempts`) that gave no answer: retried after
+/// [`backoff_ms`] (after [`model_backoff_ms`] when the model was away, its sender told once
+/// that an answer will come), or, at `max_attempts`, marked `failed` and the sender told once.
+/// Safe to run again: the notices have stable keys.
 pub async fn retry_or_fail(
     store: FailStores<'_>,
     deliverer: &Deliverer,
     event: &InboundEvent,
     attempts: i32,
     max_attempts: u32,
+    end: TryEnd<'_>,
+) -> Result<(), StoreError> {
+    let (TryEnd::Failed(error) | TryEnd::ModelAway(error)) = end;
+    if i64::from(attempts) >= i64::from(max_attempts) {
+        return dead_letter(store, deliverer, event, attempts, error).await;
+    }
+    let delay = match end {
+        TryEnd::Failed(_) => backoff_ms(attempts),
+        TryEnd::ModelAway(_) => {
+            tell_model_away(store, deliverer, event, error).await?;
+            model_backoff_ms(attempts)
+        }
+    };
+    tracing::warn!(event = %event.id, attempts, delay_ms = delay, error, "the try gave no answer; it is retried");
+    store.0.inbox_retry(&event.id.0, delay, Some(error)).await
+}
+
+/// Tells the sender of `event` (once: the notice has a stable key) that the model is away and
+/// the answer will come; triggers and system events have no one to tell.
+async fn tell_model_away(
+    store: FailStores<'_>,
+    deliverer: &Deliverer,
+    event: &InboundEvent,
     error: &str,
 ) -> Result<(), StoreError> {
-    if i64::from(attempts) < i64::from(max_attempts) {
-        let delay = backoff_ms(attempts);
-        tracing::warn!(event = %event.id, attempts, delay_ms = delay, error, "event failed; will retry");
-        return store.0.inbox_retry(&event.id.0, delay, Some(error)).await;
+    let channel = event.channel();
+    if channel == HOOK_CHANNEL || channel == SYSTEM_CHANNEL {
+        return Ok(());
     }
-    dead_letter(store, deliverer, event, attempts, error).await
+    let text = format!(
+        "⏳ The model is not answering right now ({error}). I'll keep trying and answer here; you don't need to \
+         send this again."
+    );
+    let notice =
+        NewOutbox::message(away_key(&event.id.0), event.conversation.to_string(), text).quoting(event.quote_target());
+    let row = store.1.outbox_enqueue(&notice).await?;
+    deliverer.hand_over(row);
+    Ok(())
 }
 
 /// Marks `event` `failed` and tells its sender once (not for triggers and system events, which

@@ -9,6 +9,7 @@
 pub mod builtin;
 mod check;
 pub(crate) mod diff;
+mod frame;
 pub mod limits;
 pub mod quota;
 mod registry;
@@ -18,6 +19,7 @@ mod tool;
 mod validate;
 
 pub use check::check_config;
+pub use frame::{frame as frame_untrusted, OPEN as UNTRUSTED_OPEN};
 pub use registry::builtin_tools;
 pub use store::{ToolStore, ToolStores, TranscriptSearch};
 pub use tool::{

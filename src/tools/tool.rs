@@ -92,6 +92,11 @@ pub trait Tool: Send + Sync {
     fn time_limit(&self) -> Option<std::time::Duration> {
         None
     }
+    /// Whether what it returns is text from outside (a web page, a file, command output, other
+    /// people's messages, an MCP server): the model gets it fenced as untrusted data.
+    fn untrusted_output(&self) -> bool {
+        false
+    }
     /// The call with what else it returns besides text (images); what the agent runs. Tools
     /// that only ever return text keep this default.
     async fn call_rich(&self, ctx: &ToolCtx, args: Value) -> Result<ToolOutput, ToolError> {

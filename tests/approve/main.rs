@@ -8,6 +8,7 @@ mod support;
 
 mod details;
 mod hooks;
+mod injection;
 mod lifecycle;
 mod questions;
 mod who;

@@ -16,6 +16,7 @@ mod cli;
 mod crash;
 mod delegate;
 mod deploy;
+mod faults;
 mod first_run;
 mod inbox;
 mod init;

@@ -12,7 +12,7 @@
 mod server;
 
 use super::{approve_action, click, llm_section, post, wait_messages};
-use crate::support::fake_llm::{FakeLlm, Reply};
+use crate::support::fake_llm::{fenced, FakeLlm, Reply};
 use crate::support::proc::Deployment;
 use serde_json::{json, Value};
 use std::time::{Duration, Instant};
@@ -136,7 +136,8 @@ async fn mcp_tools_reach_the_model_and_ask_unless_read_only() {
         .await;
         // With read_only nothing was clicked: had it asked, the answer would never have come.
         let last = llm.requests().into_iter().rev().find(|r| r.last_user_text().contains(&ask)).unwrap();
-        assert_eq!(last.last_tool_result().as_deref(), Some(text), "{tool}: the server's result reached the model");
+        let seen = last.last_tool_result().and_then(|r| fenced(&r));
+        assert_eq!(seen.as_deref(), Some(text), "{tool}: the server's result reached the model, fenced as untrusted");
     }
 
     // An image result reaches the model as an image, and stays in the stored transcript: the
@@ -350,8 +351,10 @@ async fn mcp_calls_go_through_policy_hooks_limits_and_audit() {
         let got = last.last_tool_result().unwrap_or_default();
         if *conv == "c-deny" {
             assert!(got.starts_with(want.as_str()) && !got.contains("contents of"), "{conv}: {got}");
+        } else if want.starts_with("error: ") {
+            assert_eq!(&got, want, "{conv}: what the model got (Butler's own words, not fenced)");
         } else {
-            assert_eq!(&got, want, "{conv}: what the model got");
+            assert_eq!(fenced(&got).as_ref(), Some(want), "{conv}: what the model got, fenced as untrusted: {got}");
         }
     }
 

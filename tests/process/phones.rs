@@ -32,8 +32,19 @@ async fn one_replica_reads_the_signal_stream_and_another_takes_over_when_it_is_k
     fake.wait_sent(20, "the first answer", |s| s.iter().any(|m| m.text == "echo: before the kill")).await;
 
     // The reader dies; another replica reads within the lease time and nothing is lost.
+    let opened = fake.streams_opened();
     set.kill(leader);
     let killed = Instant::now();
+    // What the daemon hands to a connection it has not yet seen close is gone with it, as with
+    // the real signal-cli: the message goes in once the dead reader's stream is closed (it is
+    // then held until a reader connects) or a new reader is the newest.
+    wait_for(
+        "the dead reader's stream closed",
+        20,
+        || set.logs(),
+        async || fake.streams_open() == 0 || fake.streams_opened() > opened,
+    )
+    .await;
     fake.push(direct(OWNER, &uuid_for(OWNER), 2_000, "after the kill"));
     fake.wait_sent(20, "the answer after the takeover", |s| s.iter().any(|m| m.text == "echo: after the kill")).await;
     eprintln!("signal takeover answered in {:?}", killed.elapsed());

@@ -15,17 +15,17 @@ const CONVERSATIONS: usize = 50;
 
 /// What the load generator knows about each message it sent.
 #[derive(Default)]
-struct Ledger {
+pub(super) struct Ledger {
     /// Accepted (202): must be answered exactly once.
-    accepted: Vec<(String, String)>,
+    pub accepted: Vec<(String, String)>,
     /// No answer at all (the replica died mid-request): at most once.
-    unknown: Vec<(String, String)>,
+    pub unknown: Vec<(String, String)>,
     /// Refused (not 202): never answered.
-    refused: Vec<(String, String)>,
+    pub refused: Vec<(String, String)>,
 }
 
 impl Ledger {
-    async fn send(&mut self, client: &reqwest::Client, base: &str, n: usize, tag: &str) {
+    pub(super) async fn send(&mut self, client: &reqwest::Client, base: &str, n: usize, tag: &str) {
         let conv = format!("{tag}{}", n % CONVERSATIONS);
         let text = format!("{tag}-msg-{n}");
         match try_post(client, base, &conv, &text).await {
@@ -36,7 +36,7 @@ impl Ledger {
     }
 
     /// Waits until every accepted message is answered, then checks the counts.
-    async fn check(&self, set: &Replicas, base: &str, tag: &str) {
+    pub(super) async fn check(&self, (db_url, logs): (&str, &dyn Fn() -> String), base: &str, tag: &str) {
         let convs: Vec<String> = (0..CONVERSATIONS).map(|i| format!("{tag}{i}")).collect();
         let count = async |convs: &[String]| {
             let mut seen: HashMap<String, usize> = HashMap::new();
@@ -56,8 +56,8 @@ impl Ledger {
                 break;
             }
             if std::time::Instant::now() > deadline {
-                let rows = inbox_rows(&set.db.url, &missing).await;
-                panic!("accepted but never answered: {missing:?}\ninbox: {rows:#?}\n{}", set.logs());
+                let rows = inbox_rows(db_url, &missing).await;
+                panic!("accepted but never answered: {missing:?}\ninbox: {rows:#?}\n{}", logs());
             }
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
@@ -115,7 +115,7 @@ async fn sigkill_of_two_replicas_under_load_loses_nothing_and_doubles_nothing() 
     }
     let base = set.nodes[(second + 1) % 3].base();
     assert!(ledger.accepted.len() >= 480, "the load was accepted: {}", ledger.accepted.len());
-    ledger.check(&set, &base, "k").await;
+    ledger.check((&set.db.url, &|| set.logs()), &base, "k").await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -136,7 +136,7 @@ async fn a_redis_restart_under_load_loses_nothing() {
         ledger.send(&client, &base, n, "r").await;
     }
     assert_eq!(ledger.accepted.len(), 300, "the web API accepts while Redis is away: events are stored");
-    ledger.check(&set, &set.nodes[0].base(), "r").await;
+    ledger.check((&set.db.url, &|| set.logs()), &set.nodes[0].base(), "r").await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -170,7 +170,7 @@ async fn postgres_away_for_seconds_acknowledges_nothing_and_answers_everything_a
     ledger.refused.append(&mut during.refused);
     ledger.unknown.append(&mut during.unknown);
     assert!(ledger.accepted.len() >= 140, "accepted after the restore: {}", ledger.accepted.len());
-    ledger.check(&set, &set.nodes[0].base(), "p").await;
+    ledger.check((&set.db.url, &|| set.logs()), &set.nodes[0].base(), "p").await;
 }
 
 /// The inbox rows (status, attempts, claimer, routing, error) of the events carrying `texts`.

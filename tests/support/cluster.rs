@@ -256,7 +256,7 @@ impl Replicas {
 }
 
 /// `url` pointed at 127.0.0.1:`port` instead of its host and port.
-fn proxied(url: &str, port: u16) -> String {
+pub fn proxied(url: &str, port: u16) -> String {
     let (scheme, rest) = url.split_once("://").unwrap();
     let (authority, path) = rest.split_once('/').unwrap_or((rest, ""));
     let creds = authority.rsplit_once('@').map(|(c, _)| format!("{c}@")).unwrap_or_default();

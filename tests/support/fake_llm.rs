@@ -188,6 +188,16 @@ impl RecordedRequest {
     }
 }
 
+/// The text inside an untrusted fence (Butler puts what tools read from outside between
+/// `<untrusted nonce="N" source="S">` and `</untrusted nonce="N">` lines), checking that both
+/// lines carry the same nonce; `None` when `result` is not fenced.
+pub fn fenced(result: &str) -> Option<String> {
+    let (head, rest) = result.split_once('\n')?;
+    let nonce = head.strip_prefix("<untrusted nonce=\"")?.split('"').next()?;
+    let body = rest.strip_suffix(&format!("\n</untrusted nonce=\"{nonce}\">"))?;
+    Some(body.to_string())
+}
+
 /// A string, or the `text` parts of an array of content blocks joined.
 fn text_of(v: &Value) -> String {
     match v {

@@ -16,6 +16,7 @@ pub mod fake_slack;
 pub mod fake_stt;
 pub mod fake_telegram;
 pub mod fake_whatsapp;
+pub mod fault_proxy;
 pub mod gates;
 pub mod payloads;
 pub mod proc;

@@ -351,6 +351,7 @@ async fn permission_engine_sees_read_only_and_paths() {
             kind: butler::channel::ConversationKind::Direct,
             role: butler::store::UserRole::Member,
             granted: false,
+            args: &args,
         });
         let got = match decision {
             Permission::Allow(_) => "allow",

@@ -1,6 +1,8 @@
 //! Tries of a failing event: a try never asks the model again for an answer it already gave,
 //! whatever else the conversation says meanwhile, and an event set aside leaves no reply draft
-//! streaming (its bubble is finished, its outbox row is no `draft`).
+//! streaming (its bubble is finished, its outbox row is no `draft`). A try that finds the model
+//! away (a stream that stalls, a 503) waits for it: the person is told once, and the message is
+//! answered once the model is back.
 
 use crate::support::app::{config, TestApp};
 use crate::support::fake_llm::{FakeLlm, Reply};
@@ -14,9 +16,10 @@ async fn poison(app: &TestApp, trigger: &str) {
     sqlx::query(sqlx::AssertSqlSafe(trigger.to_string())).execute(&mut db).await.unwrap();
 }
 
-/// Waits (up to 30 s) until the event's row satisfies `pred`, and returns it.
+/// Waits (up to 60 s: a model outage's tries are 15 and 30 s apart) until the event's row
+/// satisfies `pred`, and returns it.
 async fn wait_row(app: &TestApp, id: &str, what: &str, pred: impl Fn(&InboxRow) -> bool) -> InboxRow {
-    let deadline = Instant::now() + Duration::from_secs(30);
+    let deadline = Instant::now() + Duration::from_secs(60);
     loop {
         let row = app.app.store.inbox_get(id).await.unwrap().expect("stored");
         if pred(&row) {
@@ -94,4 +97,44 @@ async fn an_event_set_aside_leaves_no_reply_draft_streaming() {
     let drafts = app.app.store.outbox_get(&butler::store::reply_key(&id)).await.unwrap();
     assert!(drafts.is_none(), "no draft row left under the reply's key: {drafts:?}");
     app.stop().await;
+}
+
+#[tokio::test]
+async fn a_message_the_model_did_not_answer_is_answered_once_it_is_back_and_the_person_is_told_once() {
+    let llm = FakeLlm::start().await;
+    // The model times out mid-stream (silent past the idle timeout), then fails with a 503;
+    // the third try gets the default answer. The client itself does not retry (max_retries 0).
+    llm.on("are you there", Reply::chunks(["Half ", "an ", "answer"]).pause_after(1, Duration::from_secs(5)));
+    llm.on("are you there", Reply::server_error(503));
+    let (mut cfg, dir) = config(Some(&llm.openai_url()));
+    cfg.llm.idle_timeout_secs = 1;
+    let app = TestApp::start(cfg, Some(dir)).await;
+    let (status, body) = app.post("away", "local", "are you there").await;
+    assert_eq!(status, 202);
+    let id = body["event_id"].as_str().unwrap().to_string();
+    let row =
+        wait_row(&app, &id, "the first try defers", |r| r.attempts == 1 && r.status == InboxStatus::Pending).await;
+    assert!(row.error.as_deref().is_some_and(|e| e.contains("did not answer in time")), "{row:?}");
+    let row = wait_row(&app, &id, "answered after the model is back", |r| r.status == InboxStatus::Done).await;
+    assert_eq!(row.attempts, 3, "two tries found the model away, the third was answered");
+    let replies = app.wait_replies("away", 2, 10).await;
+    let texts: Vec<&str> = replies.iter().map(|m| m["text"].as_str().unwrap_or_default()).collect();
+    let told: Vec<&&str> = texts.iter().filter(|t| t.starts_with("⏳ The model is not answering right now")).collect();
+    assert_eq!(told.len(), 1, "told once, not at every try: {texts:?}");
+    assert!(told[0].contains("you don't need to send this again"), "{texts:?}");
+    assert_eq!(texts.iter().filter(|t| **t == "echo: are you there").count(), 1, "answered once: {texts:?}");
+    assert!(!texts.iter().any(|t| t.contains("Half an")), "the cut-off stream is not the answer: {texts:?}");
+    assert_eq!(llm.request_count(), 3);
+    app.stop().await;
+}
+
+#[test]
+fn a_model_outage_waits_longer_between_tries_than_a_database_blip() {
+    use butler::ingress::backoff_ms;
+    use butler::session::retry::model_backoff_ms;
+    for (attempts, db, model) in
+        [(1, 1_000, 15_000), (2, 2_000, 30_000), (3, 4_000, 60_000), (5, 16_000, 240_000), (6, 32_000, 300_000)]
+    {
+        assert_eq!((backoff_ms(attempts), model_backoff_ms(attempts)), (db, model), "after try {attempts}");
+    }
 }

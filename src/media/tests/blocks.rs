@@ -1,8 +1,8 @@
 //! The blocks the agent reads, pinned: a table of (attachment, bytes) -> the exact text, run
 //! through the whole path (HTTP download, sniffing, reading). `{id}` stands for the
-//! attachment's stable id.
+//! attachment's stable id, `<F>` and `</F>` for the untrusted fence around a document's text.
 
-use super::{attachment, media, platform, prepare};
+use super::{attachment, media, platform, prepare, F_CLOSE, F_OPEN};
 use crate::config::MediaConfig;
 use butler_channel::MediaKind;
 
@@ -25,19 +25,19 @@ async fn rendered_blocks() {
     let mut mp4 = b"\x00\x00\x00\x20ftypisom".to_vec();
     mp4.resize(3000, 0);
     let cases = vec![
-        case(MediaKind::Document, Some("todo.txt"), b"buy milk\ncall mum\n", "[file \"todo.txt\", text, 18 bytes, saved as media/{id}-todo.txt]\n```\nbuy milk\ncall mum\n```"),
+        case(MediaKind::Document, Some("todo.txt"), b"buy milk\ncall mum\n", "[file \"todo.txt\", text, 18 bytes, saved as media/{id}-todo.txt]\n<F>\n```\nbuy milk\ncall mum\n```\n</F>"),
         case(
             MediaKind::Document,
             Some("README.md"),
             b"# Plan\n\n```sh\nmake\n```\n",
-            "[file \"README.md\", Markdown, 23 bytes, saved as media/{id}-README.md]\n````markdown\n# Plan\n\n```sh\nmake\n```\n````",
+            "[file \"README.md\", Markdown, 23 bytes, saved as media/{id}-README.md]\n<F>\n````markdown\n# Plan\n\n```sh\nmake\n```\n````\n</F>",
         ),
-        case(MediaKind::Document, Some("data"), b"{\"a\": 1}", "[file \"data\", JSON, 8 bytes, saved as media/{id}-data]\n```json\n{\"a\": 1}\n```"),
+        case(MediaKind::Document, Some("data"), b"{\"a\": 1}", "[file \"data\", JSON, 8 bytes, saved as media/{id}-data]\n<F>\n```json\n{\"a\": 1}\n```\n</F>"),
         case(
             MediaKind::Document,
             None,
             b"name,age,city\nAnn,31,Oslo\nBob,42,Rome\n",
-            "[file, CSV, 38 bytes, saved as media/{id}-file-1.csv]\n```csv\nname,age,city\nAnn,31,Oslo\nBob,42,Rome\n```",
+            "[file, CSV, 38 bytes, saved as media/{id}-file-1.csv]\n<F>\n```csv\nname,age,city\nAnn,31,Oslo\nBob,42,Rome\n```\n</F>",
         ),
         case(MediaKind::Document, Some("x.zip"), &zip, "[file \"x.zip\", application/zip, 2.0 KB, saved as media/{id}-x.zip; not read]"),
         case(MediaKind::Document, Some("empty.txt"), b"", "[file \"empty.txt\", saved as media/{id}-empty.txt; it is empty]"),
@@ -63,7 +63,8 @@ async fn rendered_blocks() {
         a.duration_secs = c.secs;
         let event = format!("web:c:{i}");
         let out = prepare(&m, ws.path(), &event, &[a], true).await;
-        let want = c.text.replace("{id}", &crate::media::stable_id(&event, 0));
+        let want =
+            c.text.replace("{id}", &crate::media::stable_id(&event, 0)).replace("<F>", F_OPEN).replace("</F>", F_CLOSE);
         assert_eq!(out.text, want, "case {i}");
         assert!(out.notes.is_empty() && out.images.is_empty(), "case {i}: {:?}", out.notes);
     }
@@ -85,7 +86,7 @@ async fn several_attachments_are_blocks_in_order_separated_by_a_blank_line() {
     assert_eq!(
         out.text,
         format!(
-            "[file \"a.txt\", text, 6 bytes, saved as media/{}-a.txt]\n```\nfirst\n```\n\n[file \"b.txt\", text, 7 bytes, saved as media/{}-b.txt]\n```\nsecond\n```",
+            "[file \"a.txt\", text, 6 bytes, saved as media/{}-a.txt]\n{F_OPEN}\n```\nfirst\n```\n{F_CLOSE}\n\n[file \"b.txt\", text, 7 bytes, saved as media/{}-b.txt]\n{F_OPEN}\n```\nsecond\n```\n{F_CLOSE}",
             id(0),
             id(1)
         )

@@ -1,7 +1,7 @@
 //! Documents: PDF text extracted (and the whole text kept beside it when cut), text files cut
 //! at `[media] max_chars` with a marker, malformed PDFs a note, never a crash.
 
-use super::{attachment, media, pdf, platform, prepare};
+use super::{attachment, media, pdf, platform, prepare, F_CLOSE, F_OPEN};
 use crate::config::MediaConfig;
 use crate::media::document::{read_pdf, read_text};
 use butler_channel::MediaKind;
@@ -99,7 +99,10 @@ async fn documents_in_a_message() {
     let blocks: Vec<&str> = out.text.split("\n\n").collect();
     assert!(blocks[0].starts_with("[file \"report.pdf\", PDF, 1 page, "), "{}", blocks[0]);
     assert!(
-        blocks[0].contains(&format!("saved as media/{}-report.pdf]\n```\nHello from a PDF\n```", id(0))),
+        blocks[0].contains(&format!(
+            "saved as media/{}-report.pdf]\n{F_OPEN}\n```\nHello from a PDF\n```\n{F_CLOSE}",
+            id(0)
+        )),
         "{}",
         blocks[0]
     );
@@ -108,7 +111,7 @@ async fn documents_in_a_message() {
     assert_eq!(
         blocks[2],
         format!(
-            "[file \"long.txt\", text, 500 bytes, saved as media/{0}-long.txt]\n```\n{1}\n```\n[… cut: 400 more characters; the whole file is media/{0}-long.txt in your workspace (file_read)]",
+            "[file \"long.txt\", text, 500 bytes, saved as media/{0}-long.txt]\n{F_OPEN}\n```\n{1}\n```\n{F_CLOSE}\n[… cut: 400 more characters; the whole file is media/{0}-long.txt in your workspace (file_read)]",
             id(2),
             "word ".repeat(20)
         )

@@ -147,7 +147,33 @@ pub async fn prepare(
     attachments: &[Attachment],
     vision: bool,
 ) -> Prepared {
-    m.prepare(PrepareRequest { channel: "fake", attachments, workspace, event_id: event, vision }).await
+    let mut out = m.prepare(PrepareRequest { channel: "fake", attachments, workspace, event_id: event, vision }).await;
+    out.text = steady(&out.text);
+    out
+}
+
+/// How a document's text is fenced as untrusted, with its random nonce written `N` ([`steady`]).
+pub const F_OPEN: &str = "<untrusted nonce=\"N\" source=\"attachment\">";
+pub const F_CLOSE: &str = "</untrusted nonce=\"N\">";
+
+/// `text` with every fence's random nonce written `N`, so a block can be compared whole.
+pub fn steady(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(i) = rest.find("nonce=\"") {
+        let (head, tail) = rest.split_at(i + 7);
+        out.push_str(head);
+        let hex = tail.get(..16).filter(|h| h.chars().all(|c| c.is_ascii_hexdigit()) && tail[16..].starts_with('"'));
+        match hex {
+            Some(_) => {
+                out.push('N');
+                rest = &tail[16..];
+            }
+            None => rest = tail,
+        }
+    }
+    out.push_str(rest);
+    out
 }
 
 /// The names of the files in `<workspace>/media` (sorted).

@@ -25,6 +25,11 @@ fn permissions_validation_names_the_key() {
         ("[permissions]\ndeny_paths = [\"\"]", &["permissions.deny_paths[0]"]),
         ("[permissions]\ndenied_commands = [\"*rm -rf*\", \"\"]", &["permissions.denied_commands[1]"]),
         ("[permissions]\napprovers = []", &["permissions.approvers"]),
+        ("[permissions]\ntrusted_hosts = [\"api.example.com\", \"*.corp.example\", \"10.0.0.5\"]", &[]),
+        (
+            "[permissions]\ntrusted_hosts = [\"https://api.example.com\", \"ok.example\", \"a b\"]",
+            &["permissions.trusted_hosts[0]", "permissions.trusted_hosts[2]"],
+        ),
         (
             "[permissions]\napprovers = [\"requester\", \"role:owner\", \"role:member\", \"role:guest\", \
              \"user:u_123\", \"slack:U2CERLKJA\", \"telegram:123456789\"]",

@@ -347,6 +347,7 @@ fn new_builds_the_same_hard_list() {
             kind: ConversationKind::Direct,
             role: UserRole::Owner,
             granted: true,
+            args: &serde_json::Value::Null,
         });
         assert_hard_deny(&got, shows, path);
     }

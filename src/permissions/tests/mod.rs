@@ -3,6 +3,7 @@
 
 mod approvers;
 mod config;
+mod exfil;
 mod hard;
 mod modes;
 mod rules;
@@ -81,7 +82,7 @@ impl Fixture {
         kind: ConversationKind,
         role: UserRole,
     ) -> Permission {
-        self.policy.decide(&Request { tool, action, channel, kind, role, granted })
+        self.policy.decide(&Request { tool, action, channel, kind, role, granted, args: &serde_json::Value::Null })
     }
 }
 

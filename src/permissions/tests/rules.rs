@@ -359,6 +359,7 @@ fn relative_allow_paths_are_relative_to_each_workspace() {
             kind: ConversationKind::Direct,
             role: UserRole::Member,
             granted: false,
+            args: &serde_json::Value::Null,
         })
     };
     assert_eq!(
@@ -429,6 +430,7 @@ fn allow_paths_work_when_home_or_the_workspace_root_is_a_symlink() {
             kind: ConversationKind::Direct,
             role: UserRole::Member,
             granted: false,
+            args: &serde_json::Value::Null,
         });
         assert_eq!(matches!(got, Permission::Allow(_)), allowed, "{}: {got:?}", path.display());
     }

@@ -83,6 +83,10 @@ impl Tool for ConversationSearch {
         &self.0
     }
 
+    fn untrusted_output(&self) -> bool {
+        true
+    }
+
     async fn call(&self, ctx: &ToolCtx, args: Value) -> Result<String, ToolError> {
         let args: Args = parse_args(args)?;
         let query = args.query.trim();

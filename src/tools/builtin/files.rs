@@ -198,6 +198,10 @@ impl Tool for FileRead {
         &self.spec
     }
 
+    fn untrusted_output(&self) -> bool {
+        true
+    }
+
     fn action(&self, ctx: &ToolCtx, args: &Value) -> Action {
         let path = str_arg(args, "path");
         Action {

@@ -281,6 +281,10 @@ impl Tool for WebSearch {
         &self.spec
     }
 
+    fn untrusted_output(&self) -> bool {
+        true
+    }
+
     fn action(&self, _ctx: &ToolCtx, args: &Value) -> Action {
         let query = args.get("query").and_then(Value::as_str).unwrap_or("");
         Action {

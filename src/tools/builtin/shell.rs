@@ -159,6 +159,10 @@ impl Tool for Shell {
         &self.spec
     }
 
+    fn untrusted_output(&self) -> bool {
+        true
+    }
+
     fn action(&self, ctx: &ToolCtx, args: &Value) -> Action {
         let command = args.get("command").and_then(Value::as_str).unwrap_or("");
         let folder = workspace_abs(&ctx.workspace);

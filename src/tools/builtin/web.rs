@@ -95,6 +95,10 @@ impl Tool for WebFetch {
         &self.spec
     }
 
+    fn untrusted_output(&self) -> bool {
+        true
+    }
+
     fn action(&self, _ctx: &ToolCtx, args: &Value) -> Action {
         let url = str_arg(args, "url");
         Action {
@@ -340,6 +344,10 @@ impl Tool for HttpGet {
         &self.spec
     }
 
+    fn untrusted_output(&self) -> bool {
+        true
+    }
+
     fn action(&self, _ctx: &ToolCtx, args: &Value) -> Action {
         let (summary, detail) = describe_http("GET", args);
         Action { summary, url: Some(str_arg(args, "url").to_string()), detail: Some(detail), ..Action::default() }
@@ -355,6 +363,10 @@ impl Tool for HttpGet {
 impl Tool for HttpRequest {
     fn spec(&self) -> &ToolSpec {
         &self.spec
+    }
+
+    fn untrusted_output(&self) -> bool {
+        true
     }
 
     fn action(&self, _ctx: &ToolCtx, args: &Value) -> Action {
