@@ -5,7 +5,7 @@
 //! earlier messages on the next turn; in a group both answer that they are private.
 
 use crate::support::app::{config, TestApp};
-use crate::support::fake_llm::{FakeLlm, Reply};
+use crate::support::fake_llm::{fenced, FakeLlm, Reply};
 use crate::{eventually, group_message, replies, user_texts};
 use butler::channel::Identity;
 use butler::store::{reply_key, UserRow};
@@ -62,6 +62,8 @@ async fn a_fact_from_an_earlier_conversation_is_found_as_a_dated_excerpt_and_onl
         replies(&app, conv, 3).await;
         let request = llm.requests().into_iter().rev().find(|r| r.last_user_text().contains(&ask)).unwrap();
         let result = request.last_tool_result().expect("the tool answered");
+        // What other people wrote (in a group) reaches the model fenced as untrusted: so does all.
+        let result = fenced(&result).unwrap_or_else(|| panic!("fenced as untrusted: {result}"));
         let user = user_of(&app, who).await;
         assert!(result.starts_with(&format!("From earlier conversations (times in {})", user.timezone)), "{result}");
         assert!(result.contains(&expected_line(&app, &user).await), "{who}: {result}");

@@ -3,7 +3,8 @@
 //! load of web messages in 50 conversations the proxies in turn add latency, hold every byte
 //! (half-open connections: nothing arrives, nothing closes), reset every connection and refuse
 //! new ones for a while (what a client sees of a Postgres or Redis restart), and the model
-//! stalls mid-stream and then drops its connections. After the faults clear: every accepted
+//! stalls mid-stream and then drops its connections, and Telegram's Bot API holds every byte
+//! past the long poll's timeout and then resets its connections. After the faults clear: every accepted
 //! message is answered exactly once, none that was refused is answered, the watchdog shows no
 //! work stuck or left running, and the people whose model stalled were told so (once per
 //! message) instead of getting an apology or silence.
@@ -13,11 +14,15 @@ use super::replicas_failure::Ledger;
 use crate::support::cluster::{proxied, RedisServer};
 use crate::support::db::PgTestDb;
 use crate::support::fake_llm::FakeLlm;
+use crate::support::fake_telegram::{updates::dm, FakeTelegram};
 use crate::support::fault_proxy::{Fault, FaultProxy};
 use crate::support::proc::{clean_command, free_port, Server};
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
+
+const TG_TOKEN: &str = "4343:fault-test-token";
+const TG_OWNER: i64 = 4343;
 
 /// The value of `name{work="<work>"}` in a /metrics text.
 fn gauge(metrics: &str, name: &str, work: &str) -> Option<f64> {
@@ -42,6 +47,8 @@ async fn latency_half_open_connections_restarts_and_a_stalled_model_lose_nothing
     let pg = Arc::new(FaultProxy::start("127.0.0.1:5432".parse().unwrap()).await);
     let cache = Arc::new(FaultProxy::start(SocketAddr::from(([127, 0, 0, 1], redis.port))).await);
     let model = Arc::new(FaultProxy::start(llm.addr()).await);
+    let tg = FakeTelegram::start(TG_TOKEN).await;
+    let bot_api = Arc::new(FaultProxy::start(SocketAddr::from(([127, 0, 0, 1], tg.port()))).await);
 
     let dir = tempfile::tempdir().unwrap();
     let port = free_port();
@@ -49,10 +56,12 @@ async fn latency_half_open_connections_restarts_and_a_stalled_model_lose_nothing
     let text = format!(
         "[server]\nlisten = \"127.0.0.1:{port}\"\nshutdown_grace_secs = 10\n\n[database]\nurl = \"{}\"\n\n\
          [redis]\nurl = \"redis://{}\"\nlease_ms = 1000\n\n[memory]\narchivist = false\n\n\
-         {}first_byte_timeout_secs = 3\nidle_timeout_secs = 2\n",
+         {}first_byte_timeout_secs = 3\nidle_timeout_secs = 2\n\n[channels.telegram]\ntoken = \"{TG_TOKEN}\"\n\
+         api_url = \"http://{}\"\npoll_timeout_secs = 2\n\n[access]\nowners = [\"telegram:{TG_OWNER}\"]\n",
         proxied(&db.url, pg.addr.port()),
         cache.host_port(),
         llm_section(&format!("http://{}/v1", model.host_port())),
+        bot_api.host_port(),
     );
     std::fs::write(&config, text).unwrap();
     let base = format!("http://127.0.0.1:{port}");
@@ -126,6 +135,36 @@ async fn latency_half_open_connections_restarts_and_a_stalled_model_lose_nothing
     tokio::time::sleep(Duration::from_millis(900)).await;
     model.reset_all();
     dropped.check((&db.url, &logs), &base, "x").await;
+
+    // 4. Telegram's Bot API behind the proxy: the long poll and everything else held for 5 s
+    // (past the poll timeout), then every idle connection reset. Each DM answered once.
+    llm.set_default(crate::support::fake_llm::Reply::echo());
+    let answered = |m: &[crate::support::fake_telegram::Shown], tag: &str| {
+        (0..5).all(|i| m.iter().any(|s| s.text == format!("echo: {tag} {i}")))
+    };
+    bot_api.set(Fault::Hold);
+    for i in 0..5 {
+        tg.push(dm(TG_OWNER, 10 + i, &format!("tg held {i}")));
+    }
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    bot_api.heal();
+    tg.wait_chat(TG_OWNER, 60, "the held DMs answered", |m| answered(m, "tg held")).await;
+    // Idle connections only: a reset between Telegram taking a send and Butler reading its
+    // answer is ambiguous (the Bot API has no idempotency key), and the outbox sends again.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    bot_api.reset_all();
+    for i in 0..5 {
+        tg.push(dm(TG_OWNER, 20 + i, &format!("tg reset {i}")));
+    }
+    tg.wait_chat(TG_OWNER, 60, "the DMs after the reset answered", |m| answered(m, "tg reset")).await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let shown = tg.chat(TG_OWNER);
+    for tag in ["tg held", "tg reset"] {
+        for i in 0..5 {
+            let want = format!("echo: {tag} {i}");
+            assert_eq!(shown.iter().filter(|s| s.text == want).count(), 1, "{want} once: {shown:?}\n{}", logs());
+        }
+    }
 
     // No apology and no dead letter anywhere; each message that met the model away was told,
     // once: all ten held ones, and the ones whose stream dropped.

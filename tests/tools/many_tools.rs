@@ -6,7 +6,7 @@
 
 use crate::mcp::server::serve_http_bulk;
 use crate::support::app::{config, TestApp};
-use crate::support::fake_llm::{FakeLlm, RecordedRequest, Reply};
+use crate::support::fake_llm::{fenced, FakeLlm, RecordedRequest, Reply};
 use butler::config::{ArchetypeConfig, Config, McpServerConfig};
 use serde_json::json;
 use std::time::Duration;
@@ -207,7 +207,11 @@ async fn a_server_allowed_longer_than_the_tool_limit_is_not_cut_short() {
     llm.on("take your time", Reply::text("Done."));
     app.post("s-t", "local", "take your time").await;
     let reqs = llm.requests_for("take your time", 2).await;
-    assert_eq!(reqs[1].last_tool_result().as_deref(), Some("slept 2"), "the server's limit holds");
+    assert_eq!(
+        reqs[1].last_tool_result().and_then(|r| fenced(&r)).as_deref(),
+        Some("slept 2"),
+        "the server's limit holds"
+    );
     app.stop().await;
     ct.cancel();
 }
