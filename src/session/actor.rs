@@ -175,28 +175,27 @@ impl Actor {
             self.fenced = true;
             return;
         }
-        if let Err(TurnError::ModelAway(e)) = &result {
-            // Nothing is wrong with the event: the model is away. Try again later, say so once.
-            self.state = None;
-            let deps = &self.shared.deps;
-            let (store, max, error) = (deps.stores.failing(), deps.limits.max_event_attempts, e.to_string());
-            until_recorded(&self.shared.shutdown, job.event.id.0.as_str(), || {
-                retry_or_fail(store, &deps.deliverer, &job.event, job.attempt, max, TryEnd::ModelAway(&error))
-            })
-            .await;
-            return;
-        }
         if let Err(e) = result {
             // The cached state may be behind the store now; reload it next time.
             self.state = None;
-            METRICS.turns_failed.inc();
+            // A model that is away is no failure of the event: it waits longer, its sender told.
+            let error = match &e {
+                TurnError::ModelAway(away) => away.to_string(),
+                other => {
+                    METRICS.turns_failed.inc();
+                    other.to_string()
+                }
+            };
+            let end = match e {
+                TurnError::ModelAway(_) => TryEnd::ModelAway(&error),
+                TurnError::Store(_) => TryEnd::Failed(&error),
+            };
             let deps = &self.shared.deps;
             let max = deps.limits.max_event_attempts;
             let store = deps.stores.failing();
-            let error = e.to_string();
             let event = job.event.id.0.as_str();
             until_recorded(&self.shared.shutdown, event, || {
-                retry_or_fail(store, &deps.deliverer, &job.event, job.attempt, max, TryEnd::Failed(&error))
+                retry_or_fail(store, &deps.deliverer, &job.event, job.attempt, max, end)
             })
             .await;
         }
