@@ -60,6 +60,38 @@ const CLAIM_MS: i64 = 60_000;
 struct Queues {
     by_conversation: HashMap<String, VecDeque<OutboxRow>>,
     ids: HashSet<i64>,
+    /// Deliveries ended so far, and the latest ones (id -> its number): a poll whose query was
+    /// answered before a delivery ended may still list that row as due, and must not queue it
+    /// again (without replicas nothing else stops a second send).
+    ended: u64,
+    recent: HashMap<i64, u64>,
+    order: VecDeque<i64>,
+}
+
+/// How many ended deliveries are remembered against stale polls.
+const RECENT: usize = 4096;
+
+impl Queues {
+    /// Row `id`'s delivery ended (sent, failed or to be retried): it may be queued again only
+    /// by what is read from the store from now on.
+    fn ended(&mut self, id: i64) {
+        self.ids.remove(&id);
+        self.ended += 1;
+        self.recent.insert(id, self.ended);
+        self.order.push_back(id);
+        if self.order.len() > RECENT {
+            if let Some(old) = self.order.pop_front() {
+                if self.recent.get(&old).is_some_and(|n| self.ended - n >= RECENT as u64) {
+                    self.recent.remove(&old);
+                }
+            }
+        }
+    }
+
+    /// Whether `id` ended after deliveries numbered `since` (so a read made then is stale).
+    fn ended_since(&self, id: i64, since: u64) -> bool {
+        self.recent.get(&id).is_some_and(|n| *n > since)
+    }
 }
 
 /// The agent nudges the deliverer when it edited an approval request's message.
@@ -154,10 +186,18 @@ impl Deliverer {
         }
     }
 
-    /// Queues every due row of the store.
+    /// Queues every due row of the store (but a row whose delivery ended while the store was
+    /// read: it was read as it was before).
     async fn poll(self: &Arc<Self>, tasks: &mut JoinSet<()>) {
+        let since = lock(&self.state).ended;
         match self.store.outbox_due(&self.channels.names(), now_ms(), self.cfg.batch).await {
-            Ok(rows) => self.schedule(rows.into_iter(), tasks),
+            Ok(rows) => {
+                let fresh: Vec<OutboxRow> = {
+                    let q = lock(&self.state);
+                    rows.into_iter().filter(|r| !q.ended_since(r.id, since)).collect()
+                };
+                self.schedule(fresh.into_iter(), tasks)
+            }
             Err(e) => tracing::warn!(error = %e, "outbox poll failed"),
         }
     }
@@ -198,7 +238,7 @@ impl Deliverer {
                 if let Ok(_permit) = me.permits.clone().acquire_owned().await {
                     me.deliver(row).await;
                 }
-                lock(&me.state).ids.remove(&id);
+                lock(&me.state).ended(id);
             });
         }
     }
@@ -210,7 +250,7 @@ impl Deliverer {
             let (id, conversation) = (row.id, row.conversation.clone());
             self.deliver(row).await;
             let mut q = lock(&self.state);
-            q.ids.remove(&id);
+            q.ended(id);
             match q.by_conversation.get_mut(&conversation).and_then(VecDeque::pop_front) {
                 Some(next) => row = next,
                 None => {
@@ -343,5 +383,26 @@ impl Deliverer {
 
     async fn progress(&self, id: i64, ids: &[String]) -> Result<(), ChannelError> {
         self.store.outbox_progress(id, ids).await.map_err(|e| ChannelError::Transient(e.to_string()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_poll_that_read_before_a_delivery_ended_does_not_queue_the_row_again() {
+        let mut q = Queues::default();
+        q.ids.insert(7);
+        let since = q.ended; // a poll starts reading the store
+        q.ended(7); // row 7's delivery ends (marked sent) before the poll's answer is used
+        assert!(q.ended_since(7, since), "the poll read row 7 as it was before: skip it");
+        assert!(!q.ended_since(7, q.ended), "a later read may queue it again (a retry)");
+        assert!(!q.ended_since(8, since), "other rows are queued");
+        assert!(!q.ids.contains(&7));
+        for id in 0..(RECENT as i64 * 3) {
+            q.ended(100 + id);
+        }
+        assert!(q.order.len() <= RECENT && q.recent.len() <= RECENT, "bounded: {}", q.recent.len());
     }
 }
