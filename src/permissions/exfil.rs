@@ -9,6 +9,7 @@
 //! digits, a credential-named query key, a URL password). It must never say what the value
 //! was: reasons are shown to people and written to the audit trail.
 
+use super::paths::percent_decode;
 use crate::tools::builtin::net::HostList;
 use serde_json::Value;
 
@@ -107,22 +108,17 @@ fn entropy(s: &str) -> f64 {
 /// query key with a value, a secret-looking token in its host labels, path, query or fragment).
 fn leaking_host(url: &url::Url) -> Option<String> {
     let host = url.host_str()?.to_ascii_lowercase();
-    let decoded = |s: &str| percent_decode(s);
     let leaks = url.password().is_some_and(|p| !p.is_empty())
-        || secret_looking(&decoded(url.username()), Place::Query)
+        || secret_looking(&percent_decode(url.username()), Place::Query)
         || host.split('.').any(|label| secret_looking(label, Place::Host))
-        || url.path_segments().into_iter().flatten().any(|s| secret_looking(&decoded(s), Place::Path))
+        || url.path_segments().into_iter().flatten().any(|s| secret_looking(&percent_decode(s), Place::Path))
         || url.query_pairs().any(|(k, v)| {
             (crate::config::is_secret_name(&k) && v.len() >= 6)
                 || secret_looking(&v, Place::Query)
                 || secret_looking(&k, Place::Query)
         })
-        || url.fragment().is_some_and(|f| secret_looking(&decoded(f), Place::Query));
+        || url.fragment().is_some_and(|f| secret_looking(&percent_decode(f), Place::Query));
     leaks.then_some(host)
-}
-
-fn percent_decode(s: &str) -> String {
-    percent_encoding::percent_decode_str(s).decode_utf8_lossy().into_owned()
 }
 
 /// The URLs written in `text`, with where each starts and ends: `http(s)://`, `ws(s)://` and

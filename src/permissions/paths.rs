@@ -144,23 +144,10 @@ pub(crate) fn file_url_path(url: &str) -> Option<PathBuf> {
     Some(PathBuf::from(percent_decode(path)))
 }
 
-fn percent_decode(s: &str) -> String {
-    let bytes = s.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        let hex = |b: u8| (b as char).to_digit(16);
-        if bytes[i] == b'%' && i + 2 < bytes.len() {
-            if let (Some(h), Some(l)) = (hex(bytes[i + 1]), hex(bytes[i + 2])) {
-                out.push((h * 16 + l) as u8);
-                i += 3;
-                continue;
-            }
-        }
-        out.push(bytes[i]);
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
+/// `s` with its `%XX` escapes decoded (a malformed one kept as written), as UTF-8 with invalid
+/// bytes replaced: a `file:` URL's path, a part of a URL read for secrets.
+pub(super) fn percent_decode(s: &str) -> String {
+    percent_encoding::percent_decode_str(s).decode_utf8_lossy().into_owned()
 }
 
 /// Every word of a shell command line that could name a path, with `$HOME`, `${HOME}`, `~` and
