@@ -10,7 +10,8 @@
 //! Tunables: BENCH_GATE_TURNS (measured turns, default 100: a conversation of 200 messages, the most `[limits] history_messages` keeps by default), BENCH_BACKENDS (default
 //! `sqlite,postgres`), BENCH_GATE_TOLERANCE (percent, default 10), BENCH_GATE_UPDATE=1 to write
 //! the measured figures as the new baseline instead of comparing, BENCH_GATE_BINARY to profile
-//! another build of `butler` (an older one, to compare). It prints one `bench=gate` and
+//! another build of `butler` (an older one, to compare), BENCH_GATE_KEEP=<folder> to keep the measured
+//! turns' callgrind dumps there (`callgrind.<backend>.out`). It prints one `bench=gate` and
 //! one `bench=turn_profile` line per backend and exits non-zero on a regression.
 //!
 //! It must never compare wall-clock times, and never pass when valgrind or Butler failed.
@@ -213,6 +214,10 @@ async fn measure(backend: &str, db_url: &str, llm_url: &str, turns: usize) -> Me
     let log_lines = server.log_lines() - lines_before;
     let dump = Dump::read(&server.last_dump());
     assert!(dump.instructions > 0, "callgrind dump without totals");
+    if let Ok(keep) = std::env::var("BENCH_GATE_KEEP") {
+        // For callgrind_annotate: the measured turns' dump, kept after the run.
+        std::fs::copy(server.last_dump(), Path::new(&keep).join(format!("callgrind.{backend}.out"))).unwrap();
+    }
     let t = turns as f64;
     // Calls per turn, less what the idle timers made over the same time.
     let scale = measured_secs / idle_secs;

@@ -6,7 +6,8 @@
 //! Run: `cargo bench --bench replicas` (Postgres from BUTLER_TEST_PG_URL; `redis-server` on
 //! PATH, started privately). Tunables: BENCH_CONVERSATIONS (default 48), BENCH_TURNS (per
 //! conversation, default 40), BENCH_TAKEOVERS (default 5), BENCH_LEASE_MS (default 3000).
-//! Prints one `bench=` line per scenario.
+//! Prints one `bench=` line per scenario; the throughput lines also give what a turn asks of the
+//! shared parts (Postgres transactions and rows written, Redis commands), for the scaling figure.
 
 #[path = "../tests/support/mod.rs"]
 #[allow(unused_imports)]
@@ -31,6 +32,7 @@ async fn throughput(n: usize, conversations: usize, turns: usize, lease_ms: u64)
         w.await.unwrap();
     }
     let pids: Vec<u32> = set.nodes.iter().filter_map(|r| r.pid()).collect();
+    let (pg_before, redis_before) = (pg_counts(&set.db.url).await, redis_commands(&set).await);
     let cpu_before: f64 = pids.iter().map(|p| cpu_secs(*p)).sum();
     let started = Instant::now();
     let tasks: Vec<_> = (0..conversations)
@@ -42,16 +44,48 @@ async fn throughput(n: usize, conversations: usize, turns: usize, lease_ms: u64)
     }
     let elapsed = started.elapsed().as_secs_f64();
     let cpu: f64 = pids.iter().map(|p| cpu_secs(*p)).sum::<f64>() - cpu_before;
+    let (pg_after, redis_after) = (pg_counts(&set.db.url).await, redis_commands(&set).await);
     all.sort();
     let total = all.len() + conversations;
+    let t = total as f64;
+    // What one turn asks of the shared parts (including the replicas' timers over the run):
+    // where the first bottleneck of many replicas on one primary will be.
     println!(
         "bench=replicas_throughput replicas={n} conversations={conversations} turns={total} turns_per_s={:.0} \
-         p50_ms={:.2} p99_ms={:.2} cpu_ms_per_turn={:.2} cores=2",
-        total as f64 / elapsed,
+         p50_ms={:.2} p99_ms={:.2} cpu_ms_per_turn={:.2} cores=2 pg_transactions_per_turn={:.1} \
+         pg_rows_written_per_turn={:.1} redis_commands_per_turn={:.1}",
+        t / elapsed,
         percentile_ms(&all, 0.50),
         percentile_ms(&all, 0.99),
-        cpu * 1000.0 / total as f64
+        cpu * 1000.0 / t,
+        (pg_after.0 - pg_before.0) / t,
+        (pg_after.1 - pg_before.1) / t,
+        (redis_after - redis_before) / t,
     );
+}
+
+/// Transactions committed and rows written (inserted, updated, deleted) in the bench's
+/// database so far, once the server's statistics caught up.
+async fn pg_counts(db_url: &str) -> (f64, f64) {
+    // Backends report their counts at most once a second.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let pool = sqlx::PgPool::connect(db_url).await.unwrap();
+    let (commits, rows): (i64, i64) = sqlx::query_as(
+        "SELECT xact_commit, tup_inserted + tup_updated + tup_deleted FROM pg_stat_database \
+         WHERE datname = current_database()",
+    )
+    .fetch_one(&pool)
+    .await
+    .unwrap();
+    pool.close().await;
+    (commits as f64, rows as f64)
+}
+
+/// Commands the replicas' Redis has processed so far (`INFO stats`).
+async fn redis_commands(set: &Replicas) -> f64 {
+    let mut conn = set.redis.conn().await;
+    let info: String = redis::cmd("INFO").arg("stats").query_async(&mut conn).await.unwrap();
+    info.lines().find_map(|l| l.strip_prefix("total_commands_processed:")).and_then(|v| v.trim().parse().ok()).unwrap()
 }
 
 async fn takeover(rounds: usize, lease_ms: u64) {

@@ -10,6 +10,7 @@ mod actor;
 mod job;
 pub mod retry;
 mod shared;
+mod trim;
 
 pub use crate::ids::session_key;
 pub use job::{Busy, Job, JobKind};

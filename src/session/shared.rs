@@ -152,6 +152,7 @@ impl Shared {
             return false;
         }
         actors.remove(key);
+        super::trim::retired(actors.len(), &self.tracker);
         true
     }
 

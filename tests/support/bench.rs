@@ -19,11 +19,13 @@ pub fn env_usize(name: &str, default: usize) -> usize {
 /// off, and `extra` TOML appended. Returns its path.
 pub fn bench_config(dir: &Path, port: u16, db_url: &str, llm_url: &str, extra: &str) -> std::path::PathBuf {
     let url = if db_url.is_empty() { format!("sqlite://{}", dir.join("butler.db").display()) } else { db_url.into() };
+    // BENCH_DB_CONNECTIONS: `[database] max_connections` (default 8).
+    let connections = env_usize("BENCH_DB_CONNECTIONS", 8);
     let config = dir.join("butler.toml");
     std::fs::write(
         &config,
         format!(
-            "[server]\nlisten = \"127.0.0.1:{port}\"\n[database]\nurl = \"{url}\"\nmax_connections = 8\n\
+            "[server]\nlisten = \"127.0.0.1:{port}\"\n[database]\nurl = \"{url}\"\nmax_connections = {connections}\n\
              [llm]\nbase_url = \"{llm_url}\"\nmodel = \"bench\"\nmax_retries = 0\n\
              [memory]\narchivist = false\n{extra}"
         ),
@@ -50,7 +52,8 @@ pub async fn wait_ready(base: &str, limit: Duration, every: Duration) {
 pub struct Serve {
     pub child: Child,
     pub base: String,
-    _dir: tempfile::TempDir,
+    /// The folder it runs in, removed on drop unless the caller keeps it ([`Serve::start_in`]).
+    _dir: Option<tempfile::TempDir>,
 }
 
 impl Serve {
@@ -75,18 +78,27 @@ impl Serve {
     /// Starts `butler serve --config <config>` (inside `dir`, which it keeps) listening on
     /// `port`; returns it and the time from spawn to ready.
     pub async fn start(dir: tempfile::TempDir, config: &Path, port: u16) -> (Self, Duration) {
+        let (mut serve, ready) = Self::start_in(dir.path(), config, port).await;
+        serve._dir = Some(dir);
+        (serve, ready)
+    }
+
+    /// [`Serve::start`] in a folder the caller keeps (a database that outlives the process).
+    pub async fn start_in(dir: &Path, config: &Path, port: u16) -> (Self, Duration) {
         let base = format!("http://127.0.0.1:{port}");
         let started = Instant::now();
-        let child = Command::new(binary())
+        // BENCH_BINARY: another build of `butler` to measure (an older one, to compare).
+        let program = std::env::var("BENCH_BINARY").unwrap_or_else(|_| binary().to_string());
+        let child = Command::new(program)
             .args(["serve", "--config"])
             .arg(config)
             .env("RUST_LOG", "warn")
-            .current_dir(dir.path())
+            .current_dir(dir)
             .stdout(Stdio::null())
             .stderr(Stdio::inherit())
             .spawn()
             .expect("spawn butler serve");
-        let serve = Self { child, base, _dir: dir };
+        let serve = Self { child, base, _dir: None };
         wait_ready(&serve.base, Duration::from_secs(60), Duration::from_millis(1)).await;
         (serve, started.elapsed())
     }

@@ -17,13 +17,15 @@ macro_rules! channel_sql {
             $worker_in,
             ")"
         );
-        /// `$1` channels, `$2` worker, `$3` now, `$4` limit.
+        /// `$1` channels, `$2` worker, `$3` now, `$4` limit. The earlier-event check names the
+        /// statuses of `inbox_open_by_conversation` literally, so it searches that partial index
+        /// (one conversation's open events) instead of every earlier row of the inbox.
         pub(super) const SQL_INBOX_CLAIM: &'static str = concat!(
             "UPDATE inbox SET status = 'processing', claimed_by = $2, attempts = attempts + 1, started_ms = NULL, \
              updated_ms = $3 WHERE seq IN (SELECT seq FROM inbox WHERE status = 'pending' AND next_attempt_ms <= $3 \
              AND (routed_to IS NULL OR routed_to = $2 OR routed_ms <= $3 - 5000) \
              AND NOT EXISTS (SELECT 1 FROM inbox e WHERE e.conversation = inbox.conversation AND e.seq < inbox.seq \
-             AND ((e.status = 'processing' AND e.claimed_by <> $2) \
+             AND e.status IN ('pending', 'processing') AND ((e.status = 'processing' AND e.claimed_by <> $2) \
              OR (e.status = 'pending' AND e.routed_to <> $2 AND e.routed_ms > $3 - 5000))) AND ",
             $channel_in,
             " ORDER BY seq LIMIT $4",

@@ -203,3 +203,7 @@ async fn stable_plans(conn: &mut sqlx::SqliteConnection) -> std::result::Result<
 }
 
 super::expand::impl_store!(SqliteStore, sqlx::Sqlite);
+
+#[cfg(test)]
+#[path = "plans.rs"]
+mod plans;

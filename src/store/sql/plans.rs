@@ -1,0 +1,48 @@
+//! The plans SQLite picks for the statements that run on every turn or every poll: each must
+//! search an index, never read a table through (its cost would grow with the table).
+
+use super::SqliteStore;
+use crate::store::Store;
+
+/// `EXPLAIN QUERY PLAN` of `sql` (its `$n` placeholders read as NULL), one line per step.
+async fn plan(store: &SqliteStore, sql: &str) -> Vec<String> {
+    let mut text = sql.to_string();
+    for n in (1..=9).rev() {
+        text = text.replace(&format!("${n}"), "NULL");
+    }
+    let rows: Vec<(i64, i64, i64, String)> = sqlx::query_as(sqlx::AssertSqlSafe(format!("EXPLAIN QUERY PLAN {text}")))
+        .fetch_all(&store.reader)
+        .await
+        .unwrap();
+    rows.into_iter().map(|r| r.3).collect()
+}
+
+#[tokio::test]
+async fn hot_statements_search_indexes_and_never_scan_a_table() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}", dir.path().join("plans.db").display());
+    let store = SqliteStore::connect(&url, 1).await.unwrap();
+    store.migrate().await.unwrap();
+    // (statement, SQL, the (table, index) searches its plan must show)
+    let table: &[(&str, &str, &[(&str, &str)])] = &[
+        // The claim: the earlier open event of the same conversation is looked up in that
+        // conversation's open events (it read every earlier row of the inbox, once per candidate).
+        ("inbox claim", SqliteStore::SQL_INBOX_CLAIM, &[("inbox", "inbox_claim"), ("e", "inbox_open_by_conversation")]),
+        ("outbox due", SqliteStore::SQL_OUTBOX_DUE, &[("outbox", "outbox_due")]),
+        ("inbox recover", SqliteStore::SQL_INBOX_RECOVER, &[("inbox", "inbox_processing")]),
+    ];
+    for (name, sql, want) in table {
+        let steps = plan(&store, sql).await;
+        for (table, index) in *want {
+            let found = steps
+                .iter()
+                .any(|s| s.starts_with(&format!("SEARCH {table} ")) && s.contains(&format!("INDEX {index} ")));
+            assert!(found, "{name}: {table} is not searched with {index}: {steps:?}");
+        }
+        for s in &steps {
+            let scans_table = s.starts_with("SCAN ") && !s.contains("json_each");
+            let walks_rowids = s.contains("INTEGER PRIMARY KEY (rowid<") || s.contains("INTEGER PRIMARY KEY (rowid>");
+            assert!(!scans_table && !walks_rowids, "{name}: `{s}` reads the table through: {steps:?}");
+        }
+    }
+}
