@@ -141,6 +141,17 @@ async fn metric(client: &reqwest::Client, base: &str, name: &str) -> f64 {
         .unwrap_or(0.0)
 }
 
+/// Waits until Butler has finished `turns` turns and, with `retired`, no session actor is live.
+async fn wait_turns(client: &reqwest::Client, base: &str, turns: f64, retired: bool) {
+    let deadline = Instant::now() + Duration::from_secs(900);
+    while metric(client, base, "butler_turns_total").await < turns
+        || (retired && metric(client, base, "butler_sessions_live").await > 0.0)
+    {
+        assert!(Instant::now() < deadline, "the turns did not finish, or the sessions did not retire");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
 /// One "hello" to each conversation `s<i>` of `range`, 32 at a time.
 async fn hellos(client: &reqwest::Client, base: &str, range: std::ops::Range<usize>) {
     futures::stream::iter(range)
@@ -161,25 +172,15 @@ async fn idle_sessions(llm_url: &str, sessions: usize) {
     let (server, _) = serve_with("", llm_url, "[limits]\nsession_idle_secs = 3600\n").await;
     let (pid, base) = (server.child.id(), server.base.clone());
     let client = reqwest::Client::builder().pool_max_idle_per_host(128).build().unwrap();
-    let wait_turns = |n: f64| {
-        let (client, base) = (client.clone(), base.clone());
-        async move {
-            let deadline = Instant::now() + Duration::from_secs(600);
-            while metric(&client, &base, "butler_turns_total").await < n {
-                assert!(Instant::now() < deadline, "turns did not finish");
-                tokio::time::sleep(Duration::from_millis(200)).await;
-            }
-        }
-    };
     // Warm up allocator arenas, connections and caches with a first batch.
     let warm = 500usize;
     hellos(&client, &base, 0..warm).await;
-    wait_turns(warm as f64).await;
+    wait_turns(&client, &base, warm as f64, false).await;
     tokio::time::sleep(Duration::from_secs(2)).await;
     let before = proc_mib(pid, "VmRSS");
     // The measured sessions (conversation names continue after the warm-up's).
     hellos(&client, &base, warm..warm + sessions).await;
-    wait_turns((warm + sessions) as f64).await;
+    wait_turns(&client, &base, (warm + sessions) as f64, false).await;
     tokio::time::sleep(Duration::from_secs(2)).await;
     let after = proc_mib(pid, "VmRSS");
     let live = metric(&client, &base, "butler_sessions_live").await;
@@ -215,27 +216,16 @@ async fn sessions_evicted(llm_url: &str, sessions: usize) {
     let (server, _) = serve_with("", llm_url, &format!("[limits]\nsession_idle_secs = {idle_secs}\n")).await;
     let (pid, base) = (server.child.id(), server.base.clone());
     let client = reqwest::Client::builder().pool_max_idle_per_host(128).build().unwrap();
-    let settle = |turns: f64| {
-        let (client, base) = (client.clone(), base.clone());
-        async move {
-            let deadline = Instant::now() + Duration::from_secs(900);
-            while metric(&client, &base, "butler_turns_total").await < turns
-                || metric(&client, &base, "butler_sessions_live").await > 0.0
-            {
-                assert!(Instant::now() < deadline, "sessions did not retire");
-                tokio::time::sleep(Duration::from_millis(500)).await;
-            }
-            tokio::time::sleep(Duration::from_secs(3)).await;
-        }
-    };
     // Warm-up: connections, caches, the allocator's arenas; then every session retired.
     let warm = 500usize;
     hellos(&client, &base, 0..warm).await;
-    settle(warm as f64).await;
+    wait_turns(&client, &base, warm as f64, true).await;
+    tokio::time::sleep(Duration::from_secs(3)).await;
     let idle = proc_mib(pid, "RssAnon");
     hellos(&client, &base, warm..warm + sessions).await;
     let peak = proc_mib(pid, "RssAnon");
-    settle((warm + sessions) as f64).await;
+    wait_turns(&client, &base, (warm + sessions) as f64, true).await;
+    tokio::time::sleep(Duration::from_secs(3)).await;
     let after = proc_mib(pid, "RssAnon");
     println!(
         "bench=sessions_evicted backend=sqlite sessions={sessions} session_idle_secs={idle_secs} \

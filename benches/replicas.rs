@@ -33,6 +33,9 @@ async fn throughput(n: usize, conversations: usize, turns: usize, lease_ms: u64)
     }
     let pids: Vec<u32> = set.nodes.iter().filter_map(|r| r.pid()).collect();
     let (pg_before, redis_before) = (pg_counts(&set.db.url).await, redis_commands(&set).await);
+    let (pg_pids, redis_pid) = (pg_backends(&set.db.url).await, redis_pid(set.redis.port));
+    let shared_before = pg_pids.iter().map(|p| cpu_secs(*p)).sum::<f64>() + cpu_secs(redis_pid);
+    let redis_cpu_before = cpu_secs(redis_pid);
     let cpu_before: f64 = pids.iter().map(|p| cpu_secs(*p)).sum();
     let started = Instant::now();
     let tasks: Vec<_> = (0..conversations)
@@ -44,6 +47,8 @@ async fn throughput(n: usize, conversations: usize, turns: usize, lease_ms: u64)
     }
     let elapsed = started.elapsed().as_secs_f64();
     let cpu: f64 = pids.iter().map(|p| cpu_secs(*p)).sum::<f64>() - cpu_before;
+    let redis_cpu = cpu_secs(redis_pid) - redis_cpu_before;
+    let pg_cpu = pg_pids.iter().map(|p| cpu_secs(*p)).sum::<f64>() + cpu_secs(redis_pid) - shared_before - redis_cpu;
     let (pg_after, redis_after) = (pg_counts(&set.db.url).await, redis_commands(&set).await);
     all.sort();
     let total = all.len() + conversations;
@@ -53,7 +58,8 @@ async fn throughput(n: usize, conversations: usize, turns: usize, lease_ms: u64)
     println!(
         "bench=replicas_throughput replicas={n} conversations={conversations} turns={total} turns_per_s={:.0} \
          p50_ms={:.2} p99_ms={:.2} cpu_ms_per_turn={:.2} cores=2 pg_transactions_per_turn={:.1} \
-         pg_rows_written_per_turn={:.1} redis_commands_per_turn={:.1}",
+         pg_rows_written_per_turn={:.1} redis_commands_per_turn={:.1} pg_backend_cpu_ms_per_turn={:.3} \
+         redis_cpu_ms_per_turn={:.3}",
         t / elapsed,
         percentile_ms(&all, 0.50),
         percentile_ms(&all, 0.99),
@@ -61,6 +67,8 @@ async fn throughput(n: usize, conversations: usize, turns: usize, lease_ms: u64)
         (pg_after.0 - pg_before.0) / t,
         (pg_after.1 - pg_before.1) / t,
         (redis_after - redis_before) / t,
+        pg_cpu * 1000.0 / t,
+        redis_cpu * 1000.0 / t,
     );
 }
 
@@ -79,6 +87,39 @@ async fn pg_counts(db_url: &str) -> (f64, f64) {
     .unwrap();
     pool.close().await;
     (commits as f64, rows as f64)
+}
+
+/// The server processes of the connections open to the bench's database (the replicas' pools;
+/// Postgres's shared background processes, such as the WAL writer, are not counted).
+async fn pg_backends(db_url: &str) -> Vec<u32> {
+    let pool = sqlx::PgPool::connect(db_url).await.unwrap();
+    let pids: Vec<i32> = sqlx::query_scalar(
+        "SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()",
+    )
+    .fetch_all(&pool)
+    .await
+    .unwrap();
+    pool.close().await;
+    pids.into_iter().map(|p| p as u32).collect()
+}
+
+/// The process of the private `redis-server` listening on `port`.
+fn redis_pid(port: u16) -> u32 {
+    let wanted = port.to_string();
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .find(|pid| {
+            // Redis rewrites its title to `redis-server 127.0.0.1:<port>`; before that the
+            // arguments are `--port <port>`.
+            let cmd = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            let cmd = String::from_utf8_lossy(&cmd).replace('\0', " ");
+            cmd.contains("redis-server")
+                && (cmd.contains(&format!(":{wanted} "))
+                    || cmd.trim_end().ends_with(&format!(":{wanted}"))
+                    || cmd.contains(&format!("--port {wanted} ")))
+        })
+        .expect("the private redis-server")
 }
 
 /// Commands the replicas' Redis has processed so far (`INFO stats`).

@@ -17,6 +17,7 @@ mod crash;
 mod delegate;
 mod deploy;
 mod faults;
+mod faults_platforms;
 mod first_run;
 mod inbox;
 mod init;

@@ -11,6 +11,7 @@
 
 use crate::parse;
 use crate::{EmailChannel, Server, Tls};
+use async_imap::types::UnsolicitedResponse;
 use async_imap::Session;
 use butler_channel::{Accepted, Backoff, ChannelError, Ingress, IngressError};
 use futures_util::StreamExt;
@@ -164,8 +165,20 @@ impl EmailChannel {
         tracing::info!(channel = "email", folder = %self.settings.folder, "reading mail");
         loop {
             self.sync(&mut session, validity, ingress).await?;
+            // Mail that arrived while Butler synced is announced (`* N EXISTS`) in the answers to
+            // the sync's own commands, or before the server's go-ahead for IDLE: those land in the
+            // session's unsolicited responses, and IDLE would not hear of them again (a mail
+            // waited for the next one, up to IDLE_FOR). Sync again instead.
+            if announced(|| session.unsolicited_responses.try_recv().ok()) {
+                continue;
+            }
+            let notes = session.unsolicited_responses.clone();
             let mut idle = session.idle();
             idle.init().await.map_err(|e| transient("IDLE", e))?;
+            if announced(|| notes.try_recv().ok()) {
+                session = idle.done().await.map_err(|e| transient("IDLE done", e))?;
+                continue;
+            }
             let (wait, stop) = idle.wait_with_timeout(IDLE_FOR);
             let woke = tokio::select! {
                 _ = cancel.cancelled() => None,
@@ -241,6 +254,15 @@ impl EmailChannel {
     }
 }
 
+/// Drains the responses `next` gives; whether one said the folder has new mail.
+fn announced(mut next: impl FnMut() -> Option<UnsolicitedResponse>) -> bool {
+    let mut new_mail = false;
+    while let Some(response) = next() {
+        new_mail |= matches!(response, UnsolicitedResponse::Exists(_) | UnsolicitedResponse::Recent(_));
+    }
+    new_mail
+}
+
 /// `since_days` ago as IMAP's date (`5-Dec-2026`).
 fn since_date(days: u32) -> String {
     const MONTHS: [&str; 12] = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
@@ -300,5 +322,25 @@ mod tests {
         assert_eq!(parts.len(), 3, "{d}");
         assert!(parts[0].parse::<u32>().is_ok_and(|n| (1..=31).contains(&n)), "{d}");
         assert!(parts[2].parse::<u32>().is_ok_and(|y| y >= 2026), "{d}");
+    }
+
+    #[test]
+    fn new_mail_announced_during_a_sync_is_noticed_and_every_response_drained() {
+        use async_imap::types::UnsolicitedResponse as R;
+        let table: Vec<(Vec<R>, bool)> = vec![
+            (vec![], false),
+            (vec![R::Expunge(3)], false),
+            (vec![R::Exists(4)], true),
+            (vec![R::Recent(1)], true),
+            (vec![R::Expunge(2), R::Exists(5), R::Expunge(1)], true),
+        ];
+        for (responses, want) in table {
+            let n = responses.len();
+            let mut left = responses.into_iter();
+            let mut taken = 0;
+            let got = super::announced(|| left.next().inspect(|_| taken += 1));
+            assert_eq!(got, want, "{n} responses");
+            assert_eq!(taken, n, "all drained");
+        }
     }
 }

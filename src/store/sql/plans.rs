@@ -17,14 +17,16 @@ async fn plan(store: &SqliteStore, sql: &str) -> Vec<String> {
     rows.into_iter().map(|r| r.3).collect()
 }
 
+/// (statement, SQL, the (table, index) searches its plan must show)
+type Case = (&'static str, &'static str, &'static [(&'static str, &'static str)]);
+
 #[tokio::test]
 async fn hot_statements_search_indexes_and_never_scan_a_table() {
     let dir = tempfile::tempdir().unwrap();
     let url = format!("sqlite://{}", dir.path().join("plans.db").display());
     let store = SqliteStore::connect(&url, 1).await.unwrap();
     store.migrate().await.unwrap();
-    // (statement, SQL, the (table, index) searches its plan must show)
-    let table: &[(&str, &str, &[(&str, &str)])] = &[
+    let table: &[Case] = &[
         // The claim: the earlier open event of the same conversation is looked up in that
         // conversation's open events (it read every earlier row of the inbox, once per candidate).
         ("inbox claim", SqliteStore::SQL_INBOX_CLAIM, &[("inbox", "inbox_claim"), ("e", "inbox_open_by_conversation")]),
