@@ -34,7 +34,7 @@ async fn throughput(n: usize, conversations: usize, turns: usize, lease_ms: u64)
     let pids: Vec<u32> = set.nodes.iter().filter_map(|r| r.pid()).collect();
     let (pg_before, redis_before) = (pg_counts(&set.db.url).await, redis_commands(&set).await);
     let (pg_pids, redis_pid) = (pg_backends(&set.db.url).await, redis_pid(set.redis.port));
-    let shared_before = pg_pids.iter().map(|p| cpu_secs(*p)).sum::<f64>() + cpu_secs(redis_pid);
+    let pg_cpu_before: f64 = pg_pids.iter().map(|p| cpu_secs(*p)).sum();
     let redis_cpu_before = cpu_secs(redis_pid);
     let cpu_before: f64 = pids.iter().map(|p| cpu_secs(*p)).sum();
     let started = Instant::now();
@@ -48,7 +48,7 @@ async fn throughput(n: usize, conversations: usize, turns: usize, lease_ms: u64)
     let elapsed = started.elapsed().as_secs_f64();
     let cpu: f64 = pids.iter().map(|p| cpu_secs(*p)).sum::<f64>() - cpu_before;
     let redis_cpu = cpu_secs(redis_pid) - redis_cpu_before;
-    let pg_cpu = pg_pids.iter().map(|p| cpu_secs(*p)).sum::<f64>() + cpu_secs(redis_pid) - shared_before - redis_cpu;
+    let pg_cpu = pg_pids.iter().map(|p| cpu_secs(*p)).sum::<f64>() - pg_cpu_before;
     let (pg_after, redis_after) = (pg_counts(&set.db.url).await, redis_commands(&set).await);
     all.sort();
     let total = all.len() + conversations;
