@@ -6,7 +6,7 @@
 pub type Result<T, E = StoreError> = std::result::Result<T, E>;
 
 /// Errors the store reports, by what the caller does next.
-#[derive(Debug, thiserror::Error)]
+#[derive(Clone, Debug, thiserror::Error)]
 pub enum StoreError {
     /// The database cannot be reached or is overloaded: retry later, do not acknowledge.
     #[error("database unavailable: {0}")]

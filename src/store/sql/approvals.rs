@@ -22,14 +22,7 @@ macro_rules! impl_approvals {
                 conn: &mut <$db as sqlx::Database>::Connection,
                 row: &$crate::store::ApprovalRow,
             ) -> $crate::store::Result<()> {
-                sqlx::query(
-                    "INSERT INTO approvals (id, session_id, session_key, conversation, event_id, tool_call_id, tool, \
-                     args_hash, summary, requester, requester_user, approvers, status, scope, decided_by, decided_ms, \
-                     created_ms, expires_ms, kind, options, answer, detail_kind, detail) \
-                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, \
-                     $21, $22, $23) \
-                     ON CONFLICT (id) DO NOTHING",
-                )
+                sqlx::query($crate::store::sql::hot::SQL_APPROVAL_INSERT)
                 .bind(row.id.as_str())
                 .bind(row.session_id.as_str())
                 .bind(row.session_key.as_str())

@@ -1,4 +1,4 @@
-//! The one place where `sqlx` errors become [`StoreError`]s, sorted by what the caller does
+//! The one place where `sqlx` and `rusqlite` (the SQLite writer thread) errors become [`StoreError`]s, sorted by what the caller does
 //! next (retry later, treat as a conflict, fix the config, or report a bug).
 //!
 //! It must never put a database URL or password into a message: connection errors are described
@@ -52,6 +52,20 @@ fn database_err(d: &dyn DatabaseError) -> StoreError {
             StoreError::Unavailable(msg)
         }
         _ => StoreError::Corrupt(msg),
+    }
+}
+
+/// Maps an error of the SQLite writer thread (`sql/lite.rs`) the way sqlx's SQLite errors are.
+pub(crate) fn lite_err(e: rusqlite::Error) -> StoreError {
+    match e {
+        rusqlite::Error::SqliteFailure(f, msg) => {
+            let msg = msg.unwrap_or_else(|| f.to_string());
+            if f.code == rusqlite::ErrorCode::ConstraintViolation {
+                return StoreError::Conflict(msg);
+            }
+            sqlite_err(&f.extended_code.to_string(), msg)
+        }
+        other => StoreError::Corrupt(other.to_string()),
     }
 }
 

@@ -17,19 +17,20 @@ macro_rules! impl_inbox {
             async fn inbox_insert(&self, event: &butler_channel::InboundEvent) -> $crate::store::Result<bool> {
                 let now = $crate::store::now_ms();
                 let json = $crate::store::sql::rows::to_json("inbound event", event)?;
-                let done = sqlx::query(
-                    "INSERT INTO inbox (id, channel, conversation, event, status, attempts, next_attempt_ms, \
-                     created_ms, updated_ms) VALUES ($1, $2, $3, $4, 'pending', 0, 0, $5, $5) \
-                     ON CONFLICT (id) DO NOTHING",
-                )
-                .bind(event.id.0.as_str())
-                .bind(event.conversation.channel.as_str())
-                .bind(event.conversation.to_string())
-                .bind(json)
-                .bind(now)
-                .execute(self.writer())
-                .await
-                .map_err($crate::store::sql::error::db_err)?;
+                if let Some(lite) = self.lite() {
+                    let row =
+                        [event.id.0.clone(), event.conversation.channel.clone(), event.conversation.to_string(), json];
+                    return lite.run(move |c| $crate::store::sql::lite_ops::inbox_insert(c, &row, now)).await;
+                }
+                let done = sqlx::query($crate::store::sql::hot::SQL_INBOX_INSERT)
+                    .bind(event.id.0.as_str())
+                    .bind(event.conversation.channel.as_str())
+                    .bind(event.conversation.to_string())
+                    .bind(json)
+                    .bind(now)
+                    .execute(self.writer())
+                    .await
+                    .map_err($crate::store::sql::error::db_err)?;
                 Ok(done.rows_affected() == 1)
             }
 
@@ -45,15 +46,34 @@ macro_rules! impl_inbox {
                 if channels.is_empty() || limit == 0 {
                     return Ok(Vec::new());
                 }
-                let raw: Vec<$crate::store::sql::rows::InboxRaw> = sqlx::query_as(Self::SQL_INBOX_CLAIM)
-                    .bind(Self::channels_arg(channels))
-                    .bind(worker)
-                    .bind($crate::store::now_ms())
-                    .bind($crate::store::sql::rows::sql_limit(limit))
-                    .fetch_all(self.writer())
-                    .await
-                    .map_err($crate::store::sql::error::db_err)?;
-                let mut rows: Vec<$crate::store::InboxRow> = $crate::store::sql::rows::convert_all(raw)?;
+                let now = $crate::store::now_ms();
+                let limit = $crate::store::sql::rows::sql_limit(limit);
+                let mut rows: Vec<$crate::store::InboxRow> = if let Some(lite) = self.lite() {
+                    // The writer thread is SQLite's: its channel list is a JSON array (`json_each`).
+                    let channels = $crate::store::sql::rows::to_json("channels", channels)?;
+                    let worker = worker.to_string();
+                    lite.run(move |c| {
+                        $crate::store::sql::lite_ops::inbox_claim(
+                            c,
+                            Self::SQL_INBOX_CLAIM,
+                            &channels,
+                            &worker,
+                            now,
+                            limit,
+                        )
+                    })
+                    .await?
+                } else {
+                    let raw: Vec<$crate::store::sql::rows::InboxRaw> = sqlx::query_as(Self::SQL_INBOX_CLAIM)
+                        .bind(Self::channels_arg(channels))
+                        .bind(worker)
+                        .bind(now)
+                        .bind(limit)
+                        .fetch_all(self.writer())
+                        .await
+                        .map_err($crate::store::sql::error::db_err)?;
+                    $crate::store::sql::rows::convert_all(raw)?
+                };
                 rows.sort_by_key(|r| r.seq);
                 Ok(rows)
             }

@@ -9,6 +9,8 @@
 //!
 //! Contract for a store type `S` the macros expand for:
 //! - `fn reader(&self) -> &Pool<DB>` for reads, `fn writer(&self) -> &Pool<DB>` for writes;
+//! - `fn lite(&self) -> Option<&Lite>`: SQLite's writer thread (`lite.rs`), which runs a turn's
+//!   hot-path writes (`lite_ops.rs`) instead of sqlx; `None` on Postgres;
 //! - `async fn begin_write(&self) -> Result<Transaction<'static, DB>>`;
 //! - `fn channels_arg(&[String]) -> impl Encode` and the `SQL_*` constants of `channel_sql!`;
 //! - `SQL_MEMORY_SEARCH` (`$1` user, `$2` query, `$3` limit, `$4` scope) and `fn fts_query(&[String])`;
@@ -30,8 +32,11 @@ mod dead_letter;
 mod delegations;
 mod error;
 mod expand;
+mod hot;
 mod inbox;
 mod keys;
+mod lite;
+mod lite_ops;
 mod memory;
 mod outbox;
 mod outcome;

@@ -24,16 +24,7 @@ macro_rules! impl_outbox {
                     conn,
                     new,
                     now,
-                    concat!(
-                        "INSERT INTO outbox (key, channel, conversation, text, buttons, reply_to, status, platform_ids, \
-                         attempts, next_attempt_ms, created_ms, updated_ms, private_to, file, title) \
-                         VALUES ($1, $2, $3, $4, $5, $6, 'pending', '[]', 0, 0, $7, $7, $8, $9, $10) \
-                         ON CONFLICT (key) DO UPDATE SET status = 'pending', text = excluded.text, \
-                         title = COALESCE(excluded.title, outbox.title), \
-                         buttons = excluded.buttons, reply_to = COALESCE(excluded.reply_to, outbox.reply_to), \
-                         updated_ms = excluded.updated_ms WHERE outbox.status = 'draft' RETURNING ",
-                        $crate::store::sql::rows::cols!(outbox)
-                    ),
+                    $crate::store::sql::hot::SQL_OUTBOX_UPSERT,
                 )
                 .await
             }
@@ -76,7 +67,7 @@ macro_rules! impl_outbox {
                 key: &str,
             ) -> $crate::store::Result<$crate::store::OutboxRow> {
                 let raw: $crate::store::sql::rows::OutboxRaw =
-                    sqlx::query_as(concat!("SELECT ", $crate::store::sql::rows::cols!(outbox), " FROM outbox WHERE key = $1"))
+                    sqlx::query_as($crate::store::sql::hot::SQL_OUTBOX_BY_KEY)
                         .bind(key)
                         .fetch_one(&mut *conn)
                         .await
@@ -153,15 +144,15 @@ macro_rules! impl_outbox {
             async fn outbox_mark(&self, id: i64, mark: &$crate::store::OutboxMark) -> $crate::store::Result<()> {
                 use $crate::store::OutboxMark;
                 let now = $crate::store::now_ms();
-                let done: Option<(String, String)> = match mark {
+                let done: Option<(String, String)> = match (self.lite(), mark) {
+                    (Some(lite), _) => {
+                        let mark = mark.clone();
+                        lite.run(move |c| $crate::store::sql::lite_ops::outbox_mark(c, id, &mark, now)).await?
+                    }
                     // Only if the row still holds what was delivered: a revision made while it
                     // was being sent (an approval decided meanwhile) keeps it pending, so the
                     // new text goes out too.
-                    OutboxMark::Sent { platform_ids, text } => sqlx::query_as(
-                        "UPDATE outbox SET status = 'sent', attempts = attempts + 1, updated_ms = $2, \
-                         platform_ids = $3 WHERE id = $1 AND status <> 'sent' AND text = $4 \
-                         RETURNING key, conversation",
-                    )
+                    (None, OutboxMark::Sent { platform_ids, text }) => sqlx::query_as($crate::store::sql::hot::SQL_OUTBOX_SENT)
                     .bind(id)
                     .bind(now)
                     .bind(serde_json::to_string(platform_ids).unwrap_or_else(|_| "[]".into()))
@@ -169,21 +160,15 @@ macro_rules! impl_outbox {
                     .fetch_optional(self.writer())
                     .await
                     .map_err($crate::store::sql::error::db_err)?,
-                    OutboxMark::Failed { error } => sqlx::query_as(
-                        "UPDATE outbox SET status = 'failed', attempts = attempts + 1, last_error = $3, \
-                         updated_ms = $2 WHERE id = $1 AND status <> 'sent' RETURNING key, conversation",
-                    )
+                    (None, OutboxMark::Failed { error }) => sqlx::query_as($crate::store::sql::hot::SQL_OUTBOX_FAILED)
                     .bind(id)
                     .bind(now)
                     .bind(error.as_str())
                     .fetch_optional(self.writer())
                     .await
                     .map_err($crate::store::sql::error::db_err)?,
-                    OutboxMark::Retry { next_attempt_ms, error, count_attempt } => {
-                        sqlx::query(
-                            "UPDATE outbox SET status = 'pending', attempts = attempts + $5, last_error = $3, \
-                             next_attempt_ms = $4, updated_ms = $2 WHERE id = $1 AND status IN ('pending', 'failed')",
-                        )
+                    (None, OutboxMark::Retry { next_attempt_ms, error, count_attempt }) => {
+                        sqlx::query($crate::store::sql::hot::SQL_OUTBOX_RETRY)
                         .bind(id)
                         .bind(now)
                         .bind(error.as_str())

@@ -81,6 +81,11 @@ impl PgStore {
         &self.pool
     }
 
+    /// Postgres has no writer thread: every write goes through sqlx.
+    fn lite(&self) -> Option<&super::lite::Lite> {
+        None
+    }
+
     async fn begin_write(&self) -> Result<Transaction<'static, Postgres>> {
         self.pool.begin().await.map_err(db_err)
     }

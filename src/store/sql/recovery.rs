@@ -34,15 +34,18 @@ macro_rules! impl_recovery {
         impl $crate::store::RecoveryStore for $store {
             /// Sets `started_ms`, only while `worker` holds the event.
             async fn inbox_start(&self, id: &str, worker: &str) -> $crate::store::Result<bool> {
-                let done = sqlx::query(
-                    "UPDATE inbox SET started_ms = $3 WHERE id = $1 AND status = 'processing' AND claimed_by = $2",
-                )
-                .bind(id)
-                .bind(worker)
-                .bind($crate::store::now_ms())
-                .execute(self.writer())
-                .await
-                .map_err($crate::store::sql::error::db_err)?;
+                let now = $crate::store::now_ms();
+                if let Some(lite) = self.lite() {
+                    let (id, worker) = (id.to_string(), worker.to_string());
+                    return lite.run(move |c| $crate::store::sql::lite_ops::inbox_start(c, &id, &worker, now)).await;
+                }
+                let done = sqlx::query($crate::store::sql::hot::SQL_INBOX_START)
+                    .bind(id)
+                    .bind(worker)
+                    .bind(now)
+                    .execute(self.writer())
+                    .await
+                    .map_err($crate::store::sql::error::db_err)?;
                 Ok(done.rows_affected() == 1)
             }
 

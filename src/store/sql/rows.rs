@@ -92,6 +92,21 @@ pub(crate) struct InboxRaw {
     created_ms: i64,
 }
 
+impl InboxRaw {
+    /// The row as the SQLite writer thread reads it (columns in `cols!(inbox)` order).
+    pub(crate) fn from_lite(r: &rusqlite::Row<'_>) -> rusqlite::Result<Self> {
+        Ok(Self {
+            seq: r.get(0)?,
+            event: r.get(1)?,
+            status: r.get(2)?,
+            attempts: r.get(3)?,
+            crashes: r.get(4)?,
+            error: r.get(5)?,
+            created_ms: r.get(6)?,
+        })
+    }
+}
+
 impl TryFrom<InboxRaw> for InboxRow {
     type Error = StoreError;
     fn try_from(r: InboxRaw) -> Result<Self> {
@@ -215,6 +230,31 @@ pub(crate) struct OutboxRaw {
     title: Option<String>,
 }
 
+impl OutboxRaw {
+    /// The row as the SQLite writer thread reads it (columns in `cols!(outbox)` order).
+    pub(crate) fn from_lite(r: &rusqlite::Row<'_>) -> rusqlite::Result<Self> {
+        Ok(Self {
+            id: r.get(0)?,
+            key: r.get(1)?,
+            channel: r.get(2)?,
+            conversation: r.get(3)?,
+            text: r.get(4)?,
+            buttons: r.get(5)?,
+            reply_to: r.get(6)?,
+            status: r.get(7)?,
+            platform_ids: r.get(8)?,
+            attempts: r.get(9)?,
+            next_attempt_ms: r.get(10)?,
+            last_error: r.get(11)?,
+            created_ms: r.get(12)?,
+            updated_ms: r.get(13)?,
+            private_to: r.get(14)?,
+            file: r.get(15)?,
+            title: r.get(16)?,
+        })
+    }
+}
+
 impl TryFrom<OutboxRaw> for OutboxRow {
     type Error = StoreError;
     fn try_from(r: OutboxRaw) -> Result<Self> {
@@ -316,6 +356,23 @@ pub(crate) struct WebRaw {
     buttons: String,
     created_ms: i64,
     updated_ms: i64,
+}
+
+impl WebRaw {
+    /// The row as the SQLite writer thread reads it (columns in `cols!(web)` order).
+    pub(crate) fn from_lite(r: &rusqlite::Row<'_>) -> rusqlite::Result<Self> {
+        Ok(Self {
+            id: r.get(0)?,
+            conversation: r.get(1)?,
+            key: r.get(2)?,
+            role: r.get(3)?,
+            author: r.get(4)?,
+            text: r.get(5)?,
+            buttons: r.get(6)?,
+            created_ms: r.get(7)?,
+            updated_ms: r.get(8)?,
+        })
+    }
 }
 
 impl TryFrom<WebRaw> for WebMessage {

@@ -35,10 +35,7 @@ macro_rules! impl_sessions {
                     return last.ok_or_else(|| $crate::store::StoreError::Conflict(format!("no session `{session_id}`")));
                 }
                 // One statement reserves the seqs and bumps the version.
-                let reserved: Option<i64> = sqlx::query_scalar(
-                    "UPDATE sessions SET version = version + 1, last_seq = last_seq + $3, updated_ms = $2 \
-                     WHERE id = $1 RETURNING last_seq",
-                )
+                let reserved: Option<i64> = sqlx::query_scalar($crate::store::sql::hot::SQL_SESSION_RESERVE)
                 .bind(session_id)
                 .bind(now)
                 .bind(msgs.len() as i64)

@@ -1,6 +1,7 @@
 //! [`SqliteStore`]: the embedded default backend (one file, WAL, FTS5 for memory search).
 //!
-//! Writes go through a pool of exactly one connection, so writers queue in-process (fair, no
+//! A turn's hot-path writes run on the writer thread (`lite.rs`), whole operations at a time and
+//! several to a commit. Other writes go through a pool of exactly one connection, so writers queue in-process (fair, no
 //! busy-wait sleeps) instead of contending for SQLite's write lock; reads use a separate pool
 //! and run concurrently thanks to WAL. Write transactions start with `BEGIN IMMEDIATE` so that
 //! another process (a CLI command) can never turn a reader into a failing writer mid-transaction.
@@ -20,6 +21,10 @@ static MIGRATOR: Migrator = sqlx::migrate!("./migrations/sqlite");
 pub struct SqliteStore {
     writer: SqlitePool,
     reader: SqlitePool,
+    /// The writer thread that runs a turn's hot-path writes (`lite.rs`).
+    lite: super::lite::Lite,
+    /// The file behind `sqlite::memory:`, removed on close.
+    scratch: Option<std::path::PathBuf>,
     /// Events this store settled, announced to listeners in this process.
     settled: crate::store::SettledFeed,
     /// Whether writes queue their texts for embedding.
@@ -29,50 +34,53 @@ pub struct SqliteStore {
 impl SqliteStore {
     /// Opens (creating if missing, along with its parent directory) the database at `url`
     /// (`sqlite://path`, `sqlite:path` or `sqlite::memory:`), in WAL mode with
-    /// `synchronous = NORMAL`, a 5 s busy timeout and foreign keys on. `max_connections` bounds
-    /// the read pool; writes always use one connection. Does not migrate.
+    /// `synchronous = NORMAL`, a 5 s busy timeout and foreign keys on, and starts its writer
+    /// thread. `max_connections` bounds the read pool; sqlx's writes use one connection. An
+    /// in-memory database is a private file in the temporary directory, removed when the store
+    /// closes (the writer thread and the readers must share it). Does not migrate.
     pub async fn connect(url: &str, max_connections: u32) -> Result<Self> {
-        let options = SqliteConnectOptions::from_str(url)
-            .map_err(|e| StoreError::Config(format!("bad SQLite URL `{}`: {e}", redact_url(url))))?
-            .create_if_missing(true)
-            .journal_mode(SqliteJournalMode::Wal)
-            .synchronous(SqliteSynchronous::Normal)
-            .busy_timeout(Duration::from_secs(5))
-            .foreign_keys(true);
         let in_memory = url.contains(":memory:") || url.contains("mode=memory");
-        if !in_memory {
-            if let Some(dir) = options.get_filename().parent().filter(|d| !d.as_os_str().is_empty()) {
-                std::fs::create_dir_all(dir).map_err(|e| {
-                    StoreError::Config(format!("cannot create the database directory {}: {e}", dir.display()))
-                })?;
-            }
+        let scratch =
+            in_memory.then(|| std::env::temp_dir().join(format!("butler-memory-{}.db", uuid::Uuid::new_v4())));
+        let options = match &scratch {
+            Some(path) => SqliteConnectOptions::new().filename(path),
+            None => SqliteConnectOptions::from_str(url)
+                .map_err(|e| StoreError::Config(format!("bad SQLite URL `{}`: {e}", redact_url(url))))?,
+        }
+        .create_if_missing(true)
+        .journal_mode(SqliteJournalMode::Wal)
+        .synchronous(SqliteSynchronous::Normal)
+        .busy_timeout(Duration::from_secs(5))
+        .foreign_keys(true);
+        let path = options.get_filename().to_path_buf();
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).map_err(|e| {
+                StoreError::Config(format!("cannot create the database directory {}: {e}", dir.display()))
+            })?;
         }
         let unavailable =
             |e: sqlx::Error| StoreError::Unavailable(format!("cannot open {}: {}", redact_url(url), db_err(e)));
-        // An in-memory database lives only as long as a connection to it: keep exactly one
-        // forever and use it for reads too.
         let writer = SqlitePoolOptions::new()
             .after_connect(|conn, _| Box::pin(stable_plans(conn)))
             .max_connections(1)
-            .min_connections(u32::from(in_memory))
-            .idle_timeout(if in_memory { None } else { Some(Duration::from_secs(600)) })
-            .max_lifetime(if in_memory { None } else { Some(Duration::from_secs(3600)) })
+            .idle_timeout(Some(Duration::from_secs(600)))
+            .max_lifetime(Some(Duration::from_secs(3600)))
             .connect_with(options.clone())
             .await
             .map_err(unavailable)?;
-        let reader = if in_memory {
-            writer.clone()
-        } else {
-            SqlitePoolOptions::new()
-                .after_connect(|conn, _| Box::pin(stable_plans(conn)))
-                .max_connections(max_connections.max(1))
-                .connect_with(options)
-                .await
-                .map_err(unavailable)?
-        };
+        let reader = SqlitePoolOptions::new()
+            .after_connect(|conn, _| Box::pin(stable_plans(conn)))
+            .max_connections(max_connections.max(1))
+            .connect_with(options)
+            .await
+            .map_err(unavailable)?;
+        // The writer pool's first connection created the file and put it in WAL mode.
+        let lite = super::lite::Lite::open(&path)?;
         Ok(Self {
             writer,
             reader,
+            lite,
+            scratch,
             settled: crate::store::SettledFeed::default(),
             embed: crate::store::EmbedSwitch::default(),
         })
@@ -112,11 +120,16 @@ impl SqliteStore {
         &self.writer
     }
 
+    fn lite(&self) -> Option<&super::lite::Lite> {
+        Some(&self.lite)
+    }
+
     async fn begin_write(&self) -> Result<Transaction<'static, Sqlite>> {
         self.writer.begin_with("BEGIN IMMEDIATE").await.map_err(db_err)
     }
 
     async fn close_pools(&self) {
+        self.lite.close().await;
         self.reader.close().await;
         self.writer.close().await;
     }
@@ -173,6 +186,17 @@ impl SqliteStore {
     /// so no quote can appear inside), joined with OR.
     fn fts_query(terms: &[String]) -> String {
         terms.iter().map(|t| format!("\"{t}\"")).collect::<Vec<_>>().join(" OR ")
+    }
+}
+
+impl Drop for SqliteStore {
+    /// Removes the file behind `sqlite::memory:` (open handles keep reading it until they close).
+    fn drop(&mut self) {
+        if let Some(path) = &self.scratch {
+            for suffix in ["", "-wal", "-shm"] {
+                let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
+            }
+        }
     }
 }
 

@@ -34,74 +34,14 @@ macro_rules! impl_turn {
                 &self,
                 commit: &$crate::store::TurnCommit,
             ) -> $crate::store::Result<Option<$crate::store::OutboxRow>> {
-                use $crate::store::sql::error::db_err;
                 let now = $crate::store::now_ms();
-                let mut tx = self.begin_write().await?;
-                if let Some(fence) = &commit.fence {
-                    // Locks the fence row until the commit: a replica taking the session over
-                    // waits for this commit, or this commit sees its newer token.
-                    let held = sqlx::query("UPDATE session_fences SET token = token WHERE key = $1 AND token = $2")
-                        .bind(fence.key.as_str())
-                        .bind(fence.token)
-                        .execute(&mut *tx)
-                        .await
-                        .map_err(db_err)?;
-                    if held.rows_affected() == 0 {
-                        return Err($crate::store::StoreError::Fenced { key: fence.key.clone() });
+                let (updated, rerun, reply_id) = match self.lite() {
+                    Some(lite) => {
+                        let (owned, embed) = (commit.clone(), self.embed_switch().on());
+                        lite.run(move |c| $crate::store::sql::lite_ops::finish_event(c, &owned, now, embed)).await?
                     }
-                }
-                let updated: Option<String> = sqlx::query_scalar(
-                    "UPDATE inbox SET status = $2, updated_ms = $3 WHERE id = $1 \
-                     AND status IN ('pending', 'processing') RETURNING conversation",
-                )
-                .bind(commit.inbox_id.as_str())
-                .bind(commit.inbox_status.as_str())
-                .bind(now)
-                .fetch_optional(&mut *tx)
-                .await
-                .map_err(db_err)?;
-                let rerun = if updated.is_none() {
-                    let status: Option<String> = sqlx::query_scalar("SELECT status FROM inbox WHERE id = $1")
-                        .bind(commit.inbox_id.as_str())
-                        .fetch_optional(&mut *tx)
-                        .await
-                        .map_err(db_err)?;
-                    status.is_some()
-                } else {
-                    false
+                    None => self.finish_event_sqlx(commit, now).await?,
                 };
-                if !rerun {
-                    if let Some(session_id) = commit.session_id.as_deref() {
-                        if !commit.messages.is_empty() {
-                            Self::append_messages_on(
-                                &mut tx,
-                                session_id,
-                                &commit.messages,
-                                now,
-                                self.embed_switch().on(),
-                            )
-                            .await?;
-                        }
-                    }
-                }
-                let reply_id = match &commit.reply {
-                    Some(reply) => Some(Self::outbox_upsert_on(&mut tx, reply, now).await?),
-                    None => None,
-                };
-                if !rerun {
-                    for notice in &commit.notices {
-                        Self::outbox_upsert_on(&mut tx, notice, now).await?;
-                    }
-                    for approval in &commit.approvals {
-                        Self::approval_insert_on(&mut tx, approval).await?;
-                    }
-                }
-                if let (false, Some(usage)) = (rerun, &commit.usage) {
-                    for u in &usage.rows {
-                        Self::usage_insert_on(&mut tx, u, now).await?;
-                    }
-                }
-                tx.commit().await.map_err(db_err)?;
                 if let (false, Some(usage)) = (rerun, &commit.usage) {
                     usage.rows.iter().for_each($crate::store::count_usage);
                 }
@@ -187,31 +127,101 @@ macro_rules! impl_turn {
         }
 
         impl $store {
+            /// `finish_event`'s statements on a sqlx write transaction: the settled
+            /// conversation, whether this was a re-run, and the reply's row.
+            async fn finish_event_sqlx(
+                &self,
+                commit: &$crate::store::TurnCommit,
+                now: i64,
+            ) -> $crate::store::Result<$crate::store::sql::lite_ops::Committed> {
+                use $crate::store::sql::error::db_err;
+                let mut tx = self.begin_write().await?;
+                if let Some(fence) = &commit.fence {
+                    // Locks the fence row until the commit: a replica taking the session over
+                    // waits for this commit, or this commit sees its newer token.
+                    let held = sqlx::query($crate::store::sql::hot::SQL_FENCE_HOLD)
+                        .bind(fence.key.as_str())
+                        .bind(fence.token)
+                        .execute(&mut *tx)
+                        .await
+                        .map_err(db_err)?;
+                    if held.rows_affected() == 0 {
+                        return Err($crate::store::StoreError::Fenced { key: fence.key.clone() });
+                    }
+                }
+                let updated: Option<String> = sqlx::query_scalar($crate::store::sql::hot::SQL_INBOX_SETTLE)
+                    .bind(commit.inbox_id.as_str())
+                    .bind(commit.inbox_status.as_str())
+                    .bind(now)
+                    .fetch_optional(&mut *tx)
+                    .await
+                    .map_err(db_err)?;
+                let rerun = if updated.is_none() {
+                    let status: Option<String> = sqlx::query_scalar($crate::store::sql::hot::SQL_INBOX_STATUS)
+                        .bind(commit.inbox_id.as_str())
+                        .fetch_optional(&mut *tx)
+                        .await
+                        .map_err(db_err)?;
+                    status.is_some()
+                } else {
+                    false
+                };
+                if !rerun {
+                    if let Some(session_id) = commit.session_id.as_deref() {
+                        if !commit.messages.is_empty() {
+                            Self::append_messages_on(
+                                &mut tx,
+                                session_id,
+                                &commit.messages,
+                                now,
+                                self.embed_switch().on(),
+                            )
+                            .await?;
+                        }
+                    }
+                }
+                let reply_id = match &commit.reply {
+                    Some(reply) => Some(Self::outbox_upsert_on(&mut tx, reply, now).await?),
+                    None => None,
+                };
+                if !rerun {
+                    for notice in &commit.notices {
+                        Self::outbox_upsert_on(&mut tx, notice, now).await?;
+                    }
+                    for approval in &commit.approvals {
+                        Self::approval_insert_on(&mut tx, approval).await?;
+                    }
+                }
+                if let (false, Some(usage)) = (rerun, &commit.usage) {
+                    for u in &usage.rows {
+                        Self::usage_insert_on(&mut tx, u, now).await?;
+                    }
+                }
+                tx.commit().await.map_err(db_err)?;
+                Ok((updated, rerun, reply_id))
+            }
+
             /// Inserts one usage row on `conn` (inside the caller's transaction, if any).
             async fn usage_insert_on(
                 conn: &mut <$db as sqlx::Database>::Connection,
                 u: &$crate::store::UsageRecord,
                 now: i64,
             ) -> $crate::store::Result<()> {
-                sqlx::query(
-                    "INSERT INTO usage (user_id, session_id, event_id, model, input_tokens, output_tokens, \
-                     cost_usd, iterations, created_ms, kind, context_tokens) \
-                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
-                )
-                .bind(u.user_id.as_str())
-                .bind(u.session_id.as_str())
-                .bind(u.event_id.as_str())
-                .bind(u.model.as_str())
-                .bind(u.input_tokens)
-                .bind(u.output_tokens)
-                .bind(u.cost_usd)
-                .bind(u.iterations)
-                .bind(now)
-                .bind(u.kind.as_str())
-                .bind(u.context_tokens)
-                .execute(&mut *conn)
-                .await
-                .map_err($crate::store::sql::error::db_err)?;
+                sqlx::query($crate::store::sql::hot::SQL_USAGE_INSERT)
+                    .bind(u.user_id.as_str())
+                    .bind(u.session_id.as_str())
+                    .bind(u.event_id.as_str())
+                    .bind(u.model.as_str())
+                    .bind(u.input_tokens)
+                    .bind(u.output_tokens)
+                    .bind(u.cost_usd)
+                    .bind(u.iterations)
+                    .bind(now)
+                    .bind(u.kind.as_str())
+                    .bind(u.context_tokens)
+                    .execute(&mut *conn)
+                    .await
+                    .map_err($crate::store::sql::error::db_err)?;
                 Ok(())
             }
         }

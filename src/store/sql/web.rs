@@ -9,35 +9,37 @@ macro_rules! impl_web {
         #[async_trait::async_trait]
         impl $crate::store::WebStore for $store {
             /// Inserts the message; if its key is already stored, returns that row unchanged.
-            async fn web_insert(&self, new: &$crate::store::NewWebMessage) -> $crate::store::Result<$crate::store::WebMessage> {
+            async fn web_insert(
+                &self,
+                new: &$crate::store::NewWebMessage,
+            ) -> $crate::store::Result<$crate::store::WebMessage> {
                 use $crate::store::sql::error::db_err;
+                let buttons = $crate::store::sql::rows::to_json("buttons", &new.buttons)?;
+                let now = $crate::store::now_ms();
+                if let Some(lite) = self.lite() {
+                    let new = new.clone();
+                    return lite.run(move |c| $crate::store::sql::lite_ops::web_insert(c, &new, &buttons, now)).await;
+                }
                 let mut conn = self.writer().acquire().await.map_err(db_err)?;
-                let raw: Option<$crate::store::sql::rows::WebRaw> = sqlx::query_as(concat!(
-                    "INSERT INTO web_messages (conversation, key, role, author, text, buttons, created_ms, updated_ms) \
-                     VALUES ($1, $2, $3, $4, $5, $6, $7, $7) ON CONFLICT (key) DO NOTHING RETURNING ",
-                    $crate::store::sql::rows::cols!(web)
-                ))
-                .bind(new.conversation.as_str())
-                .bind(new.key.as_str())
-                .bind(new.role.as_str())
-                .bind(new.author.as_str())
-                .bind(new.text.as_str())
-                .bind($crate::store::sql::rows::to_json("buttons", &new.buttons)?)
-                .bind($crate::store::now_ms())
-                .fetch_optional(&mut *conn)
-                .await
-                .map_err(db_err)?;
+                let raw: Option<$crate::store::sql::rows::WebRaw> =
+                    sqlx::query_as($crate::store::sql::hot::SQL_WEB_INSERT)
+                        .bind(new.conversation.as_str())
+                        .bind(new.key.as_str())
+                        .bind(new.role.as_str())
+                        .bind(new.author.as_str())
+                        .bind(new.text.as_str())
+                        .bind(buttons)
+                        .bind(now)
+                        .fetch_optional(&mut *conn)
+                        .await
+                        .map_err(db_err)?;
                 let raw = match raw {
                     Some(raw) => raw,
-                    None => sqlx::query_as(concat!(
-                        "SELECT ",
-                        $crate::store::sql::rows::cols!(web),
-                        " FROM web_messages WHERE key = $1"
-                    ))
-                    .bind(new.key.as_str())
-                    .fetch_one(&mut *conn)
-                    .await
-                    .map_err(db_err)?,
+                    None => sqlx::query_as($crate::store::sql::hot::SQL_WEB_BY_KEY)
+                        .bind(new.key.as_str())
+                        .fetch_one(&mut *conn)
+                        .await
+                        .map_err(db_err)?,
                 };
                 raw.try_into()
             }
