@@ -152,6 +152,11 @@ impl Shared {
             return false;
         }
         actors.remove(key);
+        // A burst's table would otherwise keep its peak size (20,000 sessions: megabytes) forever.
+        if actors.capacity() > 64 && actors.len() < actors.capacity() / 4 {
+            let keep = actors.len() * 2;
+            actors.shrink_to(keep);
+        }
         super::trim::retired(actors.len(), &self.tracker);
         true
     }

@@ -44,7 +44,9 @@ pub(crate) struct PageInfo {
 #[derive(Default)]
 pub(crate) struct OwnerCache(std::sync::Mutex<std::collections::HashMap<String, String>>);
 
-const OWNER_CACHE_MAX: usize = 10_000;
+/// Enough for every conversation busy at once; small enough that an idle process does not keep
+/// a burst's worth of owners (10,000 were about 2 MB).
+const OWNER_CACHE_MAX: usize = 1_024;
 
 impl OwnerCache {
     fn get(&self, conv: &str) -> Option<String> {
@@ -280,30 +282,8 @@ pub(super) async fn submit_message(
     client_id: Option<&str>,
     files: &[String],
 ) -> Result<(String, Accepted), ApiError> {
-    // Made storable before any check or write, exactly as ingress does, so the page's log and
-    // the inbox hold the same text on every backend.
-    let text = butler_channel::storable_text(text);
-    let text = text.trim();
-    if text.is_empty() && files.is_empty() {
-        return Err(ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "empty_text", "`text` is empty"));
-    }
-    if files.len() > MAX_FILES {
-        return Err(ApiError::new(
-            StatusCode::UNPROCESSABLE_ENTITY,
-            "too_many_files",
-            format!("a message carries at most {MAX_FILES} files"),
-        ));
-    }
-    if text.chars().count() > MAX_TEXT_CHARS {
-        return Err(ApiError::new(
-            StatusCode::UNPROCESSABLE_ENTITY,
-            "text_too_long",
-            format!("`text` is longer than {MAX_TEXT_CHARS} characters"),
-        ));
-    }
-    if let Some(id) = client_id {
-        check_name("id", id, 100)?;
-    }
+    let text = checked_text(text, client_id, files)?;
+    let text = text.as_str();
     let (user, exists) = authorize(s, headers, claimed, conv).await?;
     let identity = format!("{CHANNEL}:{user}");
     let attachments = attachments(s, &identity, files).await?;
@@ -342,6 +322,35 @@ pub(super) async fn submit_message(
         s.hub.publish(&shown.conversation, "created", message_json(&row));
     }
     Ok((event_id, outcome))
+}
+
+/// A message's own checks, before anything is looked up: its text is made storable before any
+/// check or write, exactly as ingress does (so the page's log and the inbox hold the same text on
+/// every backend), and comes back trimmed.
+fn checked_text(text: &str, client_id: Option<&str>, files: &[String]) -> Result<String, ApiError> {
+    let text = butler_channel::storable_text(text);
+    let text = text.trim();
+    if text.is_empty() && files.is_empty() {
+        return Err(ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "empty_text", "`text` is empty"));
+    }
+    if files.len() > MAX_FILES {
+        return Err(ApiError::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "too_many_files",
+            format!("a message carries at most {MAX_FILES} files"),
+        ));
+    }
+    if text.chars().count() > MAX_TEXT_CHARS {
+        return Err(ApiError::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "text_too_long",
+            format!("`text` is longer than {MAX_TEXT_CHARS} characters"),
+        ));
+    }
+    if let Some(id) = client_id {
+        check_name("id", id, 100)?;
+    }
+    Ok(text.to_string())
 }
 
 /// The attachments for upload ids `files`: each must be an upload of `identity`.
@@ -393,16 +402,7 @@ async fn post_action(
     ApiJson(body): ApiJson<PostAction>,
 ) -> Result<Response, ApiError> {
     let conv = conversation_id(&body.conversation)?;
-    if body.action.is_empty() || body.action.len() > 200 {
-        return Err(ApiError::new(
-            StatusCode::UNPROCESSABLE_ENTITY,
-            "invalid_fields",
-            "`action` must be 1 to 200 characters",
-        ));
-    }
-    if let Some(id) = &body.id {
-        check_name("id", id, 100)?;
-    }
+    checked_action(&body.action, body.id.as_deref())?;
     let (user, exists) = authorize(&s, &headers, body.user.as_deref(), &conv).await?;
     if !exists {
         return Err(ApiError::new(StatusCode::NOT_FOUND, "unknown_conversation", "no such conversation"));
@@ -421,6 +421,50 @@ async fn post_action(
     );
     let outcome = s.ingress.accept(ev).await.map_err(ingress_error)?;
     Ok(accepted(&event_id, outcome))
+}
+
+/// A click's own checks, before anything is looked up.
+fn checked_action(action: &str, client_id: Option<&str>) -> Result<(), ApiError> {
+    if action.is_empty() || action.len() > 200 {
+        return Err(ApiError::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "invalid_fields",
+            "`action` must be 1 to 200 characters",
+        ));
+    }
+    client_id.map_or(Ok(()), |id| check_name("id", id, 100))
+}
+
+/// For the fuzz targets (`fuzz/`): reads `req` as route `route` (`messages`, `actions`,
+/// `conversations`: the JSON bodies of POST and PATCH) reads its body, with the checks that route
+/// makes before it looks at the store or the caller. `Err`: the API error's status and code.
+#[doc(hidden)]
+pub async fn check_body(route: &str, req: axum::extract::Request) -> Result<(), (u16, &'static str)> {
+    use axum::extract::FromRequest;
+    let code = |e: ApiError| (e.status.as_u16(), e.code);
+    let user = |u: &Option<String>| {
+        u.as_deref().map_or(Ok(()), |u| check_name("user", u.strip_prefix("web:").unwrap_or(u), 64))
+    };
+    match route {
+        "messages" => {
+            let ApiJson(b) = ApiJson::<PostMessage>::from_request(req, &()).await.map_err(code)?;
+            conversation_id(&b.conversation).map_err(code)?;
+            checked_text(&b.text, b.id.as_deref(), &b.files).map_err(code)?;
+            user(&b.user).map_err(code)
+        }
+        "actions" => {
+            let ApiJson(b) = ApiJson::<PostAction>::from_request(req, &()).await.map_err(code)?;
+            conversation_id(&b.conversation).map_err(code)?;
+            checked_action(&b.action, b.id.as_deref()).map_err(code)?;
+            user(&b.user).map_err(code)
+        }
+        "conversations" => {
+            let ApiJson(b) = ApiJson::<conversations::Rename>::from_request(req, &()).await.map_err(code)?;
+            conversations::clean_title(b.title.as_deref()).map_err(code)?;
+            user(&b.user).map_err(code)
+        }
+        _ => Err((404, "not_found")),
+    }
 }
 
 #[derive(Deserialize)]
