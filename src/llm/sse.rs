@@ -35,9 +35,11 @@ impl SseParser {
     /// Parses `chunk` and appends every event it completes to `out`.
     pub fn feed(&mut self, chunk: &[u8], out: &mut Vec<SseEvent>) {
         let mut rest = chunk;
-        if self.after_cr {
+        // An empty chunk between `\r` and `\n` keeps the pair one line end (found by fuzzing,
+        // fuzz/regressions/sse_openai/).
+        if self.after_cr && !rest.is_empty() {
             self.after_cr = false;
-            if let Some(b'\n') = rest.first() {
+            if rest[0] == b'\n' {
                 rest = &rest[1..];
             }
         }

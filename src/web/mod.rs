@@ -30,4 +30,10 @@ pub(crate) use hub::WebHub;
 pub(crate) use openai::routes as openai_routes;
 pub(crate) use panels::{panel_routes, Panels};
 pub(crate) use stores::WebStores;
-pub(crate) use uploads::Uploads;
+// For the fuzz targets (fuzz/): the request readers, without a server or a store.
+#[doc(hidden)]
+pub use api::check_body;
+#[doc(hidden)]
+pub use openai::{parse_request, ChatRequest, OpenAiError};
+#[doc(hidden)]
+pub use uploads::{FileMeta, UploadError, Uploads};

@@ -35,7 +35,7 @@ const MAX_NAME: usize = 120;
 
 /// What is known of one stored file.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub(crate) struct FileMeta {
+pub struct FileMeta {
     pub id: String,
     /// Who uploaded it (`web:<user>`); `None` for a file Butler sent.
     #[serde(default)]
@@ -56,7 +56,7 @@ pub(crate) struct FileMeta {
 
 /// Why an upload was not stored.
 #[derive(Debug, thiserror::Error)]
-pub(crate) enum UploadError {
+pub enum UploadError {
     #[error("the file is larger than the {max}-byte limit")]
     TooLarge { max: u64 },
     #[error("the upload broke off before its end")]
@@ -67,7 +67,7 @@ pub(crate) enum UploadError {
     Disk(#[from] std::io::Error),
 }
 
-pub(crate) struct Uploads {
+pub struct Uploads {
     dir: PathBuf,
     max: u64,
     /// `[server] body_timeout_secs`: each such window must bring [`MIN_BYTES_PER_WINDOW`].
@@ -85,7 +85,8 @@ pub(crate) fn valid_id(id: &str) -> bool {
 pub(crate) fn clean_name(given: &str) -> String {
     let last = given.rsplit(['/', '\\']).next().unwrap_or("");
     let name: String = last.chars().filter(|c| !c.is_control()).take(MAX_NAME).collect();
-    let name = name.trim().trim_start_matches('.').trim().to_string();
+    // Leading dots and spaces in any order (`. .x` too: found by fuzzing, fuzz/regressions/upload/).
+    let name = name.trim_start_matches(|c: char| c == '.' || c.is_whitespace()).trim_end().to_string();
     if name.is_empty() {
         "file".into()
     } else {
@@ -96,7 +97,7 @@ pub(crate) fn clean_name(given: &str) -> String {
 impl Uploads {
     /// Files live in `dir` (created on first use); uploads may be at most `max` bytes and must
     /// bring [`MIN_BYTES_PER_WINDOW`] (or their end) in every `window`.
-    pub(crate) fn new(dir: PathBuf, max: u64, window: Duration) -> Self {
+    pub fn new(dir: PathBuf, max: u64, window: Duration) -> Self {
         Self { dir, max, window, last_sweep_ms: AtomicI64::new(0) }
     }
 
@@ -115,7 +116,7 @@ impl Uploads {
 
     /// Streams `body` to disk as an upload of `owner`. `declared` is the request's
     /// `Content-Length`: over the cap, nothing is read.
-    pub(crate) async fn save<S, E>(
+    pub async fn save<S, E>(
         &self,
         owner: &str,
         name: &str,

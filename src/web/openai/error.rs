@@ -10,7 +10,7 @@ use axum::Json;
 use serde_json::json;
 
 #[derive(Debug, Clone)]
-pub(super) struct OpenAiError {
+pub struct OpenAiError {
     pub status: StatusCode,
     /// OpenAI's `type`: `invalid_request_error`, `authentication_error`, ...
     pub kind: &'static str,

@@ -14,6 +14,11 @@ mod request;
 mod watch;
 mod wire;
 
+#[doc(hidden)] // for the fuzz targets (fuzz/)
+pub use error::OpenAiError;
+#[doc(hidden)]
+pub use request::{parse as parse_request, ChatRequest};
+
 use super::api::WebState;
 use axum::routing::{any, get, post};
 use axum::Router;

@@ -8,7 +8,7 @@ use serde_json::{Map, Value};
 
 /// What a chat completion request asks of Butler.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) struct ChatRequest {
+pub struct ChatRequest {
     /// The newest user message, its text parts joined by blank lines.
     pub text: String,
     pub stream: bool,
@@ -32,7 +32,7 @@ fn flag(obj: &Map<String, Value>, field: &str) -> Result<bool, OpenAiError> {
 }
 
 /// Reads the body of `POST /v1/chat/completions`.
-pub(super) fn parse(body: &[u8]) -> Result<ChatRequest, OpenAiError> {
+pub fn parse(body: &[u8]) -> Result<ChatRequest, OpenAiError> {
     let value: Value = serde_json::from_slice(body).map_err(|e| {
         invalid("invalid_json", format!("the body is not valid JSON ({e}); send a chat completion request"))
     })?;
