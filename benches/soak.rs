@@ -20,7 +20,7 @@ mod support;
 
 use serde_json::{json, Value};
 use std::time::{Duration, Instant};
-use support::bench::proc_mib;
+use support::bench::{proc_mib, slope_per_hour};
 use support::cluster::Replicas;
 use support::fake_llm::{FakeLlm, Reply};
 
@@ -109,22 +109,6 @@ async fn click(http: &reqwest::Client, bases: &[String], i: usize, e: &mut Expec
         if post(http, bases, i, "/api/v1/actions", Body::Json(body)).await.is_some() {
             e.approval = false;
         }
-    }
-}
-
-/// Least-squares slope of `(seconds, MiB)` samples, in MiB per hour.
-fn slope_per_hour(samples: &[(f64, f64)]) -> f64 {
-    let n = samples.len() as f64;
-    if n < 3.0 {
-        return 0.0;
-    }
-    let (sx, sy) = samples.iter().fold((0.0, 0.0), |(a, b), (x, y)| (a + x, b + y));
-    let (mx, my) = (sx / n, sy / n);
-    let (num, den) = samples.iter().fold((0.0, 0.0), |(a, b), (x, y)| (a + (x - mx) * (y - my), b + (x - mx).powi(2)));
-    if den == 0.0 {
-        0.0
-    } else {
-        num / den * 3600.0
     }
 }
 

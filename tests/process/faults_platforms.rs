@@ -22,45 +22,22 @@
 //! daemon has seen its event stream close: what it hands to a connection it has not yet seen
 //! die is gone with it, as with the real signal-cli. Slack's Socket Mode is not covered: its
 //! websocket URL comes from the fake's own `apps.connections.open`, which no proxy sits in.
+//! The platforms, their config sections and what a person says and sees on each are
+//! `tests/support/platforms.rs`.
 
 use super::llm_section;
-use crate::support::dovecot::Dovecot;
-use crate::support::fake_discord::payloads::{user, UserMessage};
-use crate::support::fake_discord::FakeDiscord;
 use crate::support::fake_llm::FakeLlm;
-use crate::support::fake_signal::envelopes::{direct, uuid_for, ACCOUNT};
-use crate::support::fake_signal::FakeSignal;
-use crate::support::fake_slack::{payloads as slack, FakeSlack, Sender, BOT_TOKEN};
-use crate::support::fake_whatsapp::{text as wa_text, FakeWhatsApp, APP_SECRET, PHONE_NUMBER_ID, TOKEN, VERIFY_TOKEN};
 use crate::support::fault_proxy::{Fault, FaultProxy};
+use crate::support::platforms::{Endpoints, Fake, Fakes};
 use crate::support::proc::Deployment;
-use crate::support::smtp_sink::SmtpSink;
 use std::time::Duration;
 use tokio::time::{sleep, sleep_until, Instant};
 
-const SLACK_SECRET: &str = "fault-test-slack-signing-secret";
-const SLACK_OWNER: &str = "UOWNER";
-const SLACK_DM: &str = "DOWNER";
-const DISCORD_OWNER: &str = "2000000000000000042";
-const DISCORD_DM: &str = "3000000000000000042";
-const WA_OWNER: &str = "16505550142";
-const SIGNAL_OWNER: &str = "+15550000142";
-const MAIL_BUTLER: &str = "butler@example.test";
-const MAIL_PASSWORD: &str = "fault-imap-pw";
-const MAIL_OWNER: &str = "owner@example.com";
 /// How long the proxy holds every byte, and refuses new connections.
 const HOLD: Duration = Duration::from_secs(3);
 const REFUSE: Duration = Duration::from_secs(2);
 /// Messages per platform and phase.
 const BATCH: usize = 3;
-
-enum Fake {
-    Slack(FakeSlack),
-    Discord(FakeDiscord),
-    WhatsApp(FakeWhatsApp),
-    Signal(FakeSignal),
-    Email(Dovecot, SmtpSink),
-}
 
 /// One platform: its fake, the proxies between Butler and it, and what people said on it.
 struct Platform {
@@ -91,32 +68,7 @@ impl Platform {
 
     /// A person says `text` to Butler here; `n` is unique in the test.
     async fn say(&self, base: &str, n: usize, text: &str) {
-        match &self.fake {
-            Fake::Slack(_) => {
-                let event = slack::message(SLACK_OWNER, SLACK_DM, "im", text, &slack::ts(), None);
-                let answer =
-                    Sender::new(base, SLACK_SECRET).event(&slack::callback(&slack::event_id(), event), None).await;
-                assert_eq!(answer.status, 200, "slack took {text:?}: {}", answer.body);
-            }
-            Fake::Discord(f) => {
-                f.post(UserMessage::new(&f.snowflake(), DISCORD_DM, &user(DISCORD_OWNER, "owner"), text));
-            }
-            Fake::WhatsApp(f) => {
-                let status = f.deliver(base, &wa_text(WA_OWNER, &format!("wamid.fault-{n}"), text)).await;
-                assert_eq!(status, 200, "whatsapp took {text:?}");
-            }
-            Fake::Signal(f) => {
-                f.push(direct(SIGNAL_OWNER, &uuid_for(SIGNAL_OWNER), 1_700_000_000_000 + n as i64, text))
-            }
-            // Straight into the mailbox, as the receiving server delivers it.
-            Fake::Email(imap, _) => {
-                let mail = format!(
-                    "From: <{MAIL_OWNER}>\r\nTo: {MAIL_BUTLER}\r\nSubject: {text}\r\n\
-                     Message-ID: <fault-{n}@example.com>\r\n\r\n{text}\r\n"
-                );
-                imap.deliver(MAIL_BUTLER, MAIL_PASSWORD, mail.as_bytes()).await;
-            }
-        }
+        self.fake.say(base, n, text).await
     }
 
     /// `BATCH` messages at once, numbered from `*n`; their texts.
@@ -132,13 +84,7 @@ impl Platform {
 
     /// Every reply Butler shows the person here, as it reads now.
     fn replies(&self) -> Vec<String> {
-        match &self.fake {
-            Fake::Slack(f) => f.messages(SLACK_DM).iter().map(|m| m.shown()).collect(),
-            Fake::Discord(f) => f.bot_messages(DISCORD_DM).into_iter().map(|m| m.content).collect(),
-            Fake::WhatsApp(f) => f.sent_to(WA_OWNER).iter().map(|m| m.text()).collect(),
-            Fake::Signal(f) => f.sent().into_iter().map(|m| m.text).collect(),
-            Fake::Email(_, smtp) => smtp.mails().iter().map(|m| m.text().trim().to_string()).collect(),
-        }
+        self.fake.said(0).into_iter().map(|s| s.text).collect()
     }
 
     /// Which of `texts` are answered.
@@ -205,49 +151,26 @@ fn gauge(metrics: &str, name: &str, work: &str) -> Option<f64> {
 
 /// The five platforms behind their proxies, and the config sections that point Butler at them.
 async fn platforms() -> (Vec<Platform>, String) {
-    let slack = FakeSlack::start().await;
-    slack.add_user(SLACK_OWNER, "owner", "Owen");
+    let Fakes { slack, discord, whatsapp, signal, imap, smtp, .. } = Fakes::start(false).await;
     let (slack_proxy, slack_url) = behind_proxy(&slack.api_url()).await;
-
-    let discord = FakeDiscord::start().await;
     let (rest_proxy, discord_url) = behind_proxy(&discord.url()).await;
     let gateway_proxy = FaultProxy::start(([127, 0, 0, 1], discord.gateway_port).into()).await;
     // The gateway URL (and the resume URL in Ready) Discord hands out is the proxy's.
     discord.lock().gw.port = gateway_proxy.addr.port();
-
-    let whatsapp = FakeWhatsApp::start().await;
     let (wa_proxy, wa_url) = behind_proxy(&whatsapp.api_url()).await;
-
-    let signal = FakeSignal::start().await;
     let (signal_proxy, signal_url) = behind_proxy(&signal.url()).await;
-
-    let (imap, smtp) = (Dovecot::start(&[(MAIL_BUTLER, MAIL_PASSWORD)]).await, SmtpSink::start().await);
     let imap_proxy = FaultProxy::start(([127, 0, 0, 1], imap.port).into()).await;
     let smtp_proxy = FaultProxy::start(([127, 0, 0, 1], smtp.port).into()).await;
-    let (imap_port, smtp_port) = (imap_proxy.addr.port(), smtp_proxy.addr.port());
-    let sections = [
-        format!(
-            "[channels.slack]\nbot_token = \"{BOT_TOKEN}\"\nsigning_secret = \"{SLACK_SECRET}\"\n\
-             api_url = \"{slack_url}\""
-        ),
-        format!("[channels.discord]\ntoken = \"{}\"\napi_url = \"{discord_url}\"", crate::support::fake_discord::TOKEN),
-        format!(
-            "[channels.whatsapp]\naccess_token = \"{TOKEN}\"\nphone_number_id = \"{PHONE_NUMBER_ID}\"\n\
-             app_secret = \"{APP_SECRET}\"\nverify_token = \"{VERIFY_TOKEN}\"\napi_url = \"{wa_url}\""
-        ),
-        format!("[channels.signal]\nurl = \"{signal_url}\"\naccount = \"{ACCOUNT}\""),
-        format!(
-            "[channels.email]\naddress = \"{MAIL_BUTLER}\"\n\
-             allowed = [{{ address = \"{MAIL_OWNER}\", proof = \"none\" }}]\n\
-             imap = {{ host = \"127.0.0.1\", port = {imap_port}, tls = \"none\", user = \"{MAIL_BUTLER}\", \
-             password = \"{MAIL_PASSWORD}\" }}\nsmtp = {{ host = \"127.0.0.1\", port = {smtp_port}, tls = \"none\" }}"
-        ),
-        format!(
-            "[access]\nowners = [\"slack:{SLACK_OWNER}\", \"discord:{DISCORD_OWNER}\", \"whatsapp:{WA_OWNER}\", \
-             \"signal:{SIGNAL_OWNER}\", \"email:{MAIL_OWNER}\"]"
-        ),
-    ]
-    .join("\n\n");
+    let sections = Endpoints {
+        telegram: None,
+        slack: slack_url,
+        discord: discord_url,
+        whatsapp: wa_url,
+        signal: signal_url,
+        imap_port: imap_proxy.addr.port(),
+        smtp_port: smtp_proxy.addr.port(),
+    }
+    .sections();
     let platform = |name, fake, proxies, sending| Platform { name, fake, proxies, sending, said: Vec::new() };
     let all = vec![
         platform("slack", Fake::Slack(slack), vec![slack_proxy], None),

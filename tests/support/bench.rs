@@ -201,3 +201,20 @@ pub async fn web_conversation(client: reqwest::Client, base: String, conv: Strin
     }
     latencies
 }
+
+/// Least-squares slope of `(seconds, value)` points, per hour (0 with fewer than 3 points).
+pub fn slope_per_hour(points: &[(f64, f64)]) -> f64 {
+    let points: Vec<(f64, f64)> = points.iter().copied().filter(|(_, y)| y.is_finite()).collect();
+    let n = points.len() as f64;
+    if n < 3.0 {
+        return 0.0;
+    }
+    let (sx, sy) = points.iter().fold((0.0, 0.0), |(a, b), (x, y)| (a + x, b + y));
+    let (mx, my) = (sx / n, sy / n);
+    let (num, den) = points.iter().fold((0.0, 0.0), |(a, b), (x, y)| (a + (x - mx) * (y - my), b + (x - mx).powi(2)));
+    if den == 0.0 {
+        0.0
+    } else {
+        num / den * 3600.0
+    }
+}

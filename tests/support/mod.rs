@@ -19,6 +19,7 @@ pub mod fake_whatsapp;
 pub mod fault_proxy;
 pub mod gates;
 pub mod payloads;
+pub mod platforms;
 pub mod proc;
 pub mod smtp_sink;
 pub mod sse;

@@ -364,21 +364,7 @@ async fn dispatch(
             }
         }
         "INTERACTION_CREATE" => interaction(inner, ingress, d).await?,
-        "GUILD_CREATE" | "THREAD_LIST_SYNC" => {
-            let mut memory = lock(&inner.memory);
-            for t in d["threads"].as_array().into_iter().flatten() {
-                if let Some(id) = t["id"].as_str().and_then(|s| s.parse().ok()) {
-                    memory.thread(id);
-                }
-            }
-        }
-        "THREAD_CREATE" | "THREAD_UPDATE" => {
-            let id = d["id"].as_str().and_then(|s| s.parse().ok());
-            if let (Some(id), true) = (id, d["type"].as_u64().is_some_and(|t| THREAD_TYPES.contains(&t))) {
-                lock(&inner.memory).thread(id);
-            }
-        }
-        _ => {}
+        other => inbound::learn_threads(&mut lock(&inner.memory), other, &d),
     }
     Ok(())
 }

@@ -21,7 +21,28 @@ use serenity::model::channel::{Message, MessageType};
 const DISCORD_EPOCH_MS: i64 = 1_420_070_400_000;
 
 /// Channel types that are threads (announcement, public and private threads).
-pub(crate) const THREAD_TYPES: [u64; 3] = [10, 11, 12];
+pub const THREAD_TYPES: [u64; 3] = [10, 11, 12];
+
+/// What a gateway dispatch teaches about threads: `GUILD_CREATE` and `THREAD_LIST_SYNC` list
+/// them, `THREAD_CREATE` and `THREAD_UPDATE` name one; other events teach nothing.
+pub fn learn_threads(memory: &mut Memory, event: &str, d: &serde_json::Value) {
+    match event {
+        "GUILD_CREATE" | "THREAD_LIST_SYNC" => {
+            for t in d["threads"].as_array().into_iter().flatten() {
+                if let Some(id) = t["id"].as_str().and_then(|s| s.parse().ok()) {
+                    memory.thread(id);
+                }
+            }
+        }
+        "THREAD_CREATE" | "THREAD_UPDATE" => {
+            let id = d["id"].as_str().and_then(|s| s.parse().ok());
+            if let (Some(id), true) = (id, d["type"].as_u64().is_some_and(|t| THREAD_TYPES.contains(&t))) {
+                memory.thread(id);
+            }
+        }
+        _ => {}
+    }
+}
 
 /// Unix milliseconds at which a snowflake was made.
 pub(crate) fn snowflake_ms(id: u64) -> i64 {
@@ -30,7 +51,7 @@ pub(crate) fn snowflake_ms(id: u64) -> i64 {
 
 /// A MESSAGE_CREATE as Butler's event, or `None` for what Butler never handles (its own
 /// messages, system messages, messages with nothing to read).
-pub(crate) fn message(msg: &Message, me: &Me, memory: &Memory) -> Option<InboundEvent> {
+pub fn message(msg: &Message, me: &Me, memory: &Memory) -> Option<InboundEvent> {
     if msg.author.id.get() == me.user_id || !matches!(msg.kind, MessageType::Regular | MessageType::InlineReply) {
         return None;
     }
@@ -94,7 +115,7 @@ fn text_of(msg: &Message, me: &Me) -> String {
 /// The fields of an interaction Butler reads (the same JSON from the gateway and the HTTP
 /// endpoint). Lenient on purpose: a PING has almost nothing.
 #[derive(Debug, Deserialize)]
-pub(crate) struct Interaction {
+pub struct Interaction {
     pub id: String,
     #[serde(rename = "type")]
     pub kind: u8,
@@ -110,13 +131,13 @@ pub(crate) struct Interaction {
 }
 
 #[derive(Debug, Deserialize)]
-pub(crate) struct Member {
+pub struct Member {
     pub user: Option<User>,
     pub nick: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
-pub(crate) struct User {
+pub struct User {
     pub id: String,
     #[serde(default)]
     pub username: String,
@@ -126,21 +147,21 @@ pub(crate) struct User {
 }
 
 #[derive(Debug, Deserialize)]
-pub(crate) struct IdOnly {
+pub struct IdOnly {
     pub id: String,
 }
 
 #[derive(Debug, Deserialize)]
-pub(crate) struct Data {
+pub struct Data {
     pub custom_id: Option<String>,
 }
 
 /// Interaction types (Discord's table).
-pub(crate) const PING: u8 = 1;
-pub(crate) const APPLICATION_COMMAND: u8 = 2;
-pub(crate) const MESSAGE_COMPONENT: u8 = 3;
-pub(crate) const AUTOCOMPLETE: u8 = 4;
-pub(crate) const MODAL_SUBMIT: u8 = 5;
+pub const PING: u8 = 1;
+pub const APPLICATION_COMMAND: u8 = 2;
+pub const MESSAGE_COMPONENT: u8 = 3;
+pub const AUTOCOMPLETE: u8 = 4;
+pub const MODAL_SUBMIT: u8 = 5;
 
 /// The handle kept in `EventBody::Action::interaction`: what a private answer to the click
 /// needs (`<application id>:<token>`).
@@ -154,15 +175,22 @@ pub(crate) fn split_handle(handle: &str) -> Option<(&str, &str)> {
 }
 
 /// A button click as Butler's event; `Err` says what is missing.
-pub(crate) fn click(i: &Interaction) -> Result<InboundEvent, String> {
+pub fn click(i: &Interaction) -> Result<InboundEvent, String> {
     let custom_id = i.data.as_ref().and_then(|d| d.custom_id.clone()).ok_or("the click has no custom_id")?;
     let app = i.application_id.as_deref().ok_or("the interaction has no application_id")?;
-    let channel = i.channel_id.as_deref().ok_or("the interaction has no channel_id")?;
+    // Snowflakes only: the ids name the conversation and the sender, and anything else (empty,
+    // or with the thread separator `/`) would not read back from the inbox as itself
+    // (fuzz/regressions/discord_interaction/).
+    let snowflake = |id: &&str| id.parse::<u64>().is_ok();
+    let channel = i.channel_id.as_deref().filter(snowflake).ok_or("the interaction has no channel_id")?;
     let (user, nick) = match (&i.member, &i.user) {
         (Some(Member { user: Some(u), nick }), _) => (u, nick.clone()),
         (_, Some(u)) => (u, None),
         _ => return Err("the interaction names no user".into()),
     };
+    if !snowflake(&user.id.as_str()) {
+        return Err(format!("`{}` is not a user id", user.id));
+    }
     if i.token.is_empty() {
         return Err("the interaction has no token".into());
     }

@@ -18,12 +18,14 @@
 mod attach;
 mod files;
 mod gateway;
-mod inbound;
+#[doc(hidden)] // public for the fuzz targets (fuzz/)
+pub mod inbound;
 mod interactions;
 mod outbound;
 mod render;
 mod rest;
-mod state;
+#[doc(hidden)] // public for the fuzz targets (fuzz/)
+pub mod state;
 
 pub use files::{DiscordFiles, CDN_HOSTS};
 pub use gateway::intents;

@@ -22,7 +22,7 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 
 /// Butler's own identity on Discord, from the gateway's Ready.
 #[derive(Clone, Debug, Default)]
-pub(crate) struct Me {
+pub struct Me {
     pub user_id: u64,
     pub name: String,
 }
@@ -54,7 +54,7 @@ impl Bounded {
 
 /// Threads, and where Butler has spoken.
 #[derive(Default)]
-pub(crate) struct Memory {
+pub struct Memory {
     /// Channels known to be threads (from THREAD_CREATE, GUILD_CREATE, THREAD_LIST_SYNC, or a
     /// MESSAGE_CREATE's `channel_type`).
     threads: Bounded,

@@ -84,10 +84,14 @@ fn first_id(v: &HeaderValue) -> Option<String> {
     }
 }
 
+/// The sender's address (lowercase) and name. An address that would not read back as itself
+/// from the conversation it names (`email:<address>/<root>`: a `/`, a space, a control
+/// character) is no sender (found by fuzzing, fuzz/regressions/email_mime/).
 fn address_of(a: Option<&Address>) -> Option<(String, Option<String>)> {
     let addr = a?.first()?;
     let email = addr.address()?.trim().to_ascii_lowercase();
-    Some((email, addr.name().map(str::to_string)))
+    let usable = !email.is_empty() && !email.chars().any(|c| c == '/' || c.is_whitespace() || c.is_control());
+    usable.then(|| (email, addr.name().map(str::to_string)))
 }
 
 /// Whether the mail's `Authentication-Results` show `proof` for `domain`.
@@ -155,9 +159,11 @@ pub fn mail(raw: &[u8], uidvalidity: u32, uid: u32, rules: &Rules) -> Result<Mai
     if !proven(&results, rules.authserv_id.as_deref(), &domain, sender.proof) {
         return Err(format!("{from}: the receiving server shows no {:?} pass for {domain}", sender.proof));
     }
-    let own = msg.message_id().map(bare);
-    let in_reply_to = first_id(msg.in_reply_to());
-    let root = first_id(msg.references()).or_else(|| in_reply_to.clone()).or_else(|| own.clone());
+    // An empty id (`<>`) is none: as a thread it would name no conversation that reads back.
+    let some = |id: Option<String>| id.filter(|id| !id.is_empty());
+    let own = some(msg.message_id().map(bare));
+    let in_reply_to = some(first_id(msg.in_reply_to()));
+    let root = some(first_id(msg.references())).or_else(|| in_reply_to.clone()).or_else(|| own.clone());
     let text = match msg.body_text(0) {
         Some(t) => t.to_string(),
         None => msg.body_html(0).map(|h| mail_parser::decoders::html::html_to_text(&h)).unwrap_or_default(),

@@ -17,12 +17,12 @@ use tokio_util::sync::CancellationToken;
 /// The longest an event stream may stay silent (the daemon sends a comment every 15 s).
 const SILENCE: Duration = Duration::from_secs(45);
 /// The largest frame Butler reads; a longer one ends the connection.
-const MAX_FRAME: usize = 4 * 1024 * 1024;
+pub const MAX_FRAME: usize = 4 * 1024 * 1024;
 const FIRST_BACKOFF: Duration = Duration::from_millis(500);
 const MAX_BACKOFF: Duration = Duration::from_secs(30);
 
 /// One frame's `event` name and joined `data` lines.
-pub(crate) fn frame(raw: &str) -> Option<(String, String)> {
+pub fn frame(raw: &str) -> Option<(String, String)> {
     let mut event = String::from("message");
     let mut data: Vec<&str> = Vec::new();
     for line in raw.lines() {
@@ -41,7 +41,7 @@ pub(crate) fn frame(raw: &str) -> Option<(String, String)> {
 }
 
 /// Where the first complete frame in `buf` ends (after its blank line), and the separator's size.
-fn frame_end(buf: &[u8]) -> Option<(usize, usize)> {
+pub fn frame_end(buf: &[u8]) -> Option<(usize, usize)> {
     let lf = buf.windows(2).position(|w| w == b"\n\n").map(|p| (p, 2));
     let crlf = buf.windows(4).position(|w| w == b"\r\n\r\n").map(|p| (p, 4));
     match (lf, crlf) {

@@ -19,7 +19,8 @@
 //! This crate knows Signal and nothing else: it must never use SQL, Redis, an LLM or the root
 //! crate, and it never decides what to say.
 
-mod events;
+#[doc(hidden)] // public for the fuzz targets (fuzz/)
+pub mod events;
 mod files;
 pub mod normalize;
 pub mod render;

@@ -18,6 +18,7 @@
 //! This module only maps: it must never call Slack, store anything or decide access.
 
 use crate::attach::{attachment, SlackFile};
+use crate::interact::usable;
 use crate::CHANNEL;
 use butler_channel::{Actor, ConversationKind, ConversationRef, EventBody, EventId, Identity, InboundEvent};
 use serde::Deserialize;
@@ -102,11 +103,12 @@ impl Threads {
     }
 }
 
-/// Unix milliseconds of a Slack `ts` ("1515449483.000108").
+/// Unix milliseconds of a Slack `ts` ("1515449483.000108"); saturating, not overflowing, on an
+/// absurd one (fuzz/regressions/slack_event/).
 pub fn ts_ms(ts: &str) -> i64 {
     let (secs, frac) = ts.split_once('.').unwrap_or((ts, "0"));
     let ms: i64 = frac.get(..3).unwrap_or(frac).parse().unwrap_or(0);
-    secs.parse::<i64>().unwrap_or(0) * 1000 + ms
+    secs.parse::<i64>().unwrap_or(0).saturating_mul(1000).saturating_add(ms)
 }
 
 /// Slack's markup in a user's text as plain text: `<@U1>` -> `@U1`, `<#C1|general>` ->
@@ -155,7 +157,13 @@ pub fn events_api(body: &[u8], me: &Me, threads: &Threads) -> Result<Inbound, St
         _ => return Ok(Inbound::Skip("not an event callback")),
     }
     let event_id = env.event_id.filter(|id| !id.is_empty()).ok_or("the event has no event_id")?;
-    let ev = env.event.unwrap_or_default();
+    let mut ev = env.event.unwrap_or_default();
+    // Ids that could not be part of a name read back from the inbox are none (see `usable`).
+    for id in [&mut ev.channel, &mut ev.user, &mut ev.bot_id, &mut ev.ts, &mut ev.thread_ts] {
+        if id.as_deref().is_some_and(|id| !usable(id)) {
+            *id = None;
+        }
+    }
     let (Some(channel), Some(ts)) = (ev.channel.clone(), ev.ts.clone()) else {
         return Ok(Inbound::Skip("not a message"));
     };

@@ -73,6 +73,13 @@ pub struct Command {
     pub trigger_id: String,
 }
 
+/// Whether a Slack id can be part of Butler's names (`slack:<channel>/<thread>`, `slack:<user>`)
+/// and read back from the inbox as itself: not empty, without the thread separator `/` (found
+/// by fuzzing, fuzz/regressions/slack_event/ and slack_interaction/).
+pub(crate) fn usable(id: &str) -> bool {
+    !id.is_empty() && !id.contains('/')
+}
+
 fn kind_of(channel: &str) -> ConversationKind {
     if channel.starts_with('D') {
         ConversationKind::Direct
@@ -90,16 +97,18 @@ pub fn interaction(payload: &[u8], now_ms: i64) -> Result<Option<InboundEvent>, 
     }
     let action = i.actions.first().ok_or("the click carries no action")?;
     let value = action.value.clone().ok_or("the button has no value")?;
-    let user = i.user.ok_or("the click has no user")?;
+    let user = i.user.filter(|u| usable(&u.id)).ok_or("the click has no user")?;
     let container = i.container.as_ref();
     let channel = container
         .and_then(|c| c.channel_id.clone())
         .or_else(|| i.channel.map(|c| c.id))
+        .filter(|c| usable(c))
         .ok_or("the click is not on a message in a conversation")?;
     let message_ts =
         container.and_then(|c| c.message_ts.clone()).or_else(|| i.message.as_ref().and_then(|m| m.ts.clone()));
     let thread =
         i.message.as_ref().and_then(|m| m.thread_ts.clone()).or_else(|| container.and_then(|c| c.thread_ts.clone()));
+    let thread = thread.filter(|t| usable(t));
     let key = i.trigger_id.clone().or_else(|| action.action_ts.clone()).ok_or("the click has no trigger_id")?;
     Ok(Some(InboundEvent {
         id: EventId(format!("slack:action:{key}")),
@@ -119,9 +128,13 @@ pub fn interaction(payload: &[u8], now_ms: i64) -> Result<Option<InboundEvent>, 
     }))
 }
 
-/// A slash command as an event (its text goes to the agent).
-pub fn command(c: &Command, now_ms: i64) -> InboundEvent {
-    InboundEvent {
+/// A slash command as an event (its text goes to the agent); `Err` when its channel or user is no
+/// Slack id.
+pub fn command(c: &Command, now_ms: i64) -> Result<InboundEvent, String> {
+    if !usable(&c.channel_id) || !usable(&c.user_id) {
+        return Err("the command names no Slack channel or user".into());
+    }
+    Ok(InboundEvent {
         id: EventId(format!("slack:command:{}", c.trigger_id)),
         actor: Actor { identity: Identity::new(CHANNEL, &c.user_id), display_name: c.user_name.clone(), is_bot: false },
         conversation: ConversationRef::new(CHANNEL, &c.channel_id),
@@ -132,7 +145,7 @@ pub fn command(c: &Command, now_ms: i64) -> InboundEvent {
         body: EventBody::Message { text: c.text.trim().to_string() },
         at_ms: now_ms,
         attachments: Vec::new(),
-    }
+    })
 }
 
 /// The JSON text of the `payload` form field of an interactive request.
@@ -197,7 +210,7 @@ mod tests {
         let body = v["vectors"][0]["body"].as_str().unwrap();
         let c: Command = serde_urlencoded::from_bytes(body.as_bytes()).unwrap();
         assert_eq!(c.command, "/webhook-collect");
-        let e = command(&c, 7);
+        let e = command(&c, 7).unwrap();
         assert_eq!(e.id.0, "slack:command:398738663015.47445629121.803a0bc887a14d10d2c447fce8b6703c");
         assert_eq!(e.conversation.to_string(), "slack:G8PSS9T3V");
         assert_eq!(e.actor.name(), "roadrunner");

@@ -25,8 +25,10 @@ mod blocks;
 mod channel;
 mod files;
 mod http;
-mod inbound;
-mod interact;
+#[doc(hidden)] // public for the fuzz targets (fuzz/)
+pub mod inbound;
+#[doc(hidden)] // public for the fuzz targets (fuzz/)
+pub mod interact;
 mod limit;
 mod receive;
 pub mod render;

@@ -117,7 +117,7 @@ impl Shared {
             let text = format!("Tell me what you need: `{} <your request>`", escape(&c.command));
             return Ok(Reply::Json(json!({"response_type": "ephemeral", "text": text})));
         }
-        let mut event = command(&c, now_ms());
+        let mut event = command(&c, now_ms()).map_err(Refusal::Bad)?;
         if let Some(name) = self.name_of(&c.user_id).await {
             event.actor.display_name = Some(name);
         }

@@ -19,8 +19,8 @@ pub use media::attachment;
 pub(crate) use media::known_size;
 
 use teloxide::types::{
-    CallbackQuery, Chat, MaybeInaccessibleMessage, MediaKind, Message, MessageEntityKind, MessageKind, Update,
-    UpdateKind, User,
+    CallbackQuery, Chat, MaybeInaccessibleMessage, MediaKind, Message, MessageEntity, MessageEntityKind, MessageKind,
+    Update, UpdateKind, User,
 };
 
 /// The channel name in identities and conversations.
@@ -184,12 +184,34 @@ fn command(text: &mut String, me: &BotIdentity) -> bool {
 
 /// An `@username` mention of the bot (or a text mention of its user) in the text or caption.
 fn mentions(m: &Message, me: &BotIdentity) -> bool {
-    let entities = m.parse_entities().or_else(|| m.parse_caption_entities()).unwrap_or_default();
-    entities.iter().any(|e| match e.kind() {
-        MessageEntityKind::Mention => e.text().trim_start_matches('@').eq_ignore_ascii_case(&me.username),
+    let Some((text, entities)) = m.text().zip(m.entities()).or_else(|| m.caption().zip(m.caption_entities())) else {
+        return false;
+    };
+    entities.iter().any(|e| match &e.kind {
+        MessageEntityKind::Mention => {
+            entity_text(text, e).is_some_and(|t| t.trim_start_matches('@').eq_ignore_ascii_case(&me.username))
+        }
         MessageEntityKind::TextMention { user } => user.id.0 == me.id,
         _ => false,
     })
+}
+
+/// The part of `text` entity `e` covers (its offset and length count UTF-16 units), or `None`
+/// when they do not fall on characters of the text. Not teloxide's `MessageEntityRef`: it
+/// panics on such an entity (found by fuzzing, fuzz/regressions/telegram_update/).
+fn entity_text<'t>(text: &'t str, e: &MessageEntity) -> Option<&'t str> {
+    let end = e.offset.checked_add(e.length)?;
+    let (mut from, mut units) = (None, 0usize);
+    for (at, c) in text.char_indices().chain([(text.len(), '\0')]) {
+        if units == e.offset {
+            from = Some(at);
+        }
+        if units == end {
+            return text.get(from?..at);
+        }
+        units += c.len_utf16();
+    }
+    None
 }
 
 /// The text the agent reads: the message text; for a file (see [`attachments`]) its caption

@@ -20,7 +20,8 @@
 //! and never log or return a secret, a signature or a body. Deciding what an event means
 //! (drop, notify, agent turn) is triage's job, not this crate's.
 
-mod event;
+#[doc(hidden)] // public for the fuzz targets (fuzz/)
+pub mod event;
 mod verify;
 
 pub use event::{content_hash, event_key, DELIVERY_HEADERS, KEPT_HEADERS};

@@ -79,7 +79,9 @@ fn str_of(v: &Value) -> Option<String> {
 
 /// One message object as an event, or `None` when it is not one.
 pub fn message(m: &Value, value: &Value) -> Option<InboundEvent> {
-    let from = str_of(&m["from"])?;
+    // The sender names the conversation (`whatsapp:<wa_id>`): one with the thread separator `/`
+    // would read back from the inbox as another (fuzz/regressions/whatsapp_notification/).
+    let from = str_of(&m["from"]).filter(|f| !f.contains('/'))?;
     let id = str_of(&m["id"])?;
     let kind = m["type"].as_str().unwrap_or_default();
     let mut attachments = Vec::new();
@@ -113,7 +115,7 @@ pub fn message(m: &Value, value: &Value) -> Option<InboundEvent> {
         .flatten()
         .find(|c| c["wa_id"].as_str() == Some(from.as_str()))
         .and_then(|c| str_of(&c["profile"]["name"]));
-    let at_ms = m["timestamp"].as_str().and_then(|t| t.parse::<i64>().ok()).map(|s| s * 1000);
+    let at_ms = m["timestamp"].as_str().and_then(|t| t.parse::<i64>().ok()).and_then(|s| s.checked_mul(1000));
     let reply_to = match body {
         EventBody::Action { .. } => None,
         _ => str_of(&m["context"]["id"]),

@@ -1,0 +1,13 @@
+//! Fuzz target `slack_interaction`: its body and limits are in butler_fuzz_targets (fuzz/targets.txt).
+#![no_main]
+
+#[global_allocator]
+static ALLOC: butler_fuzz_targets::CappedAlloc = butler_fuzz_targets::CappedAlloc;
+
+fn report(info: &std::panic::PanicHookInfo<'_>) {
+    eprintln!("contained panic on the blocking pool: {info}");
+}
+
+libfuzzer_sys::fuzz_target!(init: butler_fuzz_targets::init("slack_interaction", report), |data: &[u8]| {
+    butler_fuzz_targets::run("slack_interaction", data)
+});
