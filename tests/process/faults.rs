@@ -24,12 +24,6 @@ use std::time::Duration;
 const TG_TOKEN: &str = "4343:fault-test-token";
 const TG_OWNER: i64 = 4343;
 
-/// The value of `name{work="<work>"}` in a /metrics text.
-fn gauge(metrics: &str, name: &str, work: &str) -> Option<f64> {
-    let prefix = format!("{name}{{work=\"{work}\"}} ");
-    metrics.lines().find_map(|l| l.strip_prefix(&prefix)).and_then(|v| v.trim().parse().ok())
-}
-
 /// Heals `proxy` after `after`, while the load goes on (a POST may be waiting on the fault).
 fn heal_later(proxy: &Arc<FaultProxy>, after: Duration) {
     let proxy = proxy.clone();
@@ -191,10 +185,6 @@ async fn latency_half_open_connections_restarts_and_a_stalled_model_lose_nothing
     assert_eq!(rows[0][0], rows[0][1], "one notice per message: {rows:?}");
 
     // The watchdog: nothing stuck, nothing left running.
-    let metrics = reqwest::get(format!("{base}/metrics")).await.unwrap().text().await.unwrap();
-    for work in ["turn", "delivery"] {
-        assert_eq!(gauge(&metrics, "butler_work_stuck", work), Some(0.0), "{work}\n{metrics}");
-        assert_eq!(gauge(&metrics, "butler_work_in_flight", work), Some(0.0), "{work} left running\n{metrics}");
-    }
+    super::assert_nothing_stuck(&base).await;
     server.kill();
 }

@@ -108,6 +108,19 @@ pub async fn wait_messages(base: &str, conv: &str, what: &str, pred: impl Fn(&[V
     }
 }
 
+/// The watchdog (`/metrics`): no turn or delivery stuck, none left running.
+pub async fn assert_nothing_stuck(base: &str) {
+    let metrics = reqwest::get(format!("{base}/metrics")).await.unwrap().text().await.unwrap();
+    let gauge = |name: &str, work: &str| {
+        let prefix = format!("{name}{{work=\"{work}\"}} ");
+        metrics.lines().find_map(|l| l.strip_prefix(&prefix)).and_then(|v| v.trim().parse::<f64>().ok())
+    };
+    for work in ["turn", "delivery"] {
+        assert_eq!(gauge("butler_work_stuck", work), Some(0.0), "{work} stuck\n{metrics}");
+        assert_eq!(gauge("butler_work_in_flight", work), Some(0.0), "{work} left running\n{metrics}");
+    }
+}
+
 /// The "approve once" action of the first approval request among `msgs`.
 pub fn approve_action(msgs: &[Value]) -> Option<String> {
     msgs.iter()

@@ -4,13 +4,17 @@
 //! while it was down is answered once, nothing before it again; and with two
 //! replicas on Postgres and Redis, one reads the sync at a time (a leader lease) and the other
 //! takes over when it is killed, catching up on what arrived in between, each message answered
-//! once.
+//! once. And faults on the wire (issue 36, point 3): with Butler's every connection to the
+//! homeserver through a fault proxy, a held connection (nothing arrives, nothing closes), every
+//! connection reset and new ones refused while answers are being made (a homeserver restart),
+//! and latency on every chunk lose and double nothing.
 
 use super::llm_section;
 use super::replicas::wait_for;
 use crate::matrix_person::Person;
 use crate::support::cluster::Replicas;
 use crate::support::fake_llm::{FakeLlm, Reply};
+use crate::support::fault_proxy::{Fault, FaultProxy};
 use crate::support::proc::Deployment;
 use crate::support::synapse::Synapse;
 use serde_json::json;
@@ -19,11 +23,10 @@ use std::time::{Duration, Instant};
 const PASSWORD: &str = "butler-proc-pw";
 
 /// `[channels.matrix]` (its store in `store`) and `[access]` with Alice the owner.
-fn section(hs: &Synapse, alice: &str, store: &str) -> String {
+fn section(homeserver: &str, alice: &str, store: &str) -> String {
     format!(
-        "[channels.matrix]\nhomeserver = \"{}\"\nuser_id = \"@butler:hs.test\"\npassword = \"{PASSWORD}\"\n\
-         store_path = \"{store}\"\nallowed = [\"{alice}\"]\n\n[access]\nowners = [\"matrix:{alice}\"]\n",
-        hs.url()
+        "[channels.matrix]\nhomeserver = \"{homeserver}\"\nuser_id = \"@butler:hs.test\"\npassword = \"{PASSWORD}\"\n\
+         store_path = \"{store}\"\nallowed = [\"{alice}\"]\n\n[access]\nowners = [\"matrix:{alice}\"]\n"
     )
 }
 
@@ -44,7 +47,7 @@ async fn a_process_killed_while_answering_answers_once_after_the_restart() {
     let extra = format!(
         "{}\n{}",
         llm_section(&llm.openai_url()),
-        section(&hs, &alice.user_id, &store.path().display().to_string())
+        section(&hs.url(), &alice.user_id, &store.path().display().to_string())
     );
     let dep = Deployment::new(&extra);
     let server = dep.serve().await;
@@ -92,7 +95,7 @@ async fn one_replica_syncs_and_another_takes_over_when_it_is_killed() {
     let alice = Person::register(&hs, "alice").await;
     let llm = FakeLlm::start().await;
     let stores = tempfile::tempdir().unwrap();
-    let extra = format!("{}\n{}", llm_section(&llm.openai_url()), section(&hs, &alice.user_id, "@STORE@"));
+    let extra = format!("{}\n{}", llm_section(&llm.openai_url()), section(&hs.url(), &alice.user_id, "@STORE@"));
     let mut set = Replicas::new(2, 1000, &extra).await;
     // Each replica its own device and store.
     for (i, node) in set.nodes.iter().enumerate() {
@@ -123,4 +126,99 @@ async fn one_replica_syncs_and_another_takes_over_when_it_is_killed() {
     for text in ["echo: before the kill", "echo: after the kill"] {
         assert_eq!(answers(&alice, &room, &butler, text), 1, "{text} once\n{}", set.logs());
     }
+}
+
+/// Alice's messages `{phase} 0..3` in `room`, said one after the other; their texts.
+async fn say_three(alice: &Person, room: &matrix_sdk::ruma::OwnedRoomId, phase: &str) -> Vec<String> {
+    let mut texts = Vec::new();
+    for i in 0..3 {
+        let text = format!("{phase} {i}");
+        alice.say(room, &text, json!({})).await;
+        texts.push(text);
+    }
+    texts
+}
+
+/// How many of `texts` Butler has answered in `room`, as Alice saw them.
+fn answered(alice: &Person, room: &matrix_sdk::ruma::OwnedRoomId, butler: &str, texts: &[String]) -> usize {
+    texts.iter().filter(|t| answers(alice, room, butler, &format!("echo: {t}")) > 0).count()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn held_reset_and_slow_homeserver_connections_lose_and_double_nothing() {
+    const HOLD: Duration = Duration::from_secs(3);
+    const REFUSE: Duration = Duration::from_secs(2);
+    let hs = Synapse::start().await;
+    let butler = hs.register("butler", PASSWORD).await;
+    let alice = Person::register(&hs, "alice").await;
+    let llm = FakeLlm::start().await;
+    llm.set_default(Reply::echo());
+    // The answers of the restart phase take a while, so the restart lands while they are made.
+    llm.on_every("restart", Reply::echo().first_byte_delay(Duration::from_millis(800)));
+    let authority = hs.url().trim_start_matches("http://").trim_end_matches('/').to_string();
+    let proxy = FaultProxy::start(authority.parse().expect("host:port")).await;
+    let store = tempfile::tempdir().unwrap();
+    let homeserver = format!("http://{}", proxy.host_port());
+    let extra = format!(
+        "{}\n{}",
+        llm_section(&llm.openai_url()),
+        section(&homeserver, &alice.user_id, &store.path().display().to_string())
+    );
+    let dep = Deployment::new(&extra);
+    let server = dep.serve().await;
+    let room = alice.create_room(&[&butler], true, true).await;
+    alice.wait_member(&room, &butler, true, 60).await;
+    let mut said = Vec::new();
+    let all_answered = async |texts: &[String], what: &str| {
+        let deadline = Instant::now() + Duration::from_secs(90);
+        while answered(&alice, &room, &butler, texts) < texts.len() {
+            assert!(Instant::now() < deadline, "{what}: not all answered {texts:?}\n{}", server.log_text());
+            alice.sync().await;
+        }
+    };
+
+    // 1. Half-open: every byte held. Nothing gets through; once it heals, everything does.
+    proxy.set(Fault::Hold);
+    let held = say_three(&alice, &room, "held").await;
+    tokio::time::sleep(HOLD).await;
+    alice.sync().await;
+    assert_eq!(answered(&alice, &room, &butler, &held), 0, "nothing gets through a held connection");
+    proxy.heal();
+    all_answered(&held, "after the hold").await;
+    said.extend(held);
+
+    // 2. A restart while the answers are being made: every connection reset, new ones refused.
+    let restart = say_three(&alice, &room, "restart").await;
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !llm.requests().iter().any(|r| r.last_user_text().contains("restart")) {
+        assert!(Instant::now() < deadline, "the model was never asked\n{}", server.log_text());
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    proxy.set(Fault::Refuse);
+    proxy.reset_all();
+    tokio::time::sleep(REFUSE).await;
+    alice.sync().await;
+    assert_eq!(answered(&alice, &room, &butler, &restart), 0, "nothing gets through a refusing homeserver");
+    proxy.heal();
+    all_answered(&restart, "after the restart").await;
+    said.extend(restart);
+
+    // 3. Latency on every chunk.
+    proxy.set(Fault::Latency(Duration::from_millis(30)));
+    let slow = say_three(&alice, &room, "slow").await;
+    all_answered(&slow, "under latency").await;
+    proxy.heal();
+    said.extend(slow);
+
+    // A late double would show by now: each message answered once, nothing else said.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    alice.sync().await;
+    for text in &said {
+        let answer = format!("echo: {text}");
+        assert_eq!(answers(&alice, &room, &butler, &answer), 1, "{answer} once\n{}", server.log_text());
+    }
+    let from_butler: Vec<String> = alice.messages_from(&room, &butler).iter().map(|m| m.body().to_string()).collect();
+    assert_eq!(from_butler.len(), said.len(), "one message per message, no apology: {from_butler:#?}");
+    super::assert_nothing_stuck(&dep.base()).await;
+    server.kill();
 }

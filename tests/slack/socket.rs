@@ -1,8 +1,13 @@
 //! Point 2, Socket Mode: with an app token (and no signing secret) Butler opens the websocket
 //! from apps.connections.open, acknowledges each envelope after its event is stored, answers
-//! events, clicks and slash commands as over HTTP, drops redeliveries, and reconnects.
+//! events, clicks and slash commands as over HTTP, drops redeliveries, and reconnects. And
+//! faults on the wire (issue 36, point 3): with the websocket through a fault proxy, a held
+//! connection (nothing arrives, nothing closes), a reset with new connections refused for a
+//! while (a Slack restart) and latency on every chunk lose and double nothing, while Slack
+//! delivers each envelope again until it is acknowledged.
 
 use crate::support::fake_slack::payloads as p;
+use crate::support::fault_proxy::{Fault, FaultProxy};
 use crate::{start, Setup, ALICE};
 use serde_json::json;
 
@@ -65,5 +70,79 @@ async fn socket_mode_end_to_end() {
         .calls_of("apps.connections.open")
         .iter()
         .all(|c| c.token.as_deref() == Some(crate::support::fake_slack::APP_TOKEN)));
+    rig.app.stop().await;
+}
+
+/// Alice mentions Butler three times in CSOCK (`{phase} 0..3`), each envelope delivered by Slack
+/// until acknowledged; the texts.
+fn deliver_three(rig: &crate::Rig, phase: &str) -> Vec<String> {
+    (0..3)
+        .map(|i| {
+            let text = format!("{phase} {i}");
+            let event = p::callback(&p::event_id(), p::mention(ALICE, "CSOCK", &text, &p::ts(), None));
+            rig.slack.socket_deliver(&format!("{phase}-{i}"), "events_api", event);
+            text
+        })
+        .collect()
+}
+
+/// How many of Butler's messages in CSOCK answer `text`.
+fn answers(rig: &crate::Rig, text: &str) -> usize {
+    rig.slack.messages("CSOCK").iter().filter(|m| m.shown().contains(text)).count()
+}
+
+#[tokio::test]
+async fn held_reset_and_slow_socket_connections_lose_and_double_nothing() {
+    let rig = start(Setup { socket: true, ..Setup::default() }).await;
+    let proxy = FaultProxy::start(rig.slack.socket_addr()).await;
+    rig.slack.hand_out_socket(proxy.addr);
+    rig.slack.wait(10, "the first connection", |f| f.connections() == 1).await;
+    // Slack asks Butler to reconnect; the new connection goes through the proxy.
+    rig.slack.socket_drop();
+    rig.slack.wait(15, "a connection through the proxy", |f| f.connections() == 2).await;
+    assert_eq!(proxy.open(), 1, "the live connection is the proxy's");
+    let mut said = Vec::new();
+
+    // 1. Half-open: every byte held; Slack delivers again meanwhile. Nothing is answered until
+    // it heals, then each message once.
+    proxy.set(Fault::Hold);
+    let held = deliver_three(&rig, "held");
+    tokio::time::sleep(std::time::Duration::from_secs(3)).await;
+    assert!(held.iter().all(|t| answers(&rig, t) == 0), "nothing gets through a held connection");
+    let (_, deliveries) = rig.slack.socket_unacked();
+    assert!(deliveries > held.len(), "Slack delivered again while unacknowledged: {deliveries}");
+    proxy.heal();
+    rig.slack.wait(30, "the held messages answered", |_| held.iter().all(|t| answers(&rig, t) > 0)).await;
+    said.extend(held);
+
+    // 2. A restart: the connection reset, new ones refused for a while. Slack keeps what it must
+    // deliver until Butler is connected again.
+    proxy.set(Fault::Refuse);
+    proxy.reset_all();
+    let reset = deliver_three(&rig, "reset");
+    tokio::time::sleep(std::time::Duration::from_secs(2)).await;
+    assert!(reset.iter().all(|t| answers(&rig, t) == 0), "nothing gets through a refusing Slack");
+    proxy.heal();
+    rig.slack
+        .wait(30, "the messages sent during the restart answered", |_| reset.iter().all(|t| answers(&rig, t) > 0))
+        .await;
+    assert!(rig.slack.connections() >= 3, "Butler connected again");
+    said.extend(reset);
+
+    // 3. Latency on every chunk.
+    proxy.set(Fault::Latency(std::time::Duration::from_millis(30)));
+    let slow = deliver_three(&rig, "slow");
+    rig.slack.wait(30, "the slow messages answered", |_| slow.iter().all(|t| answers(&rig, t) > 0)).await;
+    proxy.heal();
+    said.extend(slow);
+
+    // A late double would show by now: each message answered once; every envelope acknowledged.
+    rig.slack.assert_quiet(1500).await;
+    for text in &said {
+        assert_eq!(answers(&rig, text), 1, "{text} answered once: {:#?}", rig.slack.messages("CSOCK"));
+    }
+    assert_eq!(rig.slack.messages("CSOCK").len(), said.len(), "nothing else said");
+    let (unacked, _) = rig.slack.socket_unacked();
+    assert!(unacked.is_empty(), "unacknowledged: {unacked:?}");
     rig.app.stop().await;
 }

@@ -8,8 +8,10 @@
 //! - files (`files`): files.info, the file host with bearer-token checks and Slack's HTML login
 //!   page for a token without `files:read`, and the external upload flow
 //!   (files.getUploadURLExternal, the upload URL, files.completeUploadExternal);
-//! - a Socket Mode websocket (`ws://` URL from apps.connections.open): hello, envelopes sent
-//!   by tests, acknowledgements recorded;
+//! - a Socket Mode websocket (`ws://` URL from apps.connections.open, or another address the
+//!   test hands out, e.g. a fault proxy's): hello, envelopes sent by tests, acknowledgements
+//!   recorded; envelopes given to [`FakeSlack::socket_deliver`] are Slack's own deliveries, sent
+//!   again while unacknowledged, as Slack does;
 //! - [`Sender`]: Slack's side of the Events API, interactivity and slash commands (signed
 //!   POSTs to Butler), and builders of the payloads (`payloads`).
 //!
@@ -107,6 +109,10 @@ pub(crate) struct State {
     pub socket: Option<mpsc::Sender<socket::Out>>,
     pub connections: usize,
     pub acks: HashMap<String, Value>,
+    /// Envelopes Slack delivers until they are acknowledged (`socket_deliver`).
+    pub pending: Vec<socket::Pending>,
+    /// The Socket Mode address apps.connections.open hands out instead of the fake's own.
+    pub handed_out: Option<SocketAddr>,
     /// `http://127.0.0.1:PORT`: where the fake's file host and upload URLs are.
     pub base: String,
     /// Files by id, requests to the file host, uploads by ticket, completed shares.
@@ -158,7 +164,8 @@ impl FakeSlack {
             let _ = axum::serve(listener, app).await;
         });
         let ws = socket::start(shared.clone()).await;
-        let fake = Self { addr, shared, tasks: vec![web, ws] };
+        let retries = tokio::spawn(socket::redeliver(shared.clone()));
+        let fake = Self { addr, shared, tasks: vec![web, ws, retries] };
         fake.add_channel("CGENERAL", "general");
         fake
     }
@@ -286,6 +293,34 @@ impl FakeSlack {
         self.wait(10, "a Socket Mode connection", |f| f.shared.lock().socket.is_some()).await;
         let tx = self.shared.lock().socket.clone().unwrap();
         tx.try_send(socket::Out::Frame(envelope.to_string())).expect("the connection is open");
+    }
+
+    /// Where the fake's Socket Mode server listens.
+    pub fn socket_addr(&self) -> SocketAddr {
+        self.shared.ws_addr.lock().unwrap().expect("socket server started")
+    }
+
+    /// From now on apps.connections.open hands out `addr` (a proxy in front of
+    /// [`Self::socket_addr`]) for the websocket.
+    pub fn hand_out_socket(&self, addr: SocketAddr) {
+        self.shared.lock().handed_out = Some(addr);
+    }
+
+    /// Slack delivers an envelope (`id`, `kind`, `payload`) over Socket Mode: to the live
+    /// connection, when there is one, and again to the live connection while no delivery of it
+    /// is acknowledged (at most three retries, `retry_reason: "timeout"`), each delivery with an
+    /// envelope id of its own (`<id>-<attempt>`).
+    pub fn socket_deliver(&self, id: &str, kind: &str, payload: Value) {
+        self.shared.lock().pending.push(socket::Pending::new(id, kind, payload));
+        self.shared.changed.notify_waiters();
+    }
+
+    /// Envelopes given to [`Self::socket_deliver`] that no delivery of was acknowledged, and
+    /// how many deliveries (first and retries) were sent in all.
+    pub fn socket_unacked(&self) -> (Vec<String>, usize) {
+        let s = self.shared.lock();
+        let unacked = s.pending.iter().filter(|p| !p.acked(&s.acks)).map(|p| p.id.clone()).collect();
+        (unacked, s.pending.iter().map(|p| p.attempts).sum())
     }
 
     /// Closes the live Socket Mode connection from Slack's side.

@@ -256,7 +256,7 @@ fn answer(shared: &Shared, method: &str, p: &Value, token: Option<&str>) -> Resu
             Ok(json!({"channels": page, "response_metadata": {"next_cursor": next}}))
         }
         "apps.connections.open" => {
-            let addr = shared.ws_addr.lock().unwrap().expect("socket server started");
+            let addr = s.handed_out.or(*shared.ws_addr.lock().unwrap()).expect("socket server started");
             s.ts_counter += 1;
             Ok(json!({"url": format!("ws://{addr}/link/?ticket=fake-{}", s.ts_counter)}))
         }

@@ -1,11 +1,14 @@
 //! The fake Socket Mode server: accepts a websocket on any path, says `hello`, forwards
 //! envelopes the test sends, and records every acknowledgement (`{"envelope_id", "payload"?}`)
-//! by envelope id. Only the newest connection receives envelopes.
+//! by envelope id. Only the newest connection receives envelopes. [`redeliver`] is Slack's
+//! delivery of what it must deliver: again while unacknowledged.
 
 use super::Shared;
 use futures::{SinkExt, StreamExt};
 use serde_json::{json, Value};
+use std::collections::HashMap;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
 use tokio_tungstenite::tungstenite::Message;
 
@@ -13,6 +16,66 @@ use tokio_tungstenite::tungstenite::Message;
 pub enum Out {
     Frame(String),
     Close,
+}
+
+/// How long Slack waits for an acknowledgement before it delivers again (Slack's own is 3 s;
+/// shorter here, so that a test sees retries within its faults).
+const RETRY: Duration = Duration::from_secs(1);
+/// Deliveries of one envelope at most: the first and Slack's three retries.
+const ATTEMPTS: usize = 4;
+
+/// An envelope Slack delivers until it is acknowledged.
+pub struct Pending {
+    pub id: String,
+    kind: String,
+    payload: Value,
+    /// Deliveries sent, and when the last was.
+    pub attempts: usize,
+    last: Option<Instant>,
+}
+
+impl Pending {
+    pub fn new(id: &str, kind: &str, payload: Value) -> Self {
+        Self { id: id.into(), kind: kind.into(), payload, attempts: 0, last: None }
+    }
+
+    /// Some delivery of it is acknowledged.
+    pub fn acked(&self, acks: &HashMap<String, Value>) -> bool {
+        (0..self.attempts).any(|k| acks.contains_key(&format!("{}-{k}", self.id)))
+    }
+
+    /// The envelope of delivery number `self.attempts`.
+    fn envelope(&self) -> String {
+        let retry = self.attempts;
+        json!({"envelope_id": format!("{}-{retry}", self.id), "type": self.kind, "payload": self.payload,
+               "accepts_response_payload": self.kind == "slash_commands", "retry_attempt": retry,
+               "retry_reason": if retry > 0 { "timeout" } else { "" }})
+        .to_string()
+    }
+}
+
+/// Sends every pending envelope that is due to the live connection, until aborted.
+pub async fn redeliver(shared: Arc<Shared>) {
+    loop {
+        {
+            let mut guard = shared.lock();
+            let s = &mut *guard;
+            if let Some(tx) = &s.socket {
+                for p in s.pending.iter_mut() {
+                    let due = p.last.is_none_or(|t| t.elapsed() >= RETRY);
+                    if due
+                        && p.attempts < ATTEMPTS
+                        && !p.acked(&s.acks)
+                        && tx.try_send(Out::Frame(p.envelope())).is_ok()
+                    {
+                        p.attempts += 1;
+                        p.last = Some(Instant::now());
+                    }
+                }
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
 }
 
 /// Starts listening; the returned task accepts connections until aborted.
