@@ -177,14 +177,20 @@ async fn held_reset_and_slow_homeserver_connections_lose_and_double_nothing() {
         }
     };
 
-    // 1. Half-open: every byte held. Nothing gets through; once it heals, everything does.
+    // What came in during a fault: nothing of it answered while the fault lasts, all of it once
+    // it heals.
+    let through_fault = async |texts: &[String], lasts: Duration, what: &str| {
+        tokio::time::sleep(lasts).await;
+        alice.sync().await;
+        assert_eq!(answered(&alice, &room, &butler, texts), 0, "nothing gets through {what}");
+        proxy.heal();
+        all_answered(texts, what).await;
+    };
+
+    // 1. Half-open: every byte held.
     proxy.set(Fault::Hold);
     let held = say_three(&alice, &room, "held").await;
-    tokio::time::sleep(HOLD).await;
-    alice.sync().await;
-    assert_eq!(answered(&alice, &room, &butler, &held), 0, "nothing gets through a held connection");
-    proxy.heal();
-    all_answered(&held, "after the hold").await;
+    through_fault(&held, HOLD, "a held connection").await;
     said.extend(held);
 
     // 2. A restart while the answers are being made: every connection reset, new ones refused.
@@ -196,11 +202,7 @@ async fn held_reset_and_slow_homeserver_connections_lose_and_double_nothing() {
     }
     proxy.set(Fault::Refuse);
     proxy.reset_all();
-    tokio::time::sleep(REFUSE).await;
-    alice.sync().await;
-    assert_eq!(answered(&alice, &room, &butler, &restart), 0, "nothing gets through a refusing homeserver");
-    proxy.heal();
-    all_answered(&restart, "after the restart").await;
+    through_fault(&restart, REFUSE, "a restarting homeserver").await;
     said.extend(restart);
 
     // 3. Latency on every chunk.
