@@ -10,6 +10,7 @@ use crate::support::fake_slack::payloads as p;
 use crate::support::fault_proxy::{Fault, FaultProxy};
 use crate::{start, Setup, ALICE};
 use serde_json::json;
+use std::time::Duration;
 
 fn envelope(id: &str, kind: &str, payload: serde_json::Value, retry: u32) -> serde_json::Value {
     json!({"envelope_id": id, "type": kind, "payload": payload, "accepts_response_payload": kind == "slash_commands",
@@ -107,7 +108,7 @@ async fn held_reset_and_slow_socket_connections_lose_and_double_nothing() {
     // it heals, then each message once.
     proxy.set(Fault::Hold);
     let held = deliver_three(&rig, "held");
-    tokio::time::sleep(std::time::Duration::from_secs(3)).await;
+    tokio::time::sleep(Duration::from_secs(3)).await;
     assert!(held.iter().all(|t| answers(&rig, t) == 0), "nothing gets through a held connection");
     let (_, deliveries) = rig.slack.socket_unacked();
     assert!(deliveries > held.len(), "Slack delivered again while unacknowledged: {deliveries}");
@@ -120,7 +121,7 @@ async fn held_reset_and_slow_socket_connections_lose_and_double_nothing() {
     proxy.set(Fault::Refuse);
     proxy.reset_all();
     let reset = deliver_three(&rig, "reset");
-    tokio::time::sleep(std::time::Duration::from_secs(2)).await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
     assert!(reset.iter().all(|t| answers(&rig, t) == 0), "nothing gets through a refusing Slack");
     proxy.heal();
     rig.slack
@@ -130,7 +131,7 @@ async fn held_reset_and_slow_socket_connections_lose_and_double_nothing() {
     said.extend(reset);
 
     // 3. Latency on every chunk.
-    proxy.set(Fault::Latency(std::time::Duration::from_millis(30)));
+    proxy.set(Fault::Latency(Duration::from_millis(30)));
     let slow = deliver_three(&rig, "slow");
     rig.slack.wait(30, "the slow messages answered", |_| slow.iter().all(|t| answers(&rig, t) > 0)).await;
     proxy.heal();
