@@ -25,16 +25,16 @@ pub(super) fn dangling_results(history: &[NewMessage]) -> Vec<NewMessage> {
 
 /// The model's view of `history`: starts at a user message, every tool call followed by exactly
 /// one result, group speakers named.
-pub(super) fn build_messages(history: &[NewMessage]) -> Vec<ChatMessage> {
-    let start = history.iter().position(|m| m.role() == Role::User).unwrap_or(history.len());
-    let mut out = Vec::with_capacity(history.len() - start);
+pub(super) fn build_messages<'m>(history: impl IntoIterator<Item = &'m NewMessage>) -> Vec<ChatMessage> {
+    let history = history.into_iter();
+    let mut out = Vec::with_capacity(history.size_hint().0);
     let mut open_calls: Vec<String> = Vec::new();
     let close = |out: &mut Vec<ChatMessage>, open: &mut Vec<String>| {
         for id in open.drain(..) {
             out.push(ChatMessage::Tool { call_id: id, content: INTERRUPTED.into(), is_error: true, images: vec![] });
         }
     };
-    for m in &history[start..] {
+    for m in history.skip_while(|m| m.role() != Role::User) {
         match m.role() {
             Role::User => {
                 close(&mut out, &mut open_calls);

@@ -158,10 +158,10 @@ impl Window<'_> {
         unsaved_user: Option<&NewMessage>,
         recall: Option<&str>,
     ) -> Vec<ChatMessage> {
-        let mut view: Vec<NewMessage> = session.history.clone();
-        view.extend(unsaved_user.cloned());
+        // The history is read in place, never copied: it grows with the conversation.
+        let view = session.history.iter().chain(unsaved_user);
         let mut messages: Vec<ChatMessage> = session.summary.iter().map(summary_message).collect();
-        messages.extend(super::context::build_messages(&view));
+        messages.extend(super::context::build_messages(view));
         if let Some(block) = recall {
             if let Some(ChatMessage::User { content, .. }) =
                 messages.iter_mut().rev().find(|m| matches!(m, ChatMessage::User { .. }))

@@ -91,12 +91,14 @@ macro_rules! impl_memory {
                 if terms.is_empty() || limit == 0 {
                     return Ok(Vec::new());
                 }
-                // Not a cached prepared statement: Postgres would switch to a generic plan after
-                // five runs, and without the values it intersects the whole GIN match (hundreds
-                // of thousands of rows for a common word) with the owner's rows: 14 ms instead
-                // of 0.5 ms over a million memories (benches/memory.rs).
+                // On Postgres not a cached prepared statement: it would switch to a generic plan
+                // after five runs, and without the values it intersects the whole GIN match
+                // (hundreds of thousands of rows for a common word) with the owner's rows: 14 ms
+                // instead of 0.5 ms over a million memories (benches/memory.rs). SQLite's plans
+                // never depend on the values (`sqlite::stable_plans`), so there it is prepared
+                // once per connection instead of parsed on every turn's recall.
                 let raw: Vec<$crate::store::sql::rows::MemoryRaw> = sqlx::query_as(Self::SQL_MEMORY_SEARCH)
-                    .persistent(false)
+                    .persistent(matches!(Self::BACKEND, $crate::store::Backend::Sqlite))
                     .bind(owner.user_id.as_str())
                     .bind(Self::fts_query(&terms))
                     .bind($crate::store::sql::rows::sql_limit(limit))

@@ -48,3 +48,22 @@ async fn hot_statements_search_indexes_and_never_scan_a_table() {
         }
     }
 }
+
+/// Both connections that write (sqlx's writer and the writer thread's) checkpoint at the same
+/// WAL size, the one a turn's CPU was measured with: one left at SQLite's default would
+/// checkpoint four times as often on its commits.
+#[tokio::test]
+async fn every_writer_checkpoints_at_the_measured_wal_size() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}", dir.path().join("wal.db").display());
+    let store = SqliteStore::connect(&url, 1).await.unwrap();
+    let want = super::super::lite::WAL_CHECKPOINT_PAGES;
+    let sqlx_writer: i64 = sqlx::query_scalar("PRAGMA wal_autocheckpoint").fetch_one(&store.writer).await.unwrap();
+    let thread: i64 = store
+        .lite
+        .run(|c| c.pragma_query_value(None, "wal_autocheckpoint", |r| r.get(0)).map_err(super::super::error::lite_err))
+        .await
+        .unwrap();
+    assert_eq!((sqlx_writer, thread), (want, want));
+    store.close_pools().await;
+}

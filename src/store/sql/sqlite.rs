@@ -73,7 +73,12 @@ impl SqliteStore {
             .max_connections(1)
             .idle_timeout(Some(Duration::from_secs(600)))
             .max_lifetime(Some(Duration::from_secs(3600)))
-            .connect_with(options.clone().pragma("cache_size", WRITER_CACHE_KIB))
+            .connect_with(
+                options
+                    .clone()
+                    .pragma("cache_size", WRITER_CACHE_KIB)
+                    .pragma("wal_autocheckpoint", super::lite::WAL_CHECKPOINT_PAGES.to_string()),
+            )
             .await
             .map_err(unavailable)?;
         let reader = SqlitePoolOptions::new()
