@@ -189,15 +189,23 @@ macro_rules! impl_approvals {
                 now_ms: i64,
             ) -> $crate::store::Result<Option<$crate::store::ApprovalRow>> {
                 let (query, value) = match waiting {
-                    $crate::store::Waiting::QuestionFor(who) => (
-                        sqlx::query_as(concat!(
-                            "SELECT ",
-                            $crate::store::sql::rows::cols!(approval),
-                            " FROM approvals WHERE status = 'pending' AND expires_ms > $3 AND conversation = $1 \
-                             AND kind = 'question' AND requester = $2 ORDER BY created_ms, id LIMIT 1"
-                        )),
-                        who.to_string(),
-                    ),
+                    // Every message asks this: on SQLite it is read on this thread when it can.
+                    $crate::store::Waiting::QuestionFor(who) => {
+                        let here = self.lite().and_then(|lite| {
+                            lite.read_here(|c| {
+                                $crate::store::sql::lite::query_one(
+                                    c,
+                                    $crate::store::sql::hot::SQL_QUESTION_WAITING,
+                                    &[&conversation, &who, &now_ms],
+                                    $crate::store::sql::rows::ApprovalRaw::from_lite,
+                                )
+                            })
+                        });
+                        if let Some(found) = here {
+                            return found?.map(TryInto::try_into).transpose();
+                        }
+                        (sqlx::query_as($crate::store::sql::hot::SQL_QUESTION_WAITING), who.to_string())
+                    }
                     $crate::store::Waiting::Message(id) => (
                         sqlx::query_as(concat!(
                             "SELECT ",

@@ -1,4 +1,4 @@
-//! The one place where `sqlx` and `rusqlite` (the SQLite writer thread) errors become [`StoreError`]s, sorted by what the caller does
+//! The one place where `sqlx` and `rusqlite` (SQLite's writer) errors become [`StoreError`]s, sorted by what the caller does
 //! next (retry later, treat as a conflict, fix the config, or report a bug).
 //!
 //! It must never put a database URL or password into a message: connection errors are described
@@ -55,7 +55,7 @@ fn database_err(d: &dyn DatabaseError) -> StoreError {
     }
 }
 
-/// Maps an error of the SQLite writer thread (`sql/lite.rs`) the way sqlx's SQLite errors are.
+/// Maps an error of SQLite's writer (`sql/lite.rs`) the way sqlx's SQLite errors are.
 pub(crate) fn lite_err(e: rusqlite::Error) -> StoreError {
     match e {
         rusqlite::Error::SqliteFailure(f, msg) => {

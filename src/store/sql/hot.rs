@@ -1,6 +1,6 @@
 //! The statements of a turn's hot path (the web page's lines, the inbox row, the claim's
-//! neighbours, the turn's start and commit, the outbox), shared by the sqlx path (the
-//! per-concern macros of the sibling files) and the SQLite writer thread (`lite_ops.rs`), so
+//! neighbours, the turn's start and commit, the outbox, the two reads of every message), shared by the sqlx path (the
+//! per-concern macros of the sibling files) and SQLite's writer (`lite_ops.rs`), so
 //! that each is written once.
 //!
 //! Fixed SQL only: this file must never build a statement from input, and holds no code.
@@ -90,3 +90,12 @@ pub(crate) const SQL_APPROVAL_INSERT: &str =
      created_ms, expires_ms, kind, options, answer, detail_kind, detail) \
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, \
      $21, $22, $23) ON CONFLICT (id) DO NOTHING";
+
+/// `$1` conversation, `$2` requester, `$3` now: the oldest pending, unexpired question asked of
+/// the requester there.
+pub(crate) const SQL_QUESTION_WAITING: &str = concat!(
+    "SELECT ",
+    crate::store::sql::rows::cols!(approval),
+    " FROM approvals WHERE status = 'pending' AND expires_ms > $3 AND conversation = $1 \
+     AND kind = 'question' AND requester = $2 ORDER BY created_ms, id LIMIT 1"
+);

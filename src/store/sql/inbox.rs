@@ -49,7 +49,7 @@ macro_rules! impl_inbox {
                 let now = $crate::store::now_ms();
                 let limit = $crate::store::sql::rows::sql_limit(limit);
                 let mut rows: Vec<$crate::store::InboxRow> = if let Some(lite) = self.lite() {
-                    // The writer thread is SQLite's: its channel list is a JSON array (`json_each`).
+                    // The writer is SQLite's: its channel list is a JSON array (`json_each`).
                     let channels = $crate::store::sql::rows::to_json("channels", channels)?;
                     let worker = worker.to_string();
                     lite.run(move |c| {

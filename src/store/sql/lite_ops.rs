@@ -1,11 +1,11 @@
-//! The store operations of a turn's hot path as the SQLite writer thread (`lite.rs`) runs them:
+//! The store operations of a turn's hot path as SQLite's writer (`lite.rs`) runs them:
 //! the web page's line, the inbox row, the claim, the turn's start, the turn's commit and the
 //! outbox mark. The SQL is the same text the sqlx path runs (`hot.rs`); only execution
-//! differs. Each function runs inside the thread's open
+//! differs. Each function runs inside the writer's open
 //! transaction and returns what the sqlx path computes, so the store methods do the rest
 //! (announcements, counters) the same way for both.
 //!
-//! It must never commit, begin or roll back a transaction itself (the thread does), and never
+//! It must never commit, begin or roll back a transaction itself (the writer does), and never
 //! build SQL from its arguments.
 
 use super::hot;

@@ -97,11 +97,28 @@ macro_rules! impl_memory {
                 // instead of 0.5 ms over a million memories (benches/memory.rs). SQLite's plans
                 // never depend on the values (`sqlite::stable_plans`), so there it is prepared
                 // once per connection instead of parsed on every turn's recall.
+                let fts = Self::fts_query(&terms);
+                let limit = $crate::store::sql::rows::sql_limit(limit);
+                // Every turn's recall asks this: on SQLite it is read on this thread when it can.
+                let here = self.lite().and_then(|lite| {
+                    lite.read_here(|c| {
+                        let values: [&dyn rusqlite::ToSql; 4] = [&owner.user_id, &fts, &limit, &owner.scope];
+                        $crate::store::sql::lite::query(
+                            c,
+                            Self::SQL_MEMORY_SEARCH,
+                            &values,
+                            $crate::store::sql::rows::MemoryRaw::from_lite,
+                        )
+                    })
+                });
+                if let Some(found) = here {
+                    return Ok(found?.into_iter().map(Into::into).collect());
+                }
                 let raw: Vec<$crate::store::sql::rows::MemoryRaw> = sqlx::query_as(Self::SQL_MEMORY_SEARCH)
                     .persistent(matches!(Self::BACKEND, $crate::store::Backend::Sqlite))
                     .bind(owner.user_id.as_str())
-                    .bind(Self::fts_query(&terms))
-                    .bind($crate::store::sql::rows::sql_limit(limit))
+                    .bind(fts)
+                    .bind(limit)
                     .bind(owner.scope.as_str())
                     .fetch_all(self.reader())
                     .await

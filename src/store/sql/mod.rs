@@ -9,7 +9,7 @@
 //!
 //! Contract for a store type `S` the macros expand for:
 //! - `fn reader(&self) -> &Pool<DB>` for reads, `fn writer(&self) -> &Pool<DB>` for writes;
-//! - `fn lite(&self) -> Option<&Lite>`: SQLite's writer thread (`lite.rs`), which runs a turn's
+//! - `fn lite(&self) -> Option<&Lite>`: SQLite's writer (`lite.rs`), which runs a turn's
 //!   hot-path writes (`lite_ops.rs`) instead of sqlx; `None` on Postgres;
 //! - `async fn begin_write(&self) -> Result<Transaction<'static, DB>>`;
 //! - `fn channels_arg(&[String]) -> impl Encode` and the `SQL_*` constants of `channel_sql!`;

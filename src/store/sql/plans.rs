@@ -17,15 +17,21 @@ async fn plan(store: &SqliteStore, sql: &str) -> Vec<String> {
     rows.into_iter().map(|r| r.3).collect()
 }
 
+/// A migrated store in a database of its own (the directory goes with the first value).
+async fn migrated(name: &str) -> (tempfile::TempDir, SqliteStore) {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}", dir.path().join(name).display());
+    let store = SqliteStore::connect(&url, 1).await.unwrap();
+    store.migrate().await.unwrap();
+    (dir, store)
+}
+
 /// (statement, SQL, the (table, index) searches its plan must show)
 type Case = (&'static str, &'static str, &'static [(&'static str, &'static str)]);
 
 #[tokio::test]
 async fn hot_statements_search_indexes_and_never_scan_a_table() {
-    let dir = tempfile::tempdir().unwrap();
-    let url = format!("sqlite://{}", dir.path().join("plans.db").display());
-    let store = SqliteStore::connect(&url, 1).await.unwrap();
-    store.migrate().await.unwrap();
+    let (_dir, store) = migrated("plans.db").await;
     let table: &[Case] = &[
         // The claim: the earlier open event of the same conversation is looked up in that
         // conversation's open events (it read every earlier row of the inbox, once per candidate).
@@ -49,21 +55,58 @@ async fn hot_statements_search_indexes_and_never_scan_a_table() {
     }
 }
 
-/// Both connections that write (sqlx's writer and the writer thread's) checkpoint at the same
-/// WAL size, the one a turn's CPU was measured with: one left at SQLite's default would
-/// checkpoint four times as often on its commits.
+/// sqlx's writer checkpoints its own commits at the WAL size a turn's CPU was measured with
+/// (left at SQLite's default it would checkpoint four times as often); SQLite's writer's
+/// connection checkpoints none of its own (its thread does, at the same size: `lite.rs`).
 #[tokio::test]
 async fn every_writer_checkpoints_at_the_measured_wal_size() {
     let dir = tempfile::tempdir().unwrap();
     let url = format!("sqlite://{}", dir.path().join("wal.db").display());
     let store = SqliteStore::connect(&url, 1).await.unwrap();
-    let want = super::super::lite::WAL_CHECKPOINT_PAGES;
+    let want = i64::from(super::super::lite::WAL_CHECKPOINT_PAGES);
     let sqlx_writer: i64 = sqlx::query_scalar("PRAGMA wal_autocheckpoint").fetch_one(&store.writer).await.unwrap();
-    let thread: i64 = store
+    let lite: i64 = store
         .lite
         .run(|c| c.pragma_query_value(None, "wal_autocheckpoint", |r| r.get(0)).map_err(super::super::error::lite_err))
         .await
         .unwrap();
-    assert_eq!((sqlx_writer, thread), (want, want));
+    assert_eq!((sqlx_writer, lite), (want, 0));
+    store.close_pools().await;
+}
+
+/// The two reads of every message (the question waiting for its sender, the recall search)
+/// answer the same through the writer's connection on the caller's thread and through sqlx's
+/// readers, where a busy writer leaves them.
+#[tokio::test]
+async fn the_reads_of_every_message_answer_the_same_on_either_connection() {
+    use crate::store::{ApprovalStore, MemoryScope, MemoryStore, Waiting};
+    let (_dir, store) = migrated("reads.db").await;
+    let owner = MemoryScope { user_id: "u1".into(), scope: String::new() };
+    for text in ["the boat is moored at the north pier", "dentist on friday", "the boat needs paint"] {
+        store.memory_add(&owner, text, None).await.unwrap();
+    }
+    sqlx::query(
+        "PRAGMA foreign_keys = OFF; INSERT INTO approvals (id, session_id, session_key, conversation, event_id, \
+         tool_call_id, tool, args_hash, summary, requester, requester_user, approvers, status, created_ms, \
+         expires_ms, kind, options) VALUES ('q1', 's1', 'dm:u1', 'web:c1', 'e1', 'call1', 'ask_user', '', \
+         'Which one?', 'web:u1', 'u1', '[\"web:u1\"]', 'pending', 10, 1000, 'question', '[\"A\",\"B\"]'); \
+         PRAGMA foreign_keys = ON",
+    )
+    .execute(&store.writer)
+    .await
+    .unwrap();
+    let reads = || async {
+        let found = store.memory_search(&owner, "where is the boat", 5).await.unwrap();
+        let question = store.approval_waiting("web:c1", Waiting::QuestionFor("web:u1"), 500).await.unwrap();
+        let texts: Vec<String> = found.into_iter().map(|m| m.text).collect();
+        (texts, question.map(|q| (q.id, q.options)))
+    };
+    let here = reads().await;
+    let release = store.lite.hold_elsewhere();
+    let pooled = reads().await;
+    drop(release);
+    assert_eq!(here.0.len(), 2, "{here:?}");
+    assert_eq!(here.1, Some(("q1".to_string(), vec!["A".to_string(), "B".to_string()])));
+    assert_eq!(here, pooled);
     store.close_pools().await;
 }

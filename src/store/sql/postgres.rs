@@ -81,7 +81,7 @@ impl PgStore {
         &self.pool
     }
 
-    /// Postgres has no writer thread: every write goes through sqlx.
+    /// Postgres has no SQLite writer: every write goes through sqlx.
     fn lite(&self) -> Option<&super::lite::Lite> {
         None
     }

@@ -93,7 +93,7 @@ pub(crate) struct InboxRaw {
 }
 
 impl InboxRaw {
-    /// The row as the SQLite writer thread reads it (columns in `cols!(inbox)` order).
+    /// The row as SQLite's writer connection reads it (columns in `cols!(inbox)` order).
     pub(crate) fn from_lite(r: &rusqlite::Row<'_>) -> rusqlite::Result<Self> {
         Ok(Self {
             seq: r.get(0)?,
@@ -231,7 +231,7 @@ pub(crate) struct OutboxRaw {
 }
 
 impl OutboxRaw {
-    /// The row as the SQLite writer thread reads it (columns in `cols!(outbox)` order).
+    /// The row as SQLite's writer connection reads it (columns in `cols!(outbox)` order).
     pub(crate) fn from_lite(r: &rusqlite::Row<'_>) -> rusqlite::Result<Self> {
         Ok(Self {
             id: r.get(0)?,
@@ -288,6 +288,20 @@ pub(crate) struct MemoryRaw {
     text: String,
     source: Option<String>,
     created_ms: i64,
+}
+
+impl MemoryRaw {
+    /// The row as the SQLite writer's connection reads it (columns in `cols!(memory)` order).
+    pub(crate) fn from_lite(r: &rusqlite::Row<'_>) -> rusqlite::Result<Self> {
+        Ok(Self {
+            id: r.get(0)?,
+            user_id: r.get(1)?,
+            scope: r.get(2)?,
+            text: r.get(3)?,
+            source: r.get(4)?,
+            created_ms: r.get(5)?,
+        })
+    }
 }
 
 impl From<MemoryRaw> for MemoryRow {
@@ -359,7 +373,7 @@ pub(crate) struct WebRaw {
 }
 
 impl WebRaw {
-    /// The row as the SQLite writer thread reads it (columns in `cols!(web)` order).
+    /// The row as SQLite's writer connection reads it (columns in `cols!(web)` order).
     pub(crate) fn from_lite(r: &rusqlite::Row<'_>) -> rusqlite::Result<Self> {
         Ok(Self {
             id: r.get(0)?,
@@ -473,6 +487,37 @@ pub(crate) struct ApprovalRaw {
     expires_ms: i64,
     detail_kind: Option<String>,
     detail: Option<String>,
+}
+
+impl ApprovalRaw {
+    /// The row as the SQLite writer's connection reads it (columns in `cols!(approval)` order).
+    pub(crate) fn from_lite(r: &rusqlite::Row<'_>) -> rusqlite::Result<Self> {
+        Ok(Self {
+            id: r.get(0)?,
+            session_id: r.get(1)?,
+            session_key: r.get(2)?,
+            conversation: r.get(3)?,
+            event_id: r.get(4)?,
+            tool_call_id: r.get(5)?,
+            tool: r.get(6)?,
+            args_hash: r.get(7)?,
+            summary: r.get(8)?,
+            requester: r.get(9)?,
+            requester_user: r.get(10)?,
+            approvers: r.get(11)?,
+            kind: r.get(12)?,
+            options: r.get(13)?,
+            answer: r.get(14)?,
+            status: r.get(15)?,
+            scope: r.get(16)?,
+            decided_by: r.get(17)?,
+            decided_ms: r.get(18)?,
+            created_ms: r.get(19)?,
+            expires_ms: r.get(20)?,
+            detail_kind: r.get(21)?,
+            detail: r.get(22)?,
+        })
+    }
 }
 
 impl TryFrom<ApprovalRaw> for ApprovalRow {

@@ -1,8 +1,9 @@
 //! [`SqliteStore`]: the embedded default backend (one file, WAL, FTS5 for memory search).
 //!
-//! A turn's hot-path writes run on the writer thread (`lite.rs`), whole operations at a time and
-//! several to a commit. Other writes go through a pool of exactly one connection, so writers queue in-process (fair, no
-//! busy-wait sleeps) instead of contending for SQLite's write lock; reads use a separate pool
+//! A turn's hot-path writes run on SQLite's writer (`lite.rs`): whole operations, on the caller's
+//! thread when the writer is quiet, else on its thread several to a commit. Other writes go
+//! through a pool of exactly one connection, so writers queue in-process (fair, no busy-wait
+//! sleeps) instead of contending for SQLite's write lock; reads use a separate pool
 //! and run concurrently thanks to WAL. Write transactions start with `BEGIN IMMEDIATE` so that
 //! another process (a CLI command) can never turn a reader into a failing writer mid-transaction.
 //! This file must never put the database path's secrets or any user text into SQL it builds.
@@ -21,7 +22,7 @@ static MIGRATOR: Migrator = sqlx::migrate!("./migrations/sqlite");
 /// 2 MiB a connection, which a grown database fills on every one of the pool's readers and
 /// keeps while idle (about 18 MiB with 8 readers). A reader gains little from a large cache: in
 /// WAL mode its cache is dropped whenever another connection has written since its last read,
-/// which on a busy Butler is every turn. The writer thread (`lite.rs`) keeps the default.
+/// which on a busy Butler is every turn. The writer (`lite.rs`) keeps the default.
 const READER_CACHE_KIB: &str = "-256";
 const WRITER_CACHE_KIB: &str = "-512";
 
@@ -29,7 +30,7 @@ const WRITER_CACHE_KIB: &str = "-512";
 pub struct SqliteStore {
     writer: SqlitePool,
     reader: SqlitePool,
-    /// The writer thread that runs a turn's hot-path writes (`lite.rs`).
+    /// The writer that runs a turn's hot-path writes (`lite.rs`).
     lite: super::lite::Lite,
     /// The file behind `sqlite::memory:`, removed on close.
     scratch: Option<std::path::PathBuf>,
@@ -45,7 +46,7 @@ impl SqliteStore {
     /// `synchronous = NORMAL`, a 5 s busy timeout and foreign keys on, and starts its writer
     /// thread. `max_connections` bounds the read pool; sqlx's writes use one connection. An
     /// in-memory database is a private file in the temporary directory, removed when the store
-    /// closes (the writer thread and the readers must share it). Does not migrate.
+    /// closes (the writer and the readers must share it). Does not migrate.
     pub async fn connect(url: &str, max_connections: u32) -> Result<Self> {
         let in_memory = url.contains(":memory:") || url.contains("mode=memory");
         let scratch =
