@@ -118,8 +118,8 @@ impl Writer {
         self.frames.load(Ordering::Relaxed) >= pages
     }
 
-    /// Copies the WAL into the database (nothing else writes meanwhile: the caller holds the
-    /// connection), so the next transaction starts the WAL over.
+    /// Copies the WAL into the database (this connection writes nothing meanwhile: the caller
+    /// holds it), so its next transaction can start the WAL over.
     fn checkpoint(&self) {
         if let Err(e) = self.conn.execute_batch("PRAGMA wal_checkpoint(PASSIVE)") {
             tracing::warn!(error = %e, "a WAL checkpoint failed; the next commit asks again");
