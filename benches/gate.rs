@@ -13,6 +13,13 @@
 //! another build of `butler` (an older one, to compare), BENCH_GATE_KEEP=<folder> to keep the measured
 //! turns' callgrind dumps there (`callgrind.<backend>.out`). It prints one `bench=gate` and
 //! one `bench=turn_profile` line per backend and exits non-zero on a regression.
+//! BENCH_GATE_ORDER=<file> instead adds to the link order of the binary's code: every function
+//! of `butler` that ran (start-up, the idle timers, then the turns) and is not listed yet, by
+//! its symbol, for `build.rs` to place together (`benches/hot.order`; README, "Code laid out by
+//! use", says how to write it for both the release build and this bench's).
+//! In its usual mode it checks that placement in the binary it profiles (`bench=hot_code`): the
+//! functions the file names must lie within a span of about their own size, and most of them
+//! must still exist (a file gone stale is written again with BENCH_GATE_ORDER).
 //!
 //! It must never compare wall-clock times, and never pass when valgrind or Butler failed.
 
@@ -52,8 +59,10 @@ impl Profiled {
         let log = dir.path().join("butler.log");
         let child = Command::new("valgrind")
             .args(["--tool=callgrind", "--quiet", "--dump-instr=no", "--dump-line=no"])
+            // The link order names functions by their symbols.
+            .args(order_file().map(|_| "--demangle=no"))
             .arg(format!("--callgrind-out-file={}", out.display()))
-            .arg(std::env::var("BENCH_GATE_BINARY").unwrap_or_else(|_| binary().to_string()))
+            .arg(profiled_binary())
             .args(["serve", "--config"])
             .arg(&config)
             // The default log level: log lines per turn are part of the profile.
@@ -86,6 +95,11 @@ impl Profiled {
 
     /// The newest dump file callgrind wrote (`callgrind.out.<n>` after a `-d`).
     fn last_dump(&self) -> PathBuf {
+        self.dumps().pop().expect("callgrind wrote no dump")
+    }
+
+    /// The dump files callgrind wrote so far, oldest first.
+    fn dumps(&self) -> Vec<PathBuf> {
         let dir = self.out.parent().unwrap();
         let name = self.out.file_name().unwrap().to_string_lossy().to_string();
         let mut dumps: Vec<(u64, PathBuf)> = std::fs::read_dir(dir)
@@ -98,7 +112,7 @@ impl Profiled {
             })
             .collect();
         dumps.sort();
-        dumps.pop().expect("callgrind wrote no dump").1
+        dumps.into_iter().map(|(_, path)| path).collect()
     }
 }
 
@@ -193,6 +207,10 @@ async fn measure(backend: &str, db_url: &str, llm_url: &str, turns: usize) -> Me
     // callgrind a turn takes a hundred times longer than natively, so this share of the count
     // depends on the machine's speed and is taken out of the per-turn figure.
     let commits_0 = pg_commits(db_url).await;
+    if order_file().is_some() {
+        // Start-up and the warm-up turns: the first part of the link order.
+        server.control("-d");
+    }
     server.control("-z");
     let idle_started = Instant::now();
     tokio::time::sleep(IDLE_SAMPLE).await;
@@ -217,6 +235,9 @@ async fn measure(backend: &str, db_url: &str, llm_url: &str, turns: usize) -> Me
     if let Ok(keep) = std::env::var("BENCH_GATE_KEEP") {
         // For callgrind_annotate: the measured turns' dump, kept after the run.
         std::fs::copy(server.last_dump(), Path::new(&keep).join(format!("callgrind.{backend}.out"))).unwrap();
+    }
+    if let Some(file) = order_file() {
+        write_order(&server.dumps(), &file);
     }
     let t = turns as f64;
     // Calls per turn, less what the idle timers made over the same time.
@@ -255,6 +276,101 @@ async fn measure(backend: &str, db_url: &str, llm_url: &str, turns: usize) -> Me
         idle_per_sec: idle as u64,
         profile,
     }
+}
+
+/// The `butler` binary profiled: this build's, or BENCH_GATE_BINARY.
+fn profiled_binary() -> String {
+    std::env::var("BENCH_GATE_BINARY").unwrap_or_else(|_| binary().to_string())
+}
+
+/// Where BENCH_GATE_ORDER asks the link order to be written.
+fn order_file() -> Option<PathBuf> {
+    std::env::var_os("BENCH_GATE_ORDER").map(PathBuf::from)
+}
+
+/// Adds to `file` the symbols of `butler`'s functions that ran and that it does not list yet,
+/// in the order of the dumps (start-up, idle, turns): the symbol ordering file `build.rs`
+/// gives the linker. A release build and this bench's build of the same sources differ in
+/// their dependencies' features (the bench's dev-dependencies add some), so their symbols
+/// differ: the file lists both builds' functions, profiled one after the other.
+fn write_order(dumps: &[PathBuf], file: &Path) {
+    let ours = std::fs::canonicalize(profiled_binary()).unwrap();
+    let mut order = std::fs::read_to_string(file).unwrap_or_default();
+    let mut seen: std::collections::HashSet<String> = order.lines().map(str::to_string).collect();
+    let listed = seen.len();
+    for dump in dumps {
+        let text = std::fs::read_to_string(dump).unwrap();
+        let (mut names, mut objects) = (BTreeMap::new(), BTreeMap::new());
+        let mut in_butler = false;
+        for line in text.lines() {
+            if let Some(rest) = line.strip_prefix("ob=") {
+                in_butler = Path::new(&Dump::name(&mut objects, rest)) == ours;
+            } else if let Some(rest) = line.strip_prefix("cob=") {
+                Dump::name(&mut objects, rest);
+            } else if let Some(rest) = line.strip_prefix("cfn=") {
+                // Defines a name for later `fn=` lines; the callee is in its own `fn=` block.
+                Dump::name(&mut names, rest);
+            } else if let Some(rest) = line.strip_prefix("fn=") {
+                let name = Dump::name(&mut names, rest);
+                if in_butler && !name.starts_with("0x") && seen.insert(name.clone()) {
+                    order.push_str(&name);
+                    order.push('\n');
+                }
+            }
+        }
+    }
+    std::fs::write(file, order).unwrap();
+    println!("bench=gate_order listed={listed} added={} file={}", seen.len() - listed, file.display());
+}
+
+/// Where the functions `benches/hot.order` names lie in the profiled binary (`nm`): how many
+/// exist, their total size and the span of addresses they cover. Fails when most are gone or
+/// they are spread out (the link order was not applied).
+fn hot_code() -> bool {
+    let order = Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/hot.order");
+    let Ok(listed) = std::fs::read_to_string(&order) else {
+        eprintln!("gate: {} is missing: write it with BENCH_GATE_ORDER", order.display());
+        return false;
+    };
+    let Ok(out) = Command::new("nm").args(["-S", "--defined-only"]).arg(profiled_binary()).output() else {
+        println!("bench=hot_code skipped=no_nm");
+        return true;
+    };
+    let listed: std::collections::HashSet<&str> = listed.lines().collect();
+    let text = String::from_utf8_lossy(&out.stdout);
+    // A local symbol's name can be several functions' (`.part.0`, `.cold`): each counts once.
+    let mut found = std::collections::HashSet::new();
+    let (mut bytes, mut low, mut high) = (0u64, u64::MAX, 0u64);
+    for line in text.lines() {
+        let [addr, size, kind, name] = line.split_whitespace().collect::<Vec<_>>()[..] else { continue };
+        if !matches!(kind, "t" | "T") || !listed.contains(name) {
+            continue;
+        }
+        let (addr, size) = (u64::from_str_radix(addr, 16).unwrap_or(0), u64::from_str_radix(size, 16).unwrap_or(0));
+        found.insert(name);
+        bytes += size;
+        (low, high) = (low.min(addr), high.max(addr + size));
+    }
+    let mib = |b: u64| b as f64 / (1024.0 * 1024.0);
+    let matched = found.len() as f64 * 100.0 / listed.len().max(1) as f64;
+    let span = high.saturating_sub(low);
+    println!(
+        "bench=hot_code listed={} found={} matched_pct={matched:.1} size_mib={:.2} span_mib={:.2}",
+        listed.len(),
+        found.len(),
+        mib(bytes),
+        mib(span)
+    );
+    // The file lists two builds' functions (see `write_order`): each build has about half.
+    if matched < 40.0 {
+        eprintln!("gate: most of benches/hot.order is stale: write it again with BENCH_GATE_ORDER");
+        return false;
+    }
+    if span > 2 * bytes + (1 << 20) {
+        eprintln!("gate: the functions of benches/hot.order are spread over the binary: is build.rs linking with it?");
+        return false;
+    }
+    true
 }
 
 fn read_baseline() -> BTreeMap<String, u64> {
@@ -298,6 +414,10 @@ fn main() {
             let url = db.as_ref().map_or(String::new(), |d| d.url.clone());
             let m = measure(backend, &url, &llm_url, turns).await;
             drop(db);
+            if order_file().is_some() {
+                // Symbols are not the names the profile counts: no comparison.
+                continue;
+            }
             let key = format!("{backend}_instructions_per_turn");
             let base = baseline.get(&key).copied();
             let change = base.map_or(0.0, |b| (m.per_turn as f64 - b as f64) * 100.0 / b as f64);
@@ -327,6 +447,9 @@ fn main() {
         }
         if update {
             write_baseline(&baseline);
+        }
+        if order_file().is_none() && !hot_code() {
+            failed = true;
         }
         failed
     });
