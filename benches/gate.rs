@@ -41,6 +41,9 @@ const IDLE_SAMPLE: Duration = Duration::from_secs(5);
 
 const BASELINE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/benches/gate-baseline.txt");
 
+/// The link order `build.rs` gives the linker (see `write_order`).
+const HOT_ORDER: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/benches/hot.order");
+
 /// `butler serve` under callgrind; killed when dropped.
 struct Profiled {
     child: Child,
@@ -327,9 +330,8 @@ fn write_order(dumps: &[PathBuf], file: &Path) {
 /// exist, their total size and the span of addresses they cover. Fails when they are spread
 /// out (the link order was not applied); says so when most are gone (the file is stale).
 fn hot_code() -> bool {
-    let order = Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/hot.order");
-    let Ok(listed) = std::fs::read_to_string(&order) else {
-        eprintln!("gate: {} is missing: write it with BENCH_GATE_ORDER", order.display());
+    let Ok(listed) = std::fs::read_to_string(HOT_ORDER) else {
+        eprintln!("gate: {HOT_ORDER} is missing: write it with BENCH_GATE_ORDER");
         return false;
     };
     let Ok(out) = Command::new("nm").args(["-S", "--defined-only"]).arg(profiled_binary()).output() else {
