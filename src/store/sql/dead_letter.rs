@@ -46,8 +46,7 @@ macro_rules! impl_dead_letter {
             }
 
             async fn inbox_count(&self, status: $crate::store::InboxStatus) -> $crate::store::Result<i64> {
-                let (n,): (i64,) = sqlx::query_as("SELECT COUNT(*) FROM inbox WHERE status = $1")
-                    .bind(status.as_str())
+                let (n,): (i64,) = sqlx::query_as($crate::store::sql::dead_letter::inbox_count_sql(status))
                     .fetch_one(self.reader())
                     .await
                     .map_err($crate::store::sql::error::db_err)?;
@@ -72,3 +71,18 @@ macro_rules! impl_dead_letter {
     };
 }
 pub(crate) use impl_dead_letter;
+
+/// Counts the inbox's events of `status` with the status written into the statement: SQLite's
+/// stable plans (`sqlite::stable_plans`) never look at a bound value, so `status = $1` read the
+/// whole inbox (every `/metrics` scrape, growing with every message ever received, and filling
+/// the readers' page caches); a literal lets the count read only that status's partial index.
+pub(crate) fn inbox_count_sql(status: crate::store::InboxStatus) -> &'static str {
+    use crate::store::InboxStatus;
+    match status {
+        InboxStatus::Pending => "SELECT COUNT(*) FROM inbox WHERE status = 'pending'",
+        InboxStatus::Processing => "SELECT COUNT(*) FROM inbox WHERE status = 'processing'",
+        InboxStatus::Failed => "SELECT COUNT(*) FROM inbox WHERE status = 'failed'",
+        InboxStatus::Done => "SELECT COUNT(*) FROM inbox WHERE status = 'done'",
+        InboxStatus::Dropped => "SELECT COUNT(*) FROM inbox WHERE status = 'dropped'",
+    }
+}

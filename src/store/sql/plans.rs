@@ -55,6 +55,25 @@ async fn hot_statements_search_indexes_and_never_scan_a_table() {
     }
 }
 
+/// Counting the inbox by status (`butler_inbox_pending` on every `/metrics` scrape, dead letters
+/// for `doctor` and the status command) reads only that status's partial index: the inbox keeps
+/// every event, so reading it through cost more with every message ever received.
+#[tokio::test]
+async fn inbox_counts_read_only_their_status_index() {
+    use crate::store::InboxStatus;
+    let (_dir, store) = migrated("counts.db").await;
+    let table = [
+        (InboxStatus::Pending, "inbox_claim"),
+        (InboxStatus::Processing, "inbox_processing"),
+        (InboxStatus::Failed, "inbox_failed"),
+    ];
+    for (status, index) in table {
+        let steps = plan(&store, super::super::dead_letter::inbox_count_sql(status)).await;
+        let reads_index = |s: &String| s.starts_with("SCAN inbox USING ") && s.ends_with(&format!("INDEX {index}"));
+        assert!(steps.len() == 1 && reads_index(&steps[0]), "{status:?} is not counted over {index}: {steps:?}");
+    }
+}
+
 /// sqlx's writer checkpoints its own commits at the WAL size a turn's CPU was measured with
 /// (left at SQLite's default it would checkpoint four times as often); SQLite's writer's
 /// connection checkpoints none of its own (its thread does, at the same size: `lite.rs`).
