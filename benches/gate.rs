@@ -13,13 +13,16 @@
 //! another build of `butler` (an older one, to compare), BENCH_GATE_KEEP=<folder> to keep the measured
 //! turns' callgrind dumps there (`callgrind.<backend>.out`). It prints one `bench=gate` and
 //! one `bench=turn_profile` line per backend and exits non-zero on a regression.
-//! BENCH_GATE_ORDER=<file> instead adds to the link order of the binary's code: every function
-//! of `butler` that ran (start-up, the idle timers, then the turns) and is not listed yet, by
-//! its symbol, for `build.rs` to place together (`benches/hot.order`; README, "Code laid out by
-//! use", says how to write it for both the release build and this bench's).
+//! BENCH_GATE_ORDER=<file> instead adds to the link order of the binary's code every function
+//! of `butler` that ran and is not listed yet, by its symbol, for `build.rs` to place together
+//! (`benches/hot.order`; README, "Code laid out by use", says how to write it for both the
+//! release build and this bench's): first, in the file's idle part, what runs when it starts on
+//! a database it made before and idles (what an idle process keeps resident); after a marker
+//! line, what a first start and the turns add.
 //! In its usual mode it checks that placement in the binary it profiles (`bench=hot_code`): the
-//! functions the file names must lie within a span of about their own size; when most of them
-//! are gone it says the file is stale (written again with BENCH_GATE_ORDER).
+//! functions the file names, and those of its idle part, must each lie within a span of about
+//! their own size; when most of them are gone it says the file is stale (written again with
+//! BENCH_GATE_ORDER).
 //!
 //! It must never compare wall-clock times, and never pass when valgrind or Butler failed.
 
@@ -55,7 +58,11 @@ struct Profiled {
 
 impl Profiled {
     async fn start(db_url: &str, llm_url: &str) -> Self {
-        let dir = tempfile::tempdir().unwrap();
+        Self::start_in(tempfile::tempdir().unwrap(), db_url, llm_url).await
+    }
+
+    /// Starts it in `dir`, on the database there if one is (SQLite).
+    async fn start_in(dir: tempfile::TempDir, db_url: &str, llm_url: &str) -> Self {
         let port = free_port();
         let config = bench_config(dir.path(), port, db_url, llm_url, "");
         let out = dir.path().join("callgrind.out");
@@ -240,7 +247,9 @@ async fn measure(backend: &str, db_url: &str, llm_url: &str, turns: usize) -> Me
         std::fs::copy(server.last_dump(), Path::new(&keep).join(format!("callgrind.{backend}.out"))).unwrap();
     }
     if let Some(file) = order_file() {
-        write_order(&server.dumps(), &file);
+        // The idle timers' functions join the idle part; the rest follows.
+        write_order(&[server.dumps()[1].clone()], &file, true);
+        write_order(&server.dumps(), &file, false);
     }
     let t = turns as f64;
     // Calls per turn, less what the idle timers made over the same time.
@@ -291,16 +300,53 @@ fn order_file() -> Option<PathBuf> {
     std::env::var_os("BENCH_GATE_ORDER").map(PathBuf::from)
 }
 
+/// The line in the link order after the functions an idle process runs (a start on an
+/// existing database, then the idle timers), before those of turns and of a first start.
+const TURNS_MARK: &str = "# -- the functions of turns and of a first start, after those of an idle process";
+
+/// The first part of the link order: what runs when Butler starts on a database it made
+/// before and then idles, as `bench=cold_start` measures it (the database is made by a start
+/// outside callgrind).
+async fn idle_order(llm_url: &str, file: &Path) {
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let config = bench_config(dir.path(), port, "", llm_url, "");
+    let mut first = Command::new(profiled_binary())
+        .args(["serve", "--config"])
+        .arg(&config)
+        .current_dir(dir.path())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_ready(&format!("http://127.0.0.1:{port}"), Duration::from_secs(60), Duration::from_millis(20)).await;
+    let _ = Command::new("kill").args(["-TERM", &first.id().to_string()]).status();
+    assert!(first.wait().unwrap().success(), "the first start did not stop cleanly");
+    let server = Profiled::start_in(dir, "", llm_url).await;
+    tokio::time::sleep(IDLE_SAMPLE).await;
+    server.control("-d");
+    write_order(&server.dumps(), file, true);
+}
+
 /// Adds to `file` the symbols of `butler`'s functions that ran and that it does not list yet,
-/// in the order of the dumps (start-up, idle, turns): the symbol ordering file `build.rs`
+/// in the order of the dumps: with `idle`, at the end of the idle part (moving any the file
+/// had after [`TURNS_MARK`]); else at the end. This is the symbol ordering file `build.rs`
 /// gives the linker. A release build and this bench's build of the same sources differ in
 /// their dependencies' features (the bench's dev-dependencies add some), so their symbols
-/// differ: the file lists both builds' functions, profiled one after the other.
-fn write_order(dumps: &[PathBuf], file: &Path) {
+/// differ: the file lists both builds' functions, profiled one after the other, each build's
+/// idle functions in the first part.
+fn write_order(dumps: &[PathBuf], file: &Path, idle: bool) {
     let ours = std::fs::canonicalize(profiled_binary()).unwrap();
-    let mut order = std::fs::read_to_string(file).unwrap_or_default();
-    let mut seen: std::collections::HashSet<String> = order.lines().map(str::to_string).collect();
-    let listed = seen.len();
+    let text = std::fs::read_to_string(file).unwrap_or_default();
+    let (head, tail) = text.split_once(&format!("{TURNS_MARK}\n")).unwrap_or((&text, ""));
+    fn names(part: &str) -> Vec<&str> {
+        part.lines().filter(|l| !l.is_empty()).collect()
+    }
+    let (mut head, mut tail) = (names(head), names(tail));
+    let listed = head.len() + tail.len();
+    let mut seen: std::collections::HashSet<&str> = head.iter().copied().collect();
+    let later: std::collections::HashSet<&str> = tail.iter().copied().collect();
+    let mut ran = Vec::new();
     for dump in dumps {
         let text = std::fs::read_to_string(dump).unwrap();
         let (mut names, mut objects) = (BTreeMap::new(), BTreeMap::new());
@@ -315,20 +361,40 @@ fn write_order(dumps: &[PathBuf], file: &Path) {
                 Dump::name(&mut names, rest);
             } else if let Some(rest) = line.strip_prefix("fn=") {
                 let name = Dump::name(&mut names, rest);
-                if in_butler && !name.starts_with("0x") && seen.insert(name.clone()) {
-                    order.push_str(&name);
-                    order.push('\n');
+                if in_butler && !name.starts_with("0x") {
+                    ran.push(name);
                 }
             }
         }
     }
-    std::fs::write(file, order).unwrap();
-    println!("bench=gate_order listed={listed} added={} file={}", seen.len() - listed, file.display());
+    let mut moved = std::collections::HashSet::new();
+    for name in &ran {
+        if seen.contains(name.as_str()) || (!idle && later.contains(name.as_str())) {
+            continue;
+        }
+        seen.insert(name);
+        if idle {
+            head.push(name);
+            moved.insert(name.as_str());
+        } else {
+            tail.push(name);
+        }
+    }
+    tail.retain(|name| !moved.contains(name));
+    let out: String = head.iter().chain([&TURNS_MARK]).chain(&tail).map(|l| format!("{l}\n")).collect();
+    std::fs::write(file, out).unwrap();
+    println!(
+        "bench=gate_order listed={listed} now={} idle_part={} file={}",
+        head.len() + tail.len(),
+        head.len(),
+        file.display()
+    );
 }
 
 /// Where the functions `benches/hot.order` names lie in the profiled binary (`nm`): how many
-/// exist, their total size and the span of addresses they cover. Fails when they are spread
-/// out (the link order was not applied); says so when most are gone (the file is stale).
+/// exist, their total size and the span of addresses they cover, for the whole file and for
+/// its idle part. Fails when either is spread out (the link order was not applied); says so
+/// when most are gone (the file is stale).
 fn hot_code() -> bool {
     let Ok(listed) = std::fs::read_to_string(HOT_ORDER) else {
         eprintln!("gate: {HOT_ORDER} is missing: write it with BENCH_GATE_ORDER");
@@ -338,41 +404,90 @@ fn hot_code() -> bool {
         println!("bench=hot_code skipped=no_nm");
         return true;
     };
-    let listed: std::collections::HashSet<&str> = listed.lines().collect();
+    let idle_part = listed.split_once(TURNS_MARK).map_or("", |(head, _)| head);
+    let idle: std::collections::HashSet<&str> = idle_part.lines().collect();
+    let listed: std::collections::HashSet<&str> = listed.lines().filter(|l| !l.starts_with('#')).collect();
     let text = String::from_utf8_lossy(&out.stdout);
     // A local symbol's name can be several functions' (`.part.0`, `.cold`): each counts once.
-    let mut found = std::collections::HashSet::new();
-    let (mut bytes, mut low, mut high) = (0u64, u64::MAX, 0u64);
+    let (mut all, mut idle_only) = (Placed::default(), Placed::default());
+    // A function LLVM made visible across code units is named with a suffix `.llvm.<hash of
+    // its unit>`, which changes whenever that unit's code does: listed under its old name, it is
+    // not placed ("renamed"; a file just written counts some too: functions the other build ran
+    // that this one has under another suffix).
+    let stem = |name: &'_ str| name.split_once(".llvm.").map(|(stem, _)| stem.to_string());
+    let listed_stems: std::collections::HashSet<String> = listed.iter().filter_map(|n| stem(n)).collect();
+    let mut renamed = std::collections::HashSet::new();
     for line in text.lines() {
         let [addr, size, kind, name] = line.split_whitespace().collect::<Vec<_>>()[..] else { continue };
-        if !matches!(kind, "t" | "T") || !listed.contains(name) {
+        if !matches!(kind, "t" | "T") {
+            continue;
+        }
+        if !listed.contains(name) {
+            if stem(name).is_some_and(|s| listed_stems.contains(&s)) {
+                renamed.insert(name);
+            }
             continue;
         }
         let (addr, size) = (u64::from_str_radix(addr, 16).unwrap_or(0), u64::from_str_radix(size, 16).unwrap_or(0));
-        found.insert(name);
-        bytes += size;
-        (low, high) = (low.min(addr), high.max(addr + size));
+        all.add(name, addr, size);
+        if idle.contains(name) {
+            idle_only.add(name, addr, size);
+        }
     }
-    let mib = |b: u64| b as f64 / (1024.0 * 1024.0);
-    let matched = found.len() as f64 * 100.0 / listed.len().max(1) as f64;
-    let span = high.saturating_sub(low);
+    let matched = all.found.len() as f64 * 100.0 / listed.len().max(1) as f64;
     println!(
-        "bench=hot_code listed={} found={} matched_pct={matched:.1} size_mib={:.2} span_mib={:.2}",
+        "bench=hot_code listed={} found={} matched_pct={matched:.1} size_mib={:.2} span_mib={:.2} \
+         idle_found={} idle_size_mib={:.2} idle_span_mib={:.2} renamed={}",
         listed.len(),
-        found.len(),
-        mib(bytes),
-        mib(span)
+        all.found.len(),
+        mib(all.bytes),
+        mib(all.span()),
+        idle_only.found.len(),
+        mib(idle_only.bytes),
+        mib(idle_only.span()),
+        renamed.len(),
     );
     // The file lists two builds' functions (see `write_order`): each build has about half. A
     // stale file costs memory, not correctness: said, not failed.
     if matched < 40.0 {
         eprintln!("gate: most of benches/hot.order is stale: write it again with BENCH_GATE_ORDER");
     }
-    if found.len() >= 100 && span > 2 * bytes + (1 << 20) {
+    if all.spread() || idle_only.spread() {
         eprintln!("gate: the functions of benches/hot.order are spread over the binary: is build.rs linking with it?");
         return false;
     }
     true
+}
+
+fn mib(bytes: u64) -> f64 {
+    bytes as f64 / (1024.0 * 1024.0)
+}
+
+/// Functions found in the binary: their count, total size and the addresses they cover.
+#[derive(Default)]
+struct Placed<'a> {
+    found: std::collections::HashSet<&'a str>,
+    bytes: u64,
+    low: Option<u64>,
+    high: u64,
+}
+
+impl<'a> Placed<'a> {
+    fn add(&mut self, name: &'a str, addr: u64, size: u64) {
+        self.found.insert(name);
+        self.bytes += size;
+        self.low = Some(self.low.map_or(addr, |low| low.min(addr)));
+        self.high = self.high.max(addr + size);
+    }
+
+    fn span(&self) -> u64 {
+        self.low.map_or(0, |low| self.high - low)
+    }
+
+    /// Whether they lie over more than twice their size plus 1 MiB (100 of them at least).
+    fn spread(&self) -> bool {
+        self.found.len() >= 100 && self.span() > 2 * self.bytes + (1 << 20)
+    }
 }
 
 fn read_baseline() -> BTreeMap<String, u64> {
@@ -414,6 +529,9 @@ fn main() {
         for backend in ["sqlite", "postgres"].into_iter().filter(|b| backends.contains(b)) {
             let db = if backend == "postgres" { Some(PgTestDb::create().await) } else { None };
             let url = db.as_ref().map_or(String::new(), |d| d.url.clone());
+            if let Some(file) = order_file().filter(|_| backend == "sqlite") {
+                idle_order(&llm_url, &file).await;
+            }
             let m = measure(backend, &url, &llm_url, turns).await;
             drop(db);
             if order_file().is_some() {
