@@ -304,6 +304,17 @@ fn order_file() -> Option<PathBuf> {
 /// existing database, then the idle timers), before those of turns and of a first start.
 const TURNS_MARK: &str = "# -- the functions of turns and of a first start, after those of an idle process";
 
+/// The names a link order lists: its idle part (before [`TURNS_MARK`]) and the rest.
+fn order_parts(text: &str) -> (Vec<&str>, Vec<&str>) {
+    let (head, tail) = text.split_once(TURNS_MARK).unwrap_or((text, ""));
+    (symbols(head), symbols(tail))
+}
+
+/// The symbol lines of part of a link order (no empty lines, no comments).
+fn symbols(part: &str) -> Vec<&str> {
+    part.lines().filter(|l| !l.is_empty() && !l.starts_with('#')).collect()
+}
+
 /// The first part of the link order: what runs when Butler starts on a database it made
 /// before and then idles, as `bench=cold_start` measures it (the database is made by a start
 /// outside callgrind).
@@ -338,11 +349,7 @@ async fn idle_order(llm_url: &str, file: &Path) {
 fn write_order(dumps: &[PathBuf], file: &Path, idle: bool) {
     let ours = std::fs::canonicalize(profiled_binary()).unwrap();
     let text = std::fs::read_to_string(file).unwrap_or_default();
-    let (head, tail) = text.split_once(&format!("{TURNS_MARK}\n")).unwrap_or((&text, ""));
-    fn names(part: &str) -> Vec<&str> {
-        part.lines().filter(|l| !l.is_empty()).collect()
-    }
-    let (mut head, mut tail) = (names(head), names(tail));
+    let (mut head, mut tail) = order_parts(&text);
     let listed = head.len() + tail.len();
     let mut seen: std::collections::HashSet<&str> = head.iter().copied().collect();
     let later: std::collections::HashSet<&str> = tail.iter().copied().collect();
@@ -404,9 +411,9 @@ fn hot_code() -> bool {
         println!("bench=hot_code skipped=no_nm");
         return true;
     };
-    let idle_part = listed.split_once(TURNS_MARK).map_or("", |(head, _)| head);
-    let idle: std::collections::HashSet<&str> = idle_part.lines().collect();
-    let listed: std::collections::HashSet<&str> = listed.lines().filter(|l| !l.starts_with('#')).collect();
+    let (head, tail) = order_parts(&listed);
+    let idle: std::collections::HashSet<&str> = head.iter().copied().collect();
+    let listed: std::collections::HashSet<&str> = head.into_iter().chain(tail).collect();
     let text = String::from_utf8_lossy(&out.stdout);
     // A local symbol's name can be several functions' (`.part.0`, `.cold`): each counts once.
     let (mut all, mut idle_only) = (Placed::default(), Placed::default());
@@ -414,8 +421,10 @@ fn hot_code() -> bool {
     // its unit>`, which changes whenever that unit's code does: listed under its old name, it is
     // not placed ("renamed"; a file just written counts some too: functions the other build ran
     // that this one has under another suffix).
-    let stem = |name: &'_ str| name.split_once(".llvm.").map(|(stem, _)| stem.to_string());
-    let listed_stems: std::collections::HashSet<String> = listed.iter().filter_map(|n| stem(n)).collect();
+    fn stem(name: &str) -> Option<&str> {
+        name.split_once(".llvm.").map(|(stem, _)| stem)
+    }
+    let listed_stems: std::collections::HashSet<&str> = listed.iter().filter_map(|n| stem(n)).collect();
     let mut renamed = std::collections::HashSet::new();
     for line in text.lines() {
         let [addr, size, kind, name] = line.split_whitespace().collect::<Vec<_>>()[..] else { continue };
@@ -423,7 +432,7 @@ fn hot_code() -> bool {
             continue;
         }
         if !listed.contains(name) {
-            if stem(name).is_some_and(|s| listed_stems.contains(&s)) {
+            if stem(name).is_some_and(|s| listed_stems.contains(s)) {
                 renamed.insert(name);
             }
             continue;
