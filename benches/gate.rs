@@ -77,6 +77,9 @@ impl Profiled {
             .arg(&config)
             // The default log level: log lines per turn are part of the profile.
             .env_remove("RUST_LOG")
+            // `serve` would start itself again with these (`cli::allocator`), outside callgrind;
+            // set already, it goes on (callgrind has its own allocator anyway).
+            .env("GLIBC_TUNABLES", butler::cli::allocator::TUNABLES)
             .current_dir(dir.path())
             .stdout(Stdio::from(std::fs::File::create(&log).unwrap()))
             .stderr(Stdio::from(std::fs::File::options().append(true).open(&log).unwrap()))

@@ -4,6 +4,7 @@
 //! (0 success, 1 a check or run failed, 2 bad usage or configuration). Only this module and
 //! `main` may print to the terminal.
 
+pub mod allocator;
 mod audit;
 mod backup;
 mod chat;
@@ -281,6 +282,8 @@ fn log_config_choice(loaded: &config::Loaded) {
 
 async fn serve(loaded: config::Loaded) -> Result<ExitCode, ExitCode> {
     log_config_choice(&loaded);
+    let allocator = allocator::described();
+    tracing::info!(allocator, "memory allocator: {allocator}");
     let database = crate::store::redact_url(loaded.config.database.url.expose());
     tracing::info!(database = %database, "using the database {database}");
     if let Some(problem) = model::setup_problem(&loaded.config.llm).await {

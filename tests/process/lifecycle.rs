@@ -4,7 +4,7 @@
 
 use super::{llm_section, messages, post, query};
 use crate::support::fake_llm::{FakeLlm, Reply};
-use crate::support::proc::{clean_command, signal, Deployment, Server};
+use crate::support::proc::{clean_command, free_port, signal, Deployment, Server};
 use std::time::Duration;
 
 #[tokio::test]
@@ -39,6 +39,53 @@ async fn serve_without_config_runs_on_the_embedded_default() {
     assert!(log_text.contains("no language model is configured"), "{log_text}");
     let status = server.terminate(Duration::from_secs(15)).await;
     assert!(status.success(), "exit {status:?}");
+}
+
+/// `serve` starts itself again, once, with glibc's per-thread caches and fast bins off (so the
+/// memory of a burst of conversations can go back; `cli::allocator`), keeps the operator's own
+/// `GLIBC_TUNABLES` before its settings, and leaves them alone when they set the allocator.
+#[tokio::test]
+async fn serve_runs_with_the_allocator_settings_unless_the_operator_set_them() {
+    const OURS: &str = butler::cli::allocator::TUNABLES;
+    // (GLIBC_TUNABLES given, the start-up line's words, GLIBC_TUNABLES the running image got)
+    let table: &[(Option<&str>, &str, String)] = &[
+        (None, "without per-thread caches and fast bins", OURS.to_string()),
+        (
+            Some("glibc.rtld.optional_static_tls=1024"),
+            "without per-thread caches",
+            format!("glibc.rtld.optional_static_tls=1024:{OURS}"),
+        ),
+        (Some("glibc.malloc.tcache_count=7"), "as GLIBC_TUNABLES sets them", "glibc.malloc.tcache_count=7".to_string()),
+    ];
+    for (given, words, image) in table {
+        let dir = tempfile::tempdir().unwrap();
+        let port = free_port();
+        let config = dir.path().join("butler.toml");
+        std::fs::write(&config, format!("[server]\nlisten = \"127.0.0.1:{port}\"\n")).unwrap();
+        let mut cmd = clean_command(dir.path());
+        cmd.args(["serve", "--config"]).arg(&config);
+        if let Some(t) = given {
+            cmd.env("GLIBC_TUNABLES", t);
+        }
+        let server = Server::start(cmd, dir.path().join("serve.log"), &format!("http://127.0.0.1:{port}")).await;
+        let log = server.log_text();
+        let line =
+            log.lines().find(|l| l.contains("memory allocator:")).unwrap_or_else(|| panic!("no allocator line: {log}"));
+        assert!(line.contains(words), "{given:?}: {line}");
+        // The process is the one that was spawned (the same pid), and its image was started with
+        // these settings. Butler is not dumpable: only a privileged reader sees its environ.
+        if let Ok(environ) = std::fs::read(format!("/proc/{}/environ", server.child.id())) {
+            let vars: Vec<String> =
+                environ.split(|b| *b == 0).map(|v| String::from_utf8_lossy(v).into_owned()).collect();
+            // glibc cuts the variable at its first `:` where it reads it: compare up to there.
+            let got = vars.iter().find_map(|v| v.strip_prefix("GLIBC_TUNABLES=")).unwrap_or_default();
+            assert!(!got.is_empty() && image.starts_with(got), "{given:?}: {got:?} against {image:?}");
+            let marked = vars.iter().any(|v| v.starts_with("BUTLER_MALLOC_TUNED="));
+            assert_eq!(marked, given.is_none_or(|t| !t.contains("glibc.malloc.")), "{given:?}: {vars:?}");
+        }
+        let status = server.terminate(Duration::from_secs(15)).await;
+        assert!(status.success(), "{given:?}: exit {status:?}");
+    }
 }
 
 #[tokio::test]
