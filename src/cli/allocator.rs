@@ -13,12 +13,17 @@
 //! itself more than once (the mark below says it already did), never override a
 //! `glibc.malloc.*` setting the operator chose, and never leave its settings or its mark to
 //! the processes Butler starts (they are put back as they were at once).
+//!
+//! The deployment files (deploy/Dockerfile, deploy/butler.service) give both variables as the
+//! second start finds them, so those deployments start once.
 
 /// What `serve` asks of glibc's allocator.
 pub const TUNABLES: &str = "glibc.malloc.tcache_count=0:glibc.malloc.mxfast=0";
 
-/// Set for the second start only: the operator's own `GLIBC_TUNABLES` (empty when unset).
-const MARK: &str = "BUTLER_MALLOC_TUNED";
+/// Set for the second start only: the operator's own `GLIBC_TUNABLES` (empty when unset). A
+/// deployment that starts `serve` with `GLIBC_TUNABLES` set to [`TUNABLES`] and this set empty
+/// starts once and still keeps both from the processes Butler starts (deploy/Dockerfile).
+pub const MARK: &str = "BUTLER_MALLOC_TUNED";
 const GLIBC: &str = "GLIBC_TUNABLES";
 
 /// What to do at start, decided from the arguments and the two variables.
@@ -86,7 +91,12 @@ pub fn tune() {
             }
         }
         Step::Restore(original) => {
-            let _ = SETTINGS.set("glibc's without per-thread caches and fast bins (freed memory goes back)");
+            // A deployment giving the mark (deploy/Dockerfile) can be started with other settings.
+            let _ = SETTINGS.set(if glibc.is_some_and(|t| t.ends_with(TUNABLES)) {
+                "glibc's without per-thread caches and fast bins (freed memory goes back)"
+            } else {
+                "glibc's, as GLIBC_TUNABLES sets them"
+            });
             std::env::remove_var(MARK);
             match original {
                 Some(v) => std::env::set_var(GLIBC, v),

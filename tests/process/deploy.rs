@@ -13,7 +13,7 @@ use std::time::Duration;
 /// The port Butler listens on in every deployment.
 const PORT: &str = "8080";
 /// `BUTLER_*` variables that are not `BUTLER_<SECTION>__<KEY>` overrides (README, Configuration).
-const PLAIN_VARS: &[&str] = &["BUTLER_CONFIG", "BUTLER_DATA_DIR", "BUTLER_MODEL"];
+const PLAIN_VARS: &[&str] = &["BUTLER_CONFIG", "BUTLER_DATA_DIR", "BUTLER_MODEL", butler::cli::allocator::MARK];
 /// The k8s manifests the base kustomization applies.
 const K8S_RESOURCES: &[&str] = &["configmap.yaml", "deployment.yaml", "service.yaml", "workspace.yaml"];
 /// Where every deployment mounts the shared workspace (`[tools] workspace_dir`).
@@ -469,6 +469,12 @@ fn systemd_unit_is_hardened_and_verifies() {
     for (k, v) in table {
         assert!(has(k, v), "butler.service has {k}={v}");
     }
+    // The allocator settings, given as `serve`'s second start finds them: it starts once.
+    let tunables = format!("GLIBC_TUNABLES={}", butler::cli::allocator::TUNABLES);
+    let mark = format!("{}=", butler::cli::allocator::MARK);
+    for v in [&tunables, &mark] {
+        assert!(has("Environment", v), "butler.service has Environment={v}");
+    }
     // `systemd-analyze verify` needs the ExecStart binary to exist: point it at the built one.
     // Skipped only where systemd-analyze is not installed.
     let Ok(which) = std::process::Command::new("systemd-analyze").arg("--version").output() else {
@@ -499,6 +505,9 @@ async fn the_dockerfile_runtime_environment_serves_health_and_readiness() {
     let listen = env["BUTLER_SERVER__LISTEN"].replace(&format!(":{PORT}"), &format!(":{port}"));
     assert_eq!(listen, format!("0.0.0.0:{port}"));
     env.insert("BUTLER_SERVER__LISTEN".into(), listen);
+    // The allocator settings, given as `serve`'s second start finds them (`cli::allocator`).
+    assert_eq!(env.get("GLIBC_TUNABLES").map(String::as_str), Some(butler::cli::allocator::TUNABLES));
+    assert_eq!(env.get(butler::cli::allocator::MARK).map(String::as_str), Some(""));
     let args: Vec<String> = serde_json::from_str(runtime.one("CMD")).unwrap();
     let command = |extra: &[(&str, &str)]| {
         let mut cmd = clean_command(&data);
@@ -523,6 +532,11 @@ async fn the_dockerfile_runtime_environment_serves_health_and_readiness() {
         let r = reqwest::get(format!("{base}{path}")).await.unwrap();
         assert_eq!(r.status(), 200, "{path}");
     }
+    let log = server.log_text();
+    assert!(
+        log.lines().any(|l| l.contains("memory allocator:") && l.contains("without per-thread caches")),
+        "the image's environment gives serve the allocator settings: {log}"
+    );
     assert!(data.join("butler.db").exists(), "the SQLite database is in BUTLER_DATA_DIR (the volume)");
     // The HEALTHCHECK command itself, where curl is installed here.
     let health: Vec<String> =

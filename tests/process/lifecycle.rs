@@ -43,21 +43,42 @@ async fn serve_without_config_runs_on_the_embedded_default() {
 
 /// `serve` starts itself again, once, with glibc's per-thread caches and fast bins off (so the
 /// memory of a burst of conversations can go back; `cli::allocator`), keeps the operator's own
-/// `GLIBC_TUNABLES` before its settings, and leaves them alone when they set the allocator.
+/// `GLIBC_TUNABLES` before its settings, and leaves them alone when they set the allocator;
+/// started with the settings and the mark, as the deployment files start it, it says which it has.
 #[tokio::test]
 async fn serve_runs_with_the_allocator_settings_unless_the_operator_set_them() {
     const OURS: &str = butler::cli::allocator::TUNABLES;
-    // (GLIBC_TUNABLES given, the start-up line's words, GLIBC_TUNABLES the running image got)
-    let table: &[(Option<&str>, &str, String)] = &[
-        (None, "without per-thread caches and fast bins", OURS.to_string()),
+    const MARK: &str = butler::cli::allocator::MARK;
+    // (GLIBC_TUNABLES given, the mark given, the start-up line's words, GLIBC_TUNABLES the running
+    // image got, whether its image has the mark: it executed again, or the mark was given)
+    let table: &[(Option<&str>, Option<&str>, &str, String, bool)] = &[
+        (None, None, "without per-thread caches and fast bins", OURS.to_string(), true),
         (
             Some("glibc.rtld.optional_static_tls=1024"),
+            None,
             "without per-thread caches",
             format!("glibc.rtld.optional_static_tls=1024:{OURS}"),
+            true,
         ),
-        (Some("glibc.malloc.tcache_count=7"), "as GLIBC_TUNABLES sets them", "glibc.malloc.tcache_count=7".to_string()),
+        (
+            Some("glibc.malloc.tcache_count=7"),
+            None,
+            "as GLIBC_TUNABLES sets them",
+            "glibc.malloc.tcache_count=7".into(),
+            false,
+        ),
+        // As deploy/Dockerfile and deploy/butler.service start it: once, with the settings.
+        (Some(OURS), Some(""), "without per-thread caches and fast bins", OURS.to_string(), true),
+        // The image started with the operator's own settings: theirs, and said so.
+        (
+            Some("glibc.malloc.tcache_count=7"),
+            Some(""),
+            "as GLIBC_TUNABLES sets them",
+            "glibc.malloc.tcache_count=7".into(),
+            true,
+        ),
     ];
-    for (given, words, image) in table {
+    for (given, mark, words, image, marked) in table {
         let dir = tempfile::tempdir().unwrap();
         let port = free_port();
         let config = dir.path().join("butler.toml");
@@ -67,11 +88,14 @@ async fn serve_runs_with_the_allocator_settings_unless_the_operator_set_them() {
         if let Some(t) = given {
             cmd.env("GLIBC_TUNABLES", t);
         }
+        if let Some(m) = mark {
+            cmd.env(MARK, m);
+        }
         let server = Server::start(cmd, dir.path().join("serve.log"), &format!("http://127.0.0.1:{port}")).await;
         let log = server.log_text();
         let line =
             log.lines().find(|l| l.contains("memory allocator:")).unwrap_or_else(|| panic!("no allocator line: {log}"));
-        assert!(line.contains(words), "{given:?}: {line}");
+        assert!(line.contains(words), "{given:?} {mark:?}: {line}");
         // The process is the one that was spawned (the same pid), and its image was started with
         // these settings. Butler is not dumpable: only a privileged reader sees its environ.
         if let Ok(environ) = std::fs::read(format!("/proc/{}/environ", server.child.id())) {
@@ -79,12 +103,12 @@ async fn serve_runs_with_the_allocator_settings_unless_the_operator_set_them() {
                 environ.split(|b| *b == 0).map(|v| String::from_utf8_lossy(v).into_owned()).collect();
             // glibc cuts the variable at its first `:` where it reads it: compare up to there.
             let got = vars.iter().find_map(|v| v.strip_prefix("GLIBC_TUNABLES=")).unwrap_or_default();
-            assert!(!got.is_empty() && image.starts_with(got), "{given:?}: {got:?} against {image:?}");
-            let marked = vars.iter().any(|v| v.starts_with("BUTLER_MALLOC_TUNED="));
-            assert_eq!(marked, given.is_none_or(|t| !t.contains("glibc.malloc.")), "{given:?}: {vars:?}");
+            assert!(!got.is_empty() && image.starts_with(got), "{given:?} {mark:?}: {got:?} against {image:?}");
+            let has_mark = vars.iter().any(|v| v.starts_with(&format!("{MARK}=")));
+            assert_eq!(has_mark, *marked, "{given:?} {mark:?}: {vars:?}");
         }
         let status = server.terminate(Duration::from_secs(15)).await;
-        assert!(status.success(), "{given:?}: exit {status:?}");
+        assert!(status.success(), "{given:?} {mark:?}: exit {status:?}");
     }
 }
 
