@@ -109,10 +109,10 @@ pub fn hot_code(binary: &str) -> bool {
     let text = String::from_utf8_lossy(&out.stdout);
     // A local symbol's name can be several functions' (`.part.0`, `.cold`): each counts once.
     let (mut all, mut idle_only) = (Placed::default(), Placed::default());
-    // A function LLVM made visible across code units is named with a suffix `.llvm.<hash of
-    // its unit>`, which changes whenever that unit's code does: listed under its old name, it is
-    // not placed ("renamed"; a file just written counts some too: functions the other build ran
-    // that this one has under another suffix).
+    // A function LLVM made visible across code units is named with a suffix `.llvm.<its unit>`
+    // (`.cargo/config.toml`; without that option, a hash of the unit's code): one that moved to
+    // another unit is listed under its old name and not placed ("renamed"; a file just written
+    // counts some too: functions the other build ran that this one has under another suffix).
     fn stem(name: &str) -> Option<&str> {
         name.split_once(".llvm.").map(|(stem, _)| stem)
     }
