@@ -168,9 +168,10 @@ fn dockerfile_is_multi_stage_non_root_with_a_health_check_and_a_volume() {
     assert_eq!(runtime.one("CMD"), "[\"serve\"]");
 
     // The builder copies what the manifest names (members, migrations, benches and tests) and
-    // the build script (how the binary is linked: its code's order in `benches/hot.order`).
+    // the build script (how the binary is linked: its code's order in `benches/hot.order`), and
+    // `.cargo` (the compiler option that keeps that order's names across edits).
     let copies = builder.all("COPY").join("\n");
-    for dir in ["channels", "src", "migrations", "benches", "tests", "Cargo.lock", "build.rs"] {
+    for dir in ["channels", "src", "migrations", "benches", "tests", "Cargo.lock", "build.rs", ".cargo"] {
         assert!(copies.contains(dir), "the builder copies {dir}");
     }
     let ignore = std::fs::read_to_string(deploy("../.dockerignore")).expect(".dockerignore");
