@@ -51,7 +51,8 @@ async fn serve_runs_with_the_allocator_settings_unless_the_operator_set_them() {
     const MARK: &str = butler::cli::allocator::MARK;
     // (GLIBC_TUNABLES given, the mark given, the start-up line's words, GLIBC_TUNABLES the running
     // image got, whether its image has the mark: it executed again, or the mark was given)
-    let table: &[(Option<&str>, Option<&str>, &str, String, bool)] = &[
+    type Row = (Option<&'static str>, Option<&'static str>, &'static str, String, bool);
+    let table: &[Row] = &[
         (None, None, "without per-thread caches and fast bins", OURS.to_string(), true),
         (
             Some("glibc.rtld.optional_static_tls=1024"),
