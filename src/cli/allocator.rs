@@ -65,6 +65,9 @@ fn is_serve(args: &[String]) -> bool {
     false
 }
 
+/// [`described`] when the operator's own `GLIBC_TUNABLES` has the allocator's settings.
+const OPERATORS: &str = "glibc's, as GLIBC_TUNABLES sets them";
+
 /// What [`tune`] found or did, for `serve`'s start-up log line.
 static SETTINGS: std::sync::OnceLock<&'static str> = std::sync::OnceLock::new();
 
@@ -87,7 +90,7 @@ pub fn tune() {
     match step(&args, glibc.as_deref(), mark.as_deref()) {
         Step::Keep => {
             if glibc.is_some_and(|t| t.contains("glibc.malloc.")) {
-                let _ = SETTINGS.set("glibc's, as GLIBC_TUNABLES sets them");
+                let _ = SETTINGS.set(OPERATORS);
             }
         }
         Step::Restore(original) => {
@@ -95,7 +98,7 @@ pub fn tune() {
             let _ = SETTINGS.set(if glibc.is_some_and(|t| t.ends_with(TUNABLES)) {
                 "glibc's without per-thread caches and fast bins (freed memory goes back)"
             } else {
-                "glibc's, as GLIBC_TUNABLES sets them"
+                OPERATORS
             });
             std::env::remove_var(MARK);
             match original {
