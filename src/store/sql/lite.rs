@@ -451,6 +451,16 @@ pub(crate) fn execute(conn: &Connection, sql: &str, values: &[&dyn ToSql]) -> Re
     prepare(conn, sql, values).and_then(|mut s| s.raw_execute()).map_err(lite_err)
 }
 
+/// Runs `sql`, whose parameters are `?`s numbered by position, with `values`; the number of
+/// rows changed.
+pub(crate) fn execute_positional(conn: &Connection, sql: &str, values: &[&dyn ToSql]) -> Result<usize> {
+    let mut stmt = conn.prepare_cached(sql).map_err(lite_err)?;
+    for (i, value) in values.iter().enumerate() {
+        stmt.raw_bind_parameter(i + 1, value).map_err(lite_err)?;
+    }
+    stmt.raw_execute().map_err(lite_err)
+}
+
 /// Runs `sql` with `values` and decodes every row it returns with `row`.
 pub(crate) fn query<T>(
     conn: &Connection,

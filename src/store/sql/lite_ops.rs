@@ -1,15 +1,16 @@
 //! The store operations of a turn's hot path as SQLite's writer (`lite.rs`) runs them:
 //! the web page's line, the inbox row, the claim, the turn's start, the turn's commit and the
-//! outbox mark. The SQL is the same text the sqlx path runs (`hot.rs`); only execution
-//! differs. Each function runs inside the writer's open
-//! transaction and returns what the sqlx path computes, so the store methods do the rest
-//! (announcements, counters) the same way for both.
+//! outbox mark. The SQL is the text the sqlx path runs (`hot.rs`), except that a write that
+//! returns a row runs without its `RETURNING` and reads the row after it (cheaper in SQLite,
+//! and the same answer inside the writer's transaction). Each function runs inside the
+//! writer's open transaction and returns what the sqlx path computes, so the store methods do
+//! the rest (announcements, counters) the same way for both.
 //!
 //! It must never commit, begin or roll back a transaction itself (the writer does), and never
-//! build SQL from its arguments.
+//! build SQL from its arguments (a statement's shape may follow how many rows it writes).
 
 use super::hot;
-use super::lite::{execute, query, query_one};
+use super::lite::{execute, execute_positional, query, query_one};
 use super::rows::{InboxRaw, OutboxRaw, WebRaw};
 use crate::store::{
     ApprovalKind, ApprovalRow, InboxRow, NewOutbox, NewWebMessage, OutboxMark, OutboxRow, Result, StoreError,
@@ -21,11 +22,9 @@ use rusqlite::Connection;
 pub(crate) fn web_insert(c: &Connection, new: &NewWebMessage, buttons: &str, now: i64) -> Result<WebMessage> {
     let values: [&dyn rusqlite::ToSql; 7] =
         [&new.conversation, &new.key, &new.role, &new.author, &new.text, &buttons, &now];
-    let raw = match query_one(c, hot::SQL_WEB_INSERT, &values, WebRaw::from_lite)? {
-        Some(raw) => raw,
-        None => query_one(c, hot::SQL_WEB_BY_KEY, &[&new.key], WebRaw::from_lite)?
-            .ok_or_else(|| StoreError::Corrupt(format!("web message `{}` vanished", new.key)))?,
-    };
+    execute(c, hot::SQL_WEB_INSERT_WRITE, &values)?;
+    let raw = query_one(c, hot::SQL_WEB_BY_KEY, &[&new.key], WebRaw::from_lite)?
+        .ok_or_else(|| StoreError::Corrupt(format!("web message `{}` vanished", new.key)))?;
     raw.try_into()
 }
 
@@ -66,15 +65,12 @@ pub(crate) fn finish_event(c: &Connection, commit: &TurnCommit, now: i64, embed:
         }
     }
     let status = commit.inbox_status.as_str();
-    let updated: Option<String> =
-        query_one(c, hot::SQL_INBOX_SETTLE, &[&commit.inbox_id, &status, &now], |r| r.get(0))?;
+    let updated: Option<String> = match execute(c, hot::SQL_INBOX_SETTLE_WRITE, &[&commit.inbox_id, &status, &now])? {
+        0 => None,
+        _ => query_one(c, hot::SQL_INBOX_CONVERSATION, &[&commit.inbox_id], |r| r.get(0))?,
+    };
     let rerun = updated.is_none()
         && query_one(c, hot::SQL_INBOX_STATUS, &[&commit.inbox_id], |r| r.get::<_, String>(0))?.is_some();
-    if !rerun {
-        if let Some(session_id) = commit.session_id.as_deref().filter(|_| !commit.messages.is_empty()) {
-            append_messages(c, session_id, commit, now, embed)?;
-        }
-    }
     let reply = commit.reply.as_ref().map(|r| outbox_upsert(c, r, now)).transpose()?;
     if !rerun {
         for notice in &commit.notices {
@@ -99,36 +95,76 @@ pub(crate) fn finish_event(c: &Connection, commit: &TurnCommit, now: i64, embed:
             ];
             execute(c, hot::SQL_USAGE_INSERT, &values)?;
         }
+        // Last, so that the full-text index takes the turn's messages as one segment at the
+        // commit (see `MESSAGE_ROWS`).
+        if let Some(session_id) = commit.session_id.as_deref().filter(|_| !commit.messages.is_empty()) {
+            append_messages(c, session_id, commit, now, embed)?;
+        }
     }
     Ok((updated, rerun, reply))
+}
+
+/// Rows per `INSERT` into `messages` on the writer. SQLite's full-text index (`messages_fts`,
+/// filled by a trigger) writes what it holds as a new segment of the index at the start of
+/// every later write statement of the transaction (FTS5's savepoint), so one statement per
+/// message wrote a segment per message, each later merged; a turn's messages in one statement,
+/// after the commit's other writes, make one segment per commit. The sqlx path inserts them in
+/// one statement as well (`append_messages_on`).
+const MESSAGE_ROWS: usize = 16;
+
+/// The insert of `rows` messages (1 to [`MESSAGE_ROWS`]), eleven `?`s a row.
+fn messages_insert_sql(rows: usize) -> &'static str {
+    static SQL: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
+    let all = SQL.get_or_init(|| {
+        let row = "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
+        (1..=MESSAGE_ROWS)
+            .map(|n| format!("{}VALUES {}", hot::SQL_MESSAGES_INSERT_HEAD, vec![row; n].join(", ")))
+            .collect()
+    });
+    &all[rows - 1]
 }
 
 fn append_messages(c: &Connection, session_id: &str, commit: &TurnCommit, now: i64, embed: bool) -> Result<()> {
     let msgs = &commit.messages;
     let count = msgs.len() as i64;
-    let end: i64 = query_one(c, hot::SQL_SESSION_RESERVE, &[&session_id, &now, &count], |r| r.get(0))?
-        .ok_or_else(|| StoreError::Conflict(format!("no session `{session_id}`")))?;
+    let reserved = execute(c, hot::SQL_SESSION_RESERVE_WRITE, &[&session_id, &now, &count])?;
+    let end: i64 = match reserved {
+        0 => None,
+        _ => query_one(c, hot::SQL_SESSION_LAST_SEQ, &[&session_id], |r| r.get(0))?,
+    }
+    .ok_or_else(|| StoreError::Conflict(format!("no session `{session_id}`")))?;
+    let first = end - count + 1;
+    // What each row binds beyond the message's own fields, alive while the rows are bound.
+    let mut derived = Vec::with_capacity(msgs.len());
     for (n, m) in msgs.iter().enumerate() {
-        let seq = end - count + 1 + n as i64;
-        let calls = super::rows::tool_calls_json(m)?;
-        let images = super::rows::images_json(m)?;
-        let values: [&dyn rusqlite::ToSql; 11] = [
-            &session_id,
-            &seq,
-            &m.role().as_str(),
-            &m.content,
-            &m.name,
-            &calls,
-            &m.tool_call_id,
-            &m.is_error,
-            &m.event_id,
-            &now,
-            &images,
-        ];
-        execute(c, hot::SQL_MESSAGE_INSERT, &values)?;
-        if embed && super::queue::searchable(m.role().as_str(), &m.content) {
-            let key = crate::store::EmbedRef::Message { session_id: session_id.to_string(), seq }.key();
-            execute(c, super::queue::SQL_QUEUE_MESSAGE, &[&key, &session_id])?;
+        let role = m.role().as_str();
+        derived.push((first + n as i64, role, super::rows::tool_calls_json(m)?, super::rows::images_json(m)?));
+    }
+    for (chunk, extra) in msgs.chunks(MESSAGE_ROWS).zip(derived.chunks(MESSAGE_ROWS)) {
+        let mut values: Vec<&dyn rusqlite::ToSql> = Vec::with_capacity(chunk.len() * 11);
+        for (m, (seq, role, calls, images)) in chunk.iter().zip(extra) {
+            values.extend_from_slice(&[
+                &session_id as &dyn rusqlite::ToSql,
+                seq,
+                role,
+                &m.content,
+                &m.name,
+                calls,
+                &m.tool_call_id,
+                &m.is_error,
+                &m.event_id,
+                &now,
+                images,
+            ]);
+        }
+        execute_positional(c, messages_insert_sql(chunk.len()), &values)?;
+    }
+    if embed {
+        for ((seq, role, _, _), m) in derived.iter().zip(msgs) {
+            if super::queue::searchable(role, &m.content) {
+                let key = crate::store::EmbedRef::Message { session_id: session_id.to_string(), seq: *seq }.key();
+                execute(c, super::queue::SQL_QUEUE_MESSAGE, &[&key, &session_id])?;
+            }
         }
     }
     Ok(())
@@ -150,11 +186,9 @@ fn outbox_upsert(c: &Connection, new: &NewOutbox, now: i64) -> Result<OutboxRow>
         &file,
         &new.title,
     ];
-    let raw = match query_one(c, hot::SQL_OUTBOX_UPSERT, &values, OutboxRaw::from_lite)? {
-        Some(raw) => raw,
-        None => query_one(c, hot::SQL_OUTBOX_BY_KEY, &[&new.key], OutboxRaw::from_lite)?
-            .ok_or_else(|| StoreError::Corrupt(format!("outbox row `{}` vanished", new.key)))?,
-    };
+    execute(c, hot::SQL_OUTBOX_UPSERT_WRITE, &values)?;
+    let raw = query_one(c, hot::SQL_OUTBOX_BY_KEY, &[&new.key], OutboxRaw::from_lite)?
+        .ok_or_else(|| StoreError::Corrupt(format!("outbox row `{}` vanished", new.key)))?;
     raw.try_into()
 }
 
@@ -198,17 +232,20 @@ fn approval_insert(c: &Connection, row: &ApprovalRow) -> Result<()> {
 /// `OutboxStore::outbox_mark`: the row's key and conversation when it reached its end (sent or
 /// failed), for the settled announcement.
 pub(crate) fn outbox_mark(c: &Connection, id: i64, mark: &OutboxMark, now: i64) -> Result<Option<(String, String)>> {
-    let pair = |r: &rusqlite::Row<'_>| Ok((r.get(0)?, r.get(1)?));
-    match mark {
+    let ended = match mark {
         OutboxMark::Sent { platform_ids, text } => {
             let ids = serde_json::to_string(platform_ids).unwrap_or_else(|_| "[]".into());
-            query_one(c, hot::SQL_OUTBOX_SENT, &[&id, &now, &ids, text], pair)
+            execute(c, hot::SQL_OUTBOX_SENT_WRITE, &[&id, &now, &ids, text])?
         }
-        OutboxMark::Failed { error } => query_one(c, hot::SQL_OUTBOX_FAILED, &[&id, &now, error], pair),
+        OutboxMark::Failed { error } => execute(c, hot::SQL_OUTBOX_FAILED_WRITE, &[&id, &now, error])?,
         OutboxMark::Retry { next_attempt_ms, error, count_attempt } => {
             let count = i32::from(*count_attempt);
             execute(c, hot::SQL_OUTBOX_RETRY, &[&id, &now, error, next_attempt_ms, &count])?;
-            Ok(None)
+            return Ok(None);
         }
+    };
+    match ended {
+        0 => Ok(None),
+        _ => query_one(c, hot::SQL_OUTBOX_KEY_OF, &[&id], |r| Ok((r.get(0)?, r.get(1)?))),
     }
 }

@@ -129,3 +129,100 @@ async fn the_reads_of_every_message_answer_the_same_on_either_connection() {
     assert_eq!(here, pooled);
     store.close_pools().await;
 }
+
+/// The writes SQLite's writer runs on every turn fill no temporary table: the `_WRITE` forms
+/// (no `RETURNING`, which costs one on every execution) and the reads that fetch their rows
+/// after them.
+#[tokio::test]
+async fn the_writers_hot_writes_fill_no_temporary_table() {
+    use super::super::hot;
+    let (_dir, store) = migrated("temp.db").await;
+    let table = [
+        ("web line", hot::SQL_WEB_INSERT_WRITE),
+        ("web line by key", hot::SQL_WEB_BY_KEY),
+        ("inbox settle", hot::SQL_INBOX_SETTLE_WRITE),
+        ("inbox conversation", hot::SQL_INBOX_CONVERSATION),
+        ("session reserve", hot::SQL_SESSION_RESERVE_WRITE),
+        ("session last seq", hot::SQL_SESSION_LAST_SEQ),
+        ("outbox upsert", hot::SQL_OUTBOX_UPSERT_WRITE),
+        ("outbox by key", hot::SQL_OUTBOX_BY_KEY),
+        ("outbox sent", hot::SQL_OUTBOX_SENT_WRITE),
+        ("outbox failed", hot::SQL_OUTBOX_FAILED_WRITE),
+        ("outbox key", hot::SQL_OUTBOX_KEY_OF),
+    ];
+    for (name, sql) in table {
+        let mut text = sql.to_string();
+        for n in (1..=12).rev() {
+            text = text.replace(&format!("${n}"), "NULL");
+        }
+        let rows = sqlx::query(sqlx::AssertSqlSafe(format!("EXPLAIN {text}"))).fetch_all(&store.reader).await.unwrap();
+        let ops: Vec<String> = rows.iter().map(|r| sqlx::Row::get::<String, _>(r, 1)).collect();
+        assert!(ops.iter().any(|o| o == "Halt"), "{name}: not a program: {ops:?}");
+        assert!(!ops.iter().any(|o| o == "OpenEphemeral"), "{name} fills a temporary table: {ops:?}");
+    }
+    store.close_pools().await;
+}
+
+/// A turn's messages reach the full-text index (`messages_fts`) as one new segment of it: FTS5
+/// writes what it holds at the start of every later write statement of a transaction, so the
+/// commit inserts them last and in one statement (one statement per message, before the reply,
+/// wrote a segment per message, each to be merged again later).
+#[tokio::test]
+async fn a_turns_messages_make_one_full_text_segment() {
+    use crate::store::{InboxStatus, NewMessage, NewOutbox, NewSession, SessionStore, TurnCommit, TurnStore};
+    let (_dir, store) = migrated("fts.db").await;
+    let new = NewSession {
+        id: "s1".into(),
+        key: "dm:u1".into(),
+        user_id: "u1".into(),
+        conversation: "web:c1".into(),
+        system_prompt: String::new(),
+    };
+    store.session_open(&new).await.unwrap();
+    // FTS5 keeps its structure (id 10) and averages (id 1) among the rows of `_data`; each
+    // segment adds its pages after them.
+    let pages = || async {
+        let n: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM messages_fts_data WHERE id > 10")
+            .fetch_one(&store.reader)
+            .await
+            .unwrap();
+        n
+    };
+    let before = pages().await;
+    for (turn, messages) in [1usize, 2, 5].into_iter().enumerate() {
+        let commit = TurnCommit {
+            inbox_id: format!("e{turn}"),
+            inbox_status: InboxStatus::Done,
+            session_id: Some("s1".into()),
+            messages: (0..messages)
+                .map(|n| match n % 2 {
+                    0 => NewMessage::user(format!("question {n} of turn {turn}"), None, None),
+                    _ => NewMessage::assistant(format!("answer {n} of turn {turn}"), vec![]),
+                })
+                .collect(),
+            reply: Some(NewOutbox {
+                key: format!("reply:e{turn}"),
+                private_to: None,
+                conversation: "web:c1".into(),
+                text: "answer".into(),
+                buttons: vec![],
+                reply_to: None,
+                file: None,
+                title: None,
+            }),
+            usage: None,
+            approvals: vec![],
+            notices: vec![],
+            fence: None,
+        };
+        store.finish_event(&commit).await.unwrap();
+        let added = pages().await - before;
+        assert_eq!(added, turn as i64 + 1, "turn {turn} ({messages} messages) wrote {added} segments in all");
+    }
+    let found: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM messages_fts WHERE messages_fts MATCH 'answer'")
+        .fetch_one(&store.reader)
+        .await
+        .unwrap();
+    assert_eq!(found, 3, "every assistant message is searchable");
+    store.close_pools().await;
+}

@@ -27,7 +27,7 @@ macro_rules! impl_sessions {
             ) -> $crate::store::Result<i64> {
                 use $crate::store::sql::error::db_err;
                 if msgs.is_empty() {
-                    let last: Option<i64> = sqlx::query_scalar("SELECT last_seq FROM sessions WHERE id = $1")
+                    let last: Option<i64> = sqlx::query_scalar($crate::store::sql::hot::SQL_SESSION_LAST_SEQ)
                         .bind(session_id)
                         .fetch_optional(&mut *conn)
                         .await
@@ -57,10 +57,7 @@ macro_rules! impl_sessions {
                             $crate::store::sql::rows::images_json(m)?,
                         ));
                     }
-                    let mut qb = sqlx::QueryBuilder::<$db>::new(
-                        "INSERT INTO messages (session_id, seq, role, content, name, tool_calls, tool_call_id, \
-                         is_error, event_id, created_ms, images) ",
-                    );
+                    let mut qb = sqlx::QueryBuilder::<$db>::new($crate::store::sql::hot::SQL_MESSAGES_INSERT_HEAD);
                     qb.push_values(rows, |mut b, (seq, m, calls, images)| {
                         b.push_bind(session_id)
                             .push_bind(seq)

@@ -13,20 +13,21 @@ macro_rules! impl_turn {
         impl $crate::store::TurnStore for $store {
             /// In ONE transaction:
             /// 1. sets the inbox row's status (if it is still pending or processing);
-            /// 2. appends `messages` to `session_id` (seq continues, version bumped);
-            /// 3. upserts the reply by key: a `draft` becomes `pending` with the final text and
+            /// 2. upserts the reply by key: a `draft` becomes `pending` with the final text and
             ///    buttons and keeps its platform ids; an existing pending/sent/failed row is left
             ///    unchanged;
-            /// 4. upserts each of `notices` in order, the same way (a new key becomes `pending`);
-            /// 5. inserts `approvals` as given (an existing id is left unchanged; a session that
+            /// 3. upserts each of `notices` in order, the same way (a new key becomes `pending`);
+            /// 4. inserts `approvals` as given (an existing id is left unchanged; a session that
             ///    does not exist fails the whole commit);
-            /// 6. records usage (a turn's row per answering model).
+            /// 5. records usage (a turn's row per answering model);
+            /// 6. appends `messages` to `session_id` (seq continues, version bumped), last and in
+            ///    one statement, so that SQLite's full-text index writes them as one segment.
             ///
             /// With a `fence`, first checks that it is still the session's newest token, and
             /// refuses the whole commit ([`StoreError::Fenced`]) if not.
             ///
             /// If the inbox row is already done/dropped/failed, this is a re-run: only the
-            /// idempotent step 3 runs. Notices are skipped with the approvals they announce: the
+            /// idempotent step 2 runs. Notices are skipped with the approvals they announce: the
             /// first run stored both, and a re-run's notices may carry new approval ids whose
             /// approvals are not stored. An event with no inbox row is applied in full. Returns
             /// the reply's outbox row. A commit that settles the event announces it once committed.
@@ -166,20 +167,6 @@ macro_rules! impl_turn {
                 } else {
                     false
                 };
-                if !rerun {
-                    if let Some(session_id) = commit.session_id.as_deref() {
-                        if !commit.messages.is_empty() {
-                            Self::append_messages_on(
-                                &mut tx,
-                                session_id,
-                                &commit.messages,
-                                now,
-                                self.embed_switch().on(),
-                            )
-                            .await?;
-                        }
-                    }
-                }
                 let reply_id = match &commit.reply {
                     Some(reply) => Some(Self::outbox_upsert_on(&mut tx, reply, now).await?),
                     None => None,
@@ -195,6 +182,12 @@ macro_rules! impl_turn {
                 if let (false, Some(usage)) = (rerun, &commit.usage) {
                     for u in &usage.rows {
                         Self::usage_insert_on(&mut tx, u, now).await?;
+                    }
+                }
+                if let (false, Some(session_id)) = (rerun, commit.session_id.as_deref()) {
+                    if !commit.messages.is_empty() {
+                        let embed = self.embed_switch().on();
+                        Self::append_messages_on(&mut tx, session_id, &commit.messages, now, embed).await?;
                     }
                 }
                 tx.commit().await.map_err(db_err)?;
