@@ -19,7 +19,11 @@
 use std::process::Command;
 
 fn main() {
-    println!("cargo:rerun-if-changed=benches/hot.order");
+    // Only an optimised build reads the order file: a debug build must not rebuild the crate
+    // when it changes (cargo reruns a build script on the files it names, in every profile).
+    if var("PROFILE") == "release" {
+        println!("cargo:rerun-if-changed=benches/hot.order");
+    }
     println!("cargo:rerun-if-env-changed=BUTLER_PLAIN_LINK");
     // sqlx's `migrate!` embeds the migrations: a changed one rebuilds the crate.
     println!("cargo:rerun-if-changed=migrations");

@@ -65,10 +65,9 @@ pub(crate) fn finish_event(c: &Connection, commit: &TurnCommit, now: i64, embed:
         }
     }
     let status = commit.inbox_status.as_str();
-    let updated: Option<String> = match execute(c, hot::SQL_INBOX_SETTLE_WRITE, &[&commit.inbox_id, &status, &now])? {
-        0 => None,
-        _ => query_one(c, hot::SQL_INBOX_CONVERSATION, &[&commit.inbox_id], |r| r.get(0))?,
-    };
+    let settled = execute(c, hot::SQL_INBOX_SETTLE_WRITE, &[&commit.inbox_id, &status, &now])?;
+    let updated: Option<String> =
+        read_if_changed(c, settled, hot::SQL_INBOX_CONVERSATION, &commit.inbox_id, |r| r.get(0))?;
     let rerun = updated.is_none()
         && query_one(c, hot::SQL_INBOX_STATUS, &[&commit.inbox_id], |r| r.get::<_, String>(0))?.is_some();
     let reply = commit.reply.as_ref().map(|r| outbox_upsert(c, r, now)).transpose()?;
@@ -128,11 +127,8 @@ fn append_messages(c: &Connection, session_id: &str, commit: &TurnCommit, now: i
     let msgs = &commit.messages;
     let count = msgs.len() as i64;
     let reserved = execute(c, hot::SQL_SESSION_RESERVE_WRITE, &[&session_id, &now, &count])?;
-    let end: i64 = match reserved {
-        0 => None,
-        _ => query_one(c, hot::SQL_SESSION_LAST_SEQ, &[&session_id], |r| r.get(0))?,
-    }
-    .ok_or_else(|| StoreError::Conflict(format!("no session `{session_id}`")))?;
+    let end: i64 = read_if_changed(c, reserved, hot::SQL_SESSION_LAST_SEQ, &session_id, |r| r.get(0))?
+        .ok_or_else(|| StoreError::Conflict(format!("no session `{session_id}`")))?;
     let first = end - count + 1;
     // What each row binds beyond the message's own fields, alive while the rows are bound.
     let mut derived = Vec::with_capacity(msgs.len());
@@ -244,8 +240,20 @@ pub(crate) fn outbox_mark(c: &Connection, id: i64, mark: &OutboxMark, now: i64) 
             return Ok(None);
         }
     };
-    match ended {
+    read_if_changed(c, ended, hot::SQL_OUTBOX_KEY_OF, &id, |r| Ok((r.get(0)?, r.get(1)?)))
+}
+
+/// What a write would have returned with its `RETURNING` (see the module's doc): the row `read`
+/// selects by `key` when the write changed one (`changed`, its count of rows), else `None`.
+fn read_if_changed<T>(
+    c: &Connection,
+    changed: usize,
+    read: &str,
+    key: &dyn rusqlite::ToSql,
+    row: impl FnMut(&rusqlite::Row<'_>) -> rusqlite::Result<T>,
+) -> Result<Option<T>> {
+    match changed {
         0 => Ok(None),
-        _ => query_one(c, hot::SQL_OUTBOX_KEY_OF, &[&id], |r| Ok((r.get(0)?, r.get(1)?))),
+        _ => query_one(c, read, &[key], row),
     }
 }
