@@ -8,6 +8,8 @@
 //! BENCH_SESSIONS (idle sessions held live for the per-session memory figure, default 20,000),
 //! BENCH_ONLY (a comma-separated list of the scenarios to run, default all), BENCH_BINARY (another
 //! build of `butler` to measure), BENCH_DB_CONNECTIONS (`[database] max_connections`, default 8).
+//! Scenarios: cold_start, idle_sessions, sessions_evicted, web_latency, openai_latency (the same
+//! one-at-a-time turns through `/v1/chat/completions`), web_throughput.
 //! Each scenario prints one machine-readable summary line starting with `bench=`, and a
 //! `bench=target` line per figure issue 35 bounds; it exits non-zero when a target is missed.
 
@@ -50,13 +52,54 @@ async fn serve_with(db_url: &str, llm_url: &str, extra: &str) -> (Serve, Duratio
     Serve::start(dir, &config, port).await
 }
 
-async fn load(backend: &str, db_url: &str, llm_url: &str, conversations: usize, turns: usize, bench: &str) {
+/// One conversation through the OpenAI-compatible API: a greeting, then `turns` non-streamed
+/// completions one after another; each one's round trip (the answer comes back at its commit).
+async fn openai_conversation(client: reqwest::Client, base: String, conv: String, turns: usize) -> Vec<Duration> {
+    let ask = |text: String| {
+        let request = client
+            .post(format!("{base}/v1/chat/completions"))
+            .header("X-Butler-Conversation", conv.as_str())
+            .json(&json!({"model": "butler", "messages": [{"role": "user", "content": text}]}));
+        async move {
+            let resp = request.send().await.unwrap();
+            assert_eq!(resp.status(), 200);
+            let v: serde_json::Value = resp.json().await.unwrap();
+            assert!(v["choices"][0]["message"]["content"].is_string(), "no answer: {v}");
+        }
+    };
+    ask("hello".into()).await;
+    let mut latencies = Vec::with_capacity(turns);
+    for n in 1..=turns {
+        let started = Instant::now();
+        ask(format!("message {n}")).await;
+        latencies.push(started.elapsed());
+    }
+    latencies
+}
+
+/// Which API a load drives: the web chat (post, then the reply on the event stream) or the
+/// OpenAI-compatible one (a request that returns the answer).
+#[derive(Clone, Copy)]
+enum Api {
+    Web,
+    OpenAi,
+}
+
+/// Runs the load; returns the p50 latency (ms).
+async fn load(backend: &str, db_url: &str, llm_url: &str, conversations: usize, turns: usize, bench: &str) -> f64 {
+    let api = if bench.starts_with("openai") { Api::OpenAi } else { Api::Web };
     let (server, _) = serve(db_url, llm_url).await;
     let pid = server.child.id();
     let client = reqwest::Client::builder().pool_max_idle_per_host(conversations * 2).build().unwrap();
     // Warm up (connections, caches, SQLite pages) before measuring.
+    let drive = move |client: reqwest::Client, base: String, conv: String, turns: usize| async move {
+        match api {
+            Api::Web => conversation(client, base, conv, turns).await,
+            Api::OpenAi => openai_conversation(client, base, conv, turns).await,
+        }
+    };
     let warm: Vec<_> = (0..conversations.min(16))
-        .map(|i| tokio::spawn(conversation(client.clone(), server.base.clone(), format!("warm{i}"), 5)))
+        .map(|i| tokio::spawn(drive(client.clone(), server.base.clone(), format!("warm{i}"), 5)))
         .collect();
     for w in warm {
         w.await.unwrap();
@@ -64,7 +107,7 @@ async fn load(backend: &str, db_url: &str, llm_url: &str, conversations: usize, 
     let cpu_before = cpu_secs(pid);
     let started = Instant::now();
     let tasks: Vec<_> = (0..conversations)
-        .map(|i| tokio::spawn(conversation(client.clone(), server.base.clone(), format!("b{i}"), turns)))
+        .map(|i| tokio::spawn(drive(client.clone(), server.base.clone(), format!("b{i}"), turns)))
         .collect();
     let mut all = Vec::new();
     for t in tasks {
@@ -88,6 +131,7 @@ async fn load(backend: &str, db_url: &str, llm_url: &str, conversations: usize, 
         "web_latency" => target(&format!("{bench}.{backend}.p50_ms"), p50, 0.5),
         _ => {}
     }
+    p50
 }
 
 /// Spawn to `/readyz` = 200. SQLite: the first start makes the database (its migrations), the
@@ -260,16 +304,23 @@ fn main() {
             sessions_evicted(&llm_url, env_usize("BENCH_SESSIONS", 20_000)).await;
         }
         for backend in ["sqlite", "postgres"].into_iter().filter(|b| backends.contains(b)) {
-            for (bench, conversations, turns) in
-                [("web_latency", 1, turns * 4), ("web_throughput", conversations, turns)]
-            {
+            let mut p50 = std::collections::HashMap::new();
+            for (bench, conversations, turns) in [
+                ("web_latency", 1, turns * 4),
+                ("openai_latency", 1, turns * 4),
+                ("web_throughput", conversations, turns),
+            ] {
                 if !run(bench) {
                     continue;
                 }
                 // Postgres: a database of its own per scenario.
                 let db = if backend == "postgres" { Some(PgTestDb::create().await) } else { None };
                 let url = db.as_ref().map_or(String::new(), |d| d.url.clone());
-                load(backend, &url, &llm_url, conversations, turns, bench).await;
+                p50.insert(bench, load(backend, &url, &llm_url, conversations, turns, bench).await);
+            }
+            // Issue 35, point 3: the OpenAI-compatible API within 1 ms of the web API.
+            if let (Some(web), Some(openai)) = (p50.get("web_latency"), p50.get("openai_latency")) {
+                target(&format!("openai_latency.{backend}.p50_over_web_ms"), openai - web, 1.0);
             }
         }
     });

@@ -1,6 +1,7 @@
 //! Gives the memory of retired session actors back to the operating system. glibc's allocator
 //! keeps freed pages in its arenas, so after a burst of conversations the process would stay at
-//! its peak long after their actors retired; a trim hands the free pages back.
+//! its peak long after their actors retired; a trim hands the free pages back. When the last
+//! actor retires, SQLite's page caches (grown with the database during the burst) go first.
 //!
 //! It must never trim on an async worker thread (a trim walks the heap) and never run two trims
 //! at once.
@@ -22,9 +23,11 @@ pub(super) fn retired(live: usize, tracker: &TaskTracker) {
         return;
     }
     RETIRED.store(0, Ordering::Relaxed);
-    tracker.spawn_blocking(|| {
+    let idle = live == 0;
+    tracker.spawn_blocking(move || {
+        let page_cache_bytes = if idle { crate::store::SqliteStore::release_page_caches() } else { 0 };
         let released = trim();
-        tracing::debug!(released, "freed session memory trimmed");
+        tracing::debug!(released, page_cache_bytes, "freed session memory trimmed");
         TRIMMING.store(false, Ordering::Release);
     });
 }

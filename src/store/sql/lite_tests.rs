@@ -156,3 +156,43 @@ async fn the_writer_thread_checkpoints_what_callers_commit() {
     }
     lite.close().await;
 }
+
+/// Bytes of page cache a connection holds (`SQLITE_DBSTATUS_CACHE_USED`).
+fn cache_used(c: &Connection) -> i32 {
+    let (mut now, mut peak) = (0, 0);
+    // SAFETY: the handle is `c`'s, alive for the call; both out-pointers are valid.
+    let rc = unsafe {
+        libsqlite3_sys::sqlite3_db_status(
+            c.handle(),
+            libsqlite3_sys::SQLITE_DBSTATUS_CACHE_USED,
+            &mut now,
+            &mut peak,
+            0,
+        )
+    };
+    assert_eq!(rc, libsqlite3_sys::SQLITE_OK);
+    now
+}
+
+/// What a burst read into the writer's page cache is given back when Butler goes idle (the
+/// session trim calls this), and the connection reads on as before.
+#[test]
+fn page_caches_are_given_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("w.db");
+    Connection::open(&path).unwrap().execute_batch("PRAGMA journal_mode = WAL; CREATE TABLE b (v BLOB)").unwrap();
+    let writer = connect(&path).unwrap();
+    exec(&writer.conn, "BEGIN").unwrap();
+    for _ in 0..300 {
+        execute(&writer.conn, "INSERT INTO b (v) VALUES (zeroblob(3000))", &[]).unwrap();
+    }
+    exec(&writer.conn, "COMMIT").unwrap();
+    let scan = |c: &Connection| -> i64 { c.query_row("SELECT SUM(LENGTH(v)) FROM b", [], |r| r.get(0)).unwrap() };
+    assert_eq!(scan(&writer.conn), 900_000);
+    let before = cache_used(&writer.conn);
+    assert!(before > 600_000, "the scan cached only {before} bytes");
+    let freed = crate::store::SqliteStore::release_page_caches();
+    let after = cache_used(&writer.conn);
+    assert!(after < 64 * 1024, "{after} bytes still cached ({before} before, {freed} freed)");
+    assert_eq!(scan(&writer.conn), 900_000);
+}
