@@ -4,15 +4,17 @@
 use super::*;
 
 fn lite() -> (tempfile::TempDir, Lite) {
+    let (dir, path) = wal_db("t (k TEXT PRIMARY KEY, v INTEGER); INSERT INTO t VALUES ('dup', -1)");
+    (dir, Lite::open(&path).unwrap())
+}
+
+/// A WAL database in a fresh folder made by `CREATE TABLE {table}` (what follows may add rows).
+fn wal_db(table: &str) -> (tempfile::TempDir, std::path::PathBuf) {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("w.db");
     let c = Connection::open(&path).unwrap();
-    c.execute_batch(
-        "PRAGMA journal_mode = WAL; CREATE TABLE t (k TEXT PRIMARY KEY, v INTEGER); INSERT INTO t VALUES ('dup', -1)",
-    )
-    .unwrap();
-    drop(c);
-    (dir, Lite::open(&path).unwrap())
+    c.execute_batch(&format!("PRAGMA journal_mode = WAL; CREATE TABLE {table}")).unwrap();
+    (dir, path)
 }
 
 fn count(path: &Path) -> i64 {
@@ -112,9 +114,7 @@ async fn a_free_writer_runs_the_operation_here_and_a_busy_one_queues_it() {
 /// attempt gives up at once (the operation then goes to the writer thread, which waits).
 #[test]
 fn a_locked_database_is_not_waited_for_here() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("w.db");
-    Connection::open(&path).unwrap().execute_batch("PRAGMA journal_mode = WAL; CREATE TABLE t (k TEXT)").unwrap();
+    let (_dir, path) = wal_db("t (k TEXT)");
     let writer = connect(&path).unwrap();
     let other = Connection::open(&path).unwrap();
     other.execute_batch("BEGIN IMMEDIATE").unwrap();
@@ -129,9 +129,7 @@ fn a_locked_database_is_not_waited_for_here() {
 /// past its size.
 #[tokio::test]
 async fn the_writer_thread_checkpoints_what_callers_commit() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("w.db");
-    Connection::open(&path).unwrap().execute_batch("PRAGMA journal_mode = WAL; CREATE TABLE b (v BLOB)").unwrap();
+    let (_dir, path) = wal_db("b (v BLOB)");
     let lite = Lite::open_with(&path, 50).unwrap();
     let auto: i64 =
         lite.run(|c| c.pragma_query_value(None, "wal_autocheckpoint", |r| r.get(0)).map_err(lite_err)).await.unwrap();
@@ -178,9 +176,7 @@ fn cache_used(c: &Connection) -> i32 {
 /// session trim calls this), and the connection reads on as before.
 #[test]
 fn page_caches_are_given_back() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("w.db");
-    Connection::open(&path).unwrap().execute_batch("PRAGMA journal_mode = WAL; CREATE TABLE b (v BLOB)").unwrap();
+    let (_dir, path) = wal_db("b (v BLOB)");
     let writer = connect(&path).unwrap();
     exec(&writer.conn, "BEGIN").unwrap();
     for _ in 0..300 {
